@@ -1,0 +1,149 @@
+"""The record every beamtrove step consumes and produces.
+
+A :class:`Document` is one piece of text with a stable id and free-form
+metadata (URL, dump, language, scores, ...). :class:`DocumentCoder` is
+registered with Beam's coder registry, so any ``PCollection`` typed as
+``Document`` crosses shuffles in a compact, deterministic byte form instead of
+pickles.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import struct
+from typing import Any
+
+import orjson
+from apache_beam import coders
+
+__all__ = ["Document", "DocumentCoder", "Media"]
+
+
+@dataclasses.dataclass(slots=True)
+class Media:
+    """A non-text item attached to a document (an image, a video, ...).
+
+    The fields carry the names DataTrove's files use, so media written by
+    either tool reads back in the other.
+
+    Attributes:
+        id: Identifier of the item.
+        type: Kind of media (DataTrove numbers them: 0 image, 1 video, 2 audio,
+            3 document).
+        url: Where the media lives.
+        alt: Alternative text, when the page gave one.
+        path: Where a local copy is stored.
+        offset: Byte offset of the item inside ``path``.
+        length: Length in bytes of the item.
+        media_bytes: The item's content, when kept inline.
+        metadata: Free-form JSON-compatible attributes.
+    """
+
+    id: str
+    type: int | str
+    url: str
+    alt: str | None = None
+    path: str | None = None
+    offset: int | None = None
+    length: int | None = None
+    media_bytes: bytes | None = None
+    metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def to_row(self, binary: bool = False) -> dict[str, Any]:
+        """The item as a dict; ``media_bytes`` become base64 text unless ``binary``."""
+        row = {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
+        if self.media_bytes is not None and not binary:
+            row["media_bytes"] = base64.b64encode(self.media_bytes).decode("ascii")
+        return row
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Media:
+        """Rebuilds an item from :meth:`to_row` output (or DataTrove's layout)."""
+        media_bytes = row.get("media_bytes")
+        if isinstance(media_bytes, str):
+            row = {**row, "media_bytes": base64.b64decode(media_bytes)}
+        return cls(**row)
+
+
+@dataclasses.dataclass(slots=True)
+class Document:
+    """A text document flowing through a beamtrove pipeline.
+
+    Attributes:
+        text: The document's text (raw HTML before extraction).
+        id: A stable identifier: the same input always yields the same id, so
+            dedup and resumed runs can rely on it.
+        media: Media items that belong to the document.
+        metadata: JSON-compatible attributes such as ``url`` or ``language``.
+    """
+
+    text: str
+    id: str
+    media: list[Media] = dataclasses.field(default_factory=list)
+    metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+# id, text, metadata and media lengths, then the four byte strings.
+_HEADER = struct.Struct("<IIII")
+# Sorted keys make equal documents encode to equal bytes, whatever the order
+# in which their metadata was filled in.
+_JSON_OPTIONS = orjson.OPT_SORT_KEYS
+
+
+def _media_to_json(media: list[Media]) -> bytes:
+    if not media:
+        return b""
+    return orjson.dumps([item.to_row() for item in media], option=_JSON_OPTIONS)
+
+
+def _media_from_json(encoded: bytes) -> list[Media]:
+    if not encoded:
+        return []
+    return [Media.from_row(item) for item in orjson.loads(encoded)]
+
+
+class DocumentCoder(coders.Coder):
+    """Deterministic binary coder for :class:`Document`.
+
+    Text and id are stored as UTF-8 (lone surrogates survive), metadata and
+    media as JSON with sorted keys. Metadata must therefore be JSON-compatible:
+    string keys; str, int, float, bool, None, lists and dicts as values.
+    """
+
+    def encode(self, value: Document) -> bytes:
+        id_bytes = value.id.encode("utf-8", "surrogatepass")
+        text_bytes = value.text.encode("utf-8", "surrogatepass")
+        try:
+            metadata_bytes = orjson.dumps(value.metadata, option=_JSON_OPTIONS)
+        except TypeError as exc:
+            raise TypeError(
+                f"Document {value.id!r} has metadata that is not JSON-compatible ({exc}); "
+                "store strings, numbers, booleans, None, lists or dicts with string keys."
+            ) from exc
+        media_bytes = _media_to_json(value.media)
+        header = _HEADER.pack(len(id_bytes), len(text_bytes), len(metadata_bytes), len(media_bytes))
+        return b"".join((header, id_bytes, text_bytes, metadata_bytes, media_bytes))
+
+    def decode(self, encoded: bytes) -> Document:
+        id_len, text_len, metadata_len, media_len = _HEADER.unpack_from(encoded)
+        view = memoryview(encoded)
+        start = _HEADER.size
+        id_end = start + id_len
+        text_end = id_end + text_len
+        metadata_end = text_end + metadata_len
+        return Document(
+            text=str(view[id_end:text_end], "utf-8", "surrogatepass"),
+            id=str(view[start:id_end], "utf-8", "surrogatepass"),
+            metadata=orjson.loads(view[text_end:metadata_end]),
+            media=_media_from_json(bytes(view[metadata_end : metadata_end + media_len])),
+        )
+
+    def is_deterministic(self) -> bool:
+        return True
+
+    def to_type_hint(self):
+        return Document
+
+
+coders.registry.register_coder(Document, DocumentCoder)

@@ -1,0 +1,142 @@
+"""File matching and atomic file placement over fsspec URLs.
+
+Every beamtrove reader and writer goes through these helpers, so local paths,
+``gs://`` (gcsfs), ``s3://`` (s3fs, when installed) and ``memory://`` behave
+the same way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import posixpath
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import fsspec
+from fsspec.core import url_to_fs
+from fsspec.implementations.local import LocalFileSystem
+
+__all__ = ["InputFile", "filesystem", "join", "match_inputs", "move", "open_url"]
+
+_GLOB_CHARS = "*?["
+
+
+@dataclasses.dataclass(frozen=True, order=True)
+class InputFile:
+    """One matched input file.
+
+    Attributes:
+        url: Where to open the file (a local path or a URL with its protocol).
+        name: The path relative to the directory the pattern started from, with
+            ``/`` separators. Ids derived from it survive moving a dataset
+            between buckets or machines.
+        size: Size in bytes when matched.
+    """
+
+    url: str
+    name: str
+    size: int
+
+
+def filesystem(url: str, storage_options: Mapping[str, Any] | None = None):
+    """Returns ``(filesystem, path)`` for ``url``."""
+    return url_to_fs(url, **dict(storage_options or {}))
+
+
+def join(base: str, *parts: str) -> str:
+    """Joins URL path segments with ``/`` whatever the protocol."""
+    return posixpath.join(base.rstrip("/") or "/", *parts)
+
+
+def _full_url(fs, path: str) -> str:
+    return path if isinstance(fs, LocalFileSystem) else fs.unstrip_protocol(path)
+
+
+def _glob_base(path: str) -> str:
+    first_glob = min((i for i in (path.find(c) for c in _GLOB_CHARS) if i >= 0), default=len(path))
+    return path[: path.rfind("/", 0, first_glob) + 1]
+
+
+def _relative(path: str, base: str) -> str:
+    return path[len(base) :].lstrip("/") if base and path.startswith(base) else posixpath.basename(path)
+
+
+def _match_one(pattern: str, suffixes: tuple[str, ...], storage_options) -> list[InputFile]:
+    fs, path = filesystem(pattern, storage_options)
+    if any(c in path for c in _GLOB_CHARS):
+        base = _glob_base(path)
+        entries = fs.glob(path, detail=True).values()
+        where = f"files match {pattern!r}"
+    elif fs.isdir(path):
+        base = path.rstrip("/") + "/"
+        entries = [e for e in fs.find(path, detail=True).values() if e["name"].endswith(suffixes)]
+        where = f"files ending in {', '.join(suffixes)} are under the directory {pattern!r}"
+    elif fs.exists(path):
+        base = posixpath.dirname(path) + "/"
+        entries = [fs.info(path)]
+        where = ""
+    else:
+        raise FileNotFoundError(f"Input {pattern!r} does not exist: pass an existing file, directory or glob.")
+    files = [
+        InputFile(_full_url(fs, e["name"]), _relative(e["name"], base), int(e.get("size") or 0))
+        for e in entries
+        if e.get("type", "file") == "file"
+    ]
+    if not files:
+        raise FileNotFoundError(f"No {where}: check the path and the pattern.")
+    return files
+
+
+def match_inputs(
+    patterns: str | Iterable[str],
+    suffixes: tuple[str, ...] = (),
+    storage_options: Mapping[str, Any] | None = None,
+) -> list[InputFile]:
+    """Expands input patterns into a sorted, de-duplicated list of files.
+
+    Args:
+        patterns: One or more files, directories (searched recursively for
+            names ending in ``suffixes``) or glob patterns, as paths or URLs.
+        suffixes: File name endings accepted when a pattern is a directory.
+        storage_options: Passed to the fsspec filesystem (credentials, ...).
+
+    Raises:
+        FileNotFoundError: A pattern matches nothing or a path does not exist;
+            raised at pipeline construction, before any work starts.
+    """
+    if isinstance(patterns, str):
+        patterns = [patterns]
+    found: dict[str, InputFile] = {}
+    for pattern in patterns:
+        for file in _match_one(pattern, suffixes, storage_options):
+            found.setdefault(file.url, file)
+    if not found:
+        raise FileNotFoundError("No input patterns were given.")
+    return sorted(found.values())
+
+
+def move(source: str, destination: str, storage_options: Mapping[str, Any] | None = None) -> None:
+    """Moves a finished file into place, replacing what was there.
+
+    On local disks this is an atomic rename; on object stores the object only
+    appears under its final name once complete.
+    """
+    fs, source_path = filesystem(source, storage_options)
+    _, destination_path = filesystem(destination, storage_options)
+    fs.makedirs(posixpath.dirname(destination_path), exist_ok=True)
+    fs.mv(source_path, destination_path)
+
+
+def open_url(
+    url: str, mode: str = "rb", storage_options: Mapping[str, Any] | None = None, compression: str | None = None
+) -> fsspec.core.OpenFile:
+    """Returns an fsspec ``OpenFile`` for ``url``; use it as a context manager.
+
+    Args:
+        url: Path or URL to open.
+        mode: File mode.
+        storage_options: Passed to the fsspec filesystem.
+        compression: ``"infer"`` to (de)compress by file name, a codec name, or
+            None for raw bytes.
+    """
+    return fsspec.open(url, mode, compression=compression, **dict(storage_options or {}))

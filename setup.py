@@ -1,0 +1,46 @@
+"""Packaging for beamtrove.
+
+Kept as setup.py so Dataflow can stage the package with ``--setup_file``.
+"""
+
+import pathlib
+import re
+
+from setuptools import find_packages, setup
+
+HERE = pathlib.Path(__file__).parent
+VERSION = re.search(r'__version__ = "([^"]+)"', (HERE / "beamtrove" / "__init__.py").read_text()).group(1)
+
+setup(
+    name="beamtrove",
+    version=VERSION,
+    description="LLM pretraining data from web crawls on Apache Beam: read, extract, filter, dedup, tokenize.",
+    long_description=(HERE / "README.md").read_text(encoding="utf-8"),
+    long_description_content_type="text/markdown",
+    license="Apache-2.0",
+    python_requires=">=3.11",
+    packages=find_packages(include=["beamtrove", "beamtrove.*"]),
+    install_requires=[
+        "apache-beam[gcp]==2.77.0",
+        "charset-normalizer>=3.0",
+        "fsspec>=2024.2",
+        "gcsfs>=2024.2",
+        "isal>=1.6",
+        "numpy>=1.26",
+        "orjson>=3.9",
+        "pyarrow>=15",
+        "warcio>=1.7.4",
+        "zstandard>=0.22",
+    ],
+    extras_require={
+        "s3": ["s3fs>=2024.2"],
+        "test": ["pytest>=8", "pytest-timeout>=2.3"],
+        "dev": ["pytest>=8", "pytest-timeout>=2.3", "ruff==0.17.6"],
+    },
+    entry_points={"console_scripts": ["beamtrove=beamtrove.cli:main"]},
+    classifiers=[
+        "Programming Language :: Python :: 3.11",
+        "License :: OSI Approved :: Apache Software License",
+        "Topic :: Scientific/Engineering :: Artificial Intelligence",
+    ],
+)
