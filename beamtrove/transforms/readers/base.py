@@ -1,0 +1,298 @@
+"""The Beam source and ``PTransform`` shared by all file readers.
+
+A reader is a :class:`RecordParser` (how to turn one file into documents) run
+by :class:`_FileRecordSource`, a ``BoundedSource`` that splits its input into
+one bundle per file and streams each file's records. The source, not the
+parsers, keeps the books: every record a parser reports is counted as read and
+as emitted, skipped with a reason, or errored with a reason (a
+:class:`~beamtrove.dead_letter.DeadLetter`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, BinaryIO
+
+import apache_beam as beam
+from apache_beam.io import iobase
+from apache_beam.io.range_trackers import OffsetRangeTracker, UnsplittableRangeTracker
+
+from beamtrove.dead_letter import DeadLetter
+from beamtrove.document import Document, Media
+from beamtrove.fs import InputFile, match_inputs, open_url
+from beamtrove.metrics import StepMetrics
+from beamtrove.progress import record_progress
+
+__all__ = ["DEAD_LETTERS", "FileReader", "RecordParser", "RowFields", "Skip"]
+
+_LOGGER = logging.getLogger(__name__)
+
+DEAD_LETTERS = "dead_letters"
+"""Tag of a reader's dead-letter output (see :meth:`FileReader.with_dead_letters`)."""
+
+_LOGGED_DEAD_LETTERS_PER_PROCESS = 100
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Skip:
+    """A record that was read but is not meant to become a document."""
+
+    reason: str
+
+
+Outcome = Document | Skip | DeadLetter
+
+
+class RecordParser:
+    """Turns the bytes of one input file into outcomes, one per record read.
+
+    Subclasses set ``suffixes`` (file endings picked from directory inputs)
+    and ``compression`` (``"infer"`` to let fsspec decompress by file name, or
+    None when the parser reads the raw bytes itself).
+    """
+
+    suffixes: tuple[str, ...] = ()
+    compression: str | None = None
+
+    def parse(self, file: InputFile, stream: BinaryIO, step: str) -> Iterator[Outcome]:
+        """Yields a Document, a Skip or a DeadLetter for every record of ``file``."""
+        raise NotImplementedError
+
+
+@dataclasses.dataclass(frozen=True)
+class RowFields:
+    """How the fields of a table row (JSONL, Parquet, CSV) map onto a Document.
+
+    The text comes from ``text_key`` and the id from ``id_key`` (when absent:
+    ``<file name>/<0-based row index>``). A ``metadata`` field holding a
+    mapping (the layout beamtrove's and DataTrove's writers produce) and a
+    ``media`` list are unpacked. Every other field lands in metadata too,
+    taking precedence over the nested mapping, which takes precedence over
+    ``default_metadata``. ``file_path`` is added unless the row has one.
+    """
+
+    text_key: str = "text"
+    id_key: str = "id"
+    default_metadata: Mapping[str, Any] | None = None
+
+    def to_document(self, row: dict[str, Any], file: InputFile, index: int) -> Document:
+        """Builds a Document from ``row`` (which it consumes), row ``index`` of ``file``.
+
+        Raises:
+            ValueError: ``(reason, message)`` when the row has no usable text or
+                malformed media.
+        """
+        text = row.pop(self.text_key, None)
+        if text is None:
+            raise ValueError("missing_text", f"the row has no {self.text_key!r} field")
+        if not isinstance(text, str):
+            raise ValueError("text_not_a_string", f"{self.text_key!r} holds a {type(text).__name__}")
+        doc_id = row.pop(self.id_key, None)
+        media = row.pop("media", None) if isinstance(row.get("media"), list) else None
+        nested = row.pop("metadata") if isinstance(row.get("metadata"), dict) else {}
+        metadata = {**(self.default_metadata or {}), **nested, **row}
+        metadata.setdefault("file_path", file.url)
+        try:
+            media_items = [Media.from_row(item) for item in media] if media else []
+        except TypeError as exc:
+            raise ValueError("malformed_media", f"media entries do not fit the Media fields: {exc}") from exc
+        return Document(
+            text=text,
+            id=f"{file.name}/{index}" if doc_id is None else str(doc_id),
+            metadata=metadata,
+            media=media_items,
+        )
+
+
+class _FileRecordSource(iobase.BoundedSource):
+    """Reads the records of a list of files; one bundle per file.
+
+    Positions are file indexes, so runners can split at file boundaries. With
+    ``skip`` or ``limit`` the files are read in order by a single reader, since
+    both count documents across the whole input.
+    """
+
+    def __init__(
+        self,
+        files: tuple[InputFile, ...],
+        parser: RecordParser,
+        step: str,
+        skip: int = 0,
+        limit: int | None = None,
+        storage_options: Mapping[str, Any] | None = None,
+        progress_interval: float = 10.0,
+    ):
+        self._files = files
+        self._parser = parser
+        self._step = step
+        self._skip = skip
+        self._limit = limit
+        self._storage_options = dict(storage_options or {})
+        self._progress_interval = progress_interval
+
+    @property
+    def _sequential(self) -> bool:
+        return self._skip > 0 or self._limit is not None
+
+    def _for_files(self, files: tuple[InputFile, ...]) -> _FileRecordSource:
+        return _FileRecordSource(
+            files, self._parser, self._step, self._skip, self._limit, self._storage_options, self._progress_interval
+        )
+
+    def estimate_size(self) -> int:
+        return sum(file.size for file in self._files)
+
+    def split(self, desired_bundle_size, start_position=None, stop_position=None):
+        start = start_position or 0
+        stop = len(self._files) if stop_position is None else stop_position
+        if self._sequential:
+            yield iobase.SourceBundle(self.estimate_size(), self, start, stop)
+            return
+        for file in self._files[start:stop]:
+            yield iobase.SourceBundle(max(file.size, 1), self._for_files((file,)), 0, 1)
+
+    def get_range_tracker(self, start_position, stop_position):
+        tracker = OffsetRangeTracker(start_position or 0, len(self._files) if stop_position is None else stop_position)
+        return UnsplittableRangeTracker(tracker) if self._sequential else tracker
+
+    def read(self, range_tracker):
+        metrics = StepMetrics(self._step)
+        to_skip = self._skip
+        remaining = self._limit
+        index = range_tracker.start_position()
+        while (remaining is None or remaining > 0) and range_tracker.try_claim(index):
+            file = self._files[index]
+            index += 1
+            for outcome in self._outcomes(file):
+                metrics.received()
+                record_progress(records=1, interval=self._progress_interval)
+                if isinstance(outcome, Document):
+                    if to_skip > 0:
+                        to_skip -= 1
+                        metrics.skipped("skip_option")
+                        continue
+                    metrics.emitted()
+                    metrics.observe("doc_chars", len(outcome.text))
+                    yield outcome
+                    if remaining is not None:
+                        remaining -= 1
+                        if remaining == 0:
+                            break
+                elif isinstance(outcome, Skip):
+                    metrics.skipped(outcome.reason)
+                else:
+                    metrics.errored(outcome.reason)
+                    yield outcome
+            metrics.inc("files")
+            metrics.inc("bytes", file.size)
+            record_progress(size=file.size, files=1, interval=self._progress_interval)
+
+    def _outcomes(self, file: InputFile) -> Iterator[Outcome]:
+        try:
+            with open_url(file.url, "rb", self._storage_options, self._parser.compression) as stream:
+                yield from self._parser.parse(file, stream, self._step)
+        except Exception as exc:  # a parser's unforeseen failure must not end the run
+            yield DeadLetter(self._step, "unreadable_file", f"{type(exc).__name__}: {exc}", file=file.url)
+
+    def default_output_coder(self):
+        # Documents and dead letters share this output until they are split apart.
+        return beam.coders.PickleCoder()
+
+
+class _SplitDeadLetters(beam.DoFn):
+    """Sends documents to the main output and dead letters to their own."""
+
+    def __init__(self):
+        self._logged = 0
+
+    def process(self, outcome: Document | DeadLetter):
+        if isinstance(outcome, Document):
+            yield outcome
+            return
+        if self._logged < _LOGGED_DEAD_LETTERS_PER_PROCESS:
+            self._logged += 1
+            _LOGGER.warning(
+                "%s: %s in %s (offset %s, line %s): %s",
+                outcome.step,
+                outcome.reason,
+                outcome.file,
+                outcome.offset,
+                outcome.line,
+                outcome.message,
+            )
+        yield beam.pvalue.TaggedOutput(DEAD_LETTERS, outcome)
+
+
+class FileReader(beam.PTransform):
+    """Base of the file readers: matches inputs at construction, reads them.
+
+    The result is a ``PCollection`` of :class:`~beamtrove.document.Document`.
+    Records that could not be read are counted (``errors.<reason>``), logged
+    and, after :meth:`with_dead_letters`, returned in a second
+    ``PCollection`` of :class:`~beamtrove.dead_letter.DeadLetter`.
+    """
+
+    def __init__(
+        self,
+        paths: str | Iterable[str],
+        parser: RecordParser,
+        *,
+        skip: int = 0,
+        limit: int | None = None,
+        storage_options: Mapping[str, Any] | None = None,
+        progress_interval: float = 10.0,
+    ):
+        """Matches the input files now, so a wrong path fails before any work.
+
+        Args:
+            paths: Files, directories or glob patterns (paths or fsspec URLs).
+            parser: Turns one file into records.
+            skip: Documents to skip at the start of the input (in sorted file
+                order), counted as ``skipped.skip_option``.
+            limit: Stop after this many documents; with ``skip``, this reads
+                the files one after the other.
+            storage_options: fsspec filesystem options (credentials, ...).
+            progress_interval: Seconds between progress log lines of each
+                worker; 0 turns them off.
+
+        Raises:
+            FileNotFoundError: A path does not exist or a pattern matches no file.
+            ValueError: ``skip`` or ``limit`` is negative.
+        """
+        super().__init__()
+        if skip < 0 or (limit is not None and limit < 0):
+            raise ValueError(f"skip and limit must not be negative (got skip={skip}, limit={limit}).")
+        self.files = tuple(match_inputs(paths, parser.suffixes, storage_options))
+        self._parser = parser
+        self._skip = skip
+        self._limit = limit
+        self._storage_options = storage_options
+        self._progress_interval = progress_interval
+        self._dead_letters = False
+
+    def with_dead_letters(self) -> FileReader:
+        """Makes the reader return ``(documents, dead_letters)``."""
+        self._dead_letters = True
+        return self
+
+    def _source(self) -> _FileRecordSource:
+        return _FileRecordSource(
+            self.files,
+            self._parser,
+            self.label,
+            self._skip,
+            self._limit,
+            self._storage_options,
+            self._progress_interval,
+        )
+
+    def expand(self, pbegin):
+        outputs = (
+            pbegin
+            | "ReadRecords" >> beam.io.Read(self._source())
+            | "SplitDeadLetters" >> beam.ParDo(_SplitDeadLetters()).with_outputs(DEAD_LETTERS, main="documents")
+        )
+        outputs.documents.element_type = Document
+        return (outputs.documents, outputs[DEAD_LETTERS]) if self._dead_letters else outputs.documents

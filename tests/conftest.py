@@ -1,0 +1,70 @@
+"""Shared fixtures: the real data in ../shared beside the checkout."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import subprocess
+import sys
+import zipfile
+
+import apache_beam as beam
+import pytest
+from apache_beam.testing.test_pipeline import TestPipeline
+
+from beamtrove.stats import collect_stats
+
+SHARED = pathlib.Path(__file__).resolve().parents[1].parent / "shared"
+DATA = SHARED / "data"
+MAKE_WARC = SHARED / "tools" / "make_warc.py"
+
+
+def require(path: pathlib.Path) -> pathlib.Path:
+    """Skips the test when a piece of ../shared is absent."""
+    if not path.exists():
+        pytest.skip(f"{path} is absent: beamtrove's tests read real data from ../shared beside the checkout")
+    return path
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> pathlib.Path:
+    return require(DATA)
+
+
+def make_warc_set(out_dir: pathlib.Path, *args: str) -> list[dict]:
+    """Runs make_warc.py into ``out_dir``; returns its manifest rows."""
+    require(MAKE_WARC)
+    subprocess.run([sys.executable, str(MAKE_WARC), str(out_dir), *args], check=True, capture_output=True)
+    return [json.loads(line) for line in (out_dir / "manifest.jsonl").read_text().splitlines()]
+
+
+@pytest.fixture(scope="session")
+def faults_set(tmp_path_factory) -> tuple[pathlib.Path, list[dict]]:
+    """A make_warc.py --faults set: 400 responses + 4 faults in 3 files, the last cut short."""
+    out = tmp_path_factory.mktemp("faults")
+    return out, make_warc_set(out, "--records", "400", "--files", "3", "--faults", "--seed", "7")
+
+
+@pytest.fixture(scope="session")
+def udhr_texts(data_dir) -> dict[str, str]:
+    """The Universal Declaration of Human Rights in its 388 language files."""
+    texts = {}
+    with zipfile.ZipFile(require(data_dir / "text-corpora" / "nltk_data" / "udhr2.zip")) as archive:
+        for name in sorted(archive.namelist()):
+            if name.endswith(".txt"):
+                texts[name.rsplit("/", 1)[-1][: -len(".txt")]] = archive.read(name).decode("utf-8")
+    return texts
+
+
+def run_and_collect(build) -> tuple[dict, list]:
+    """Runs ``build(pipeline)`` on a TestPipeline; returns (stats, build's return value)."""
+    pipeline = TestPipeline()
+    built = build(pipeline)
+    result = pipeline.run()
+    result.wait_until_finish()
+    return collect_stats(result, pipeline), built
+
+
+def collect(pcoll: beam.PCollection, into: list) -> None:
+    """Appends the elements of ``pcoll`` to ``into`` (DirectRunner in_memory mode only)."""
+    pcoll | f"Collect{id(into)}" >> beam.Map(into.append)
