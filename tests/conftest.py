@@ -11,6 +11,7 @@ import zipfile
 import apache_beam as beam
 import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
+from apache_beam.testing.util import assert_that, equal_to
 
 from beamtrove.stats import collect_stats
 
@@ -65,6 +66,18 @@ def run_and_collect(build) -> tuple[dict, list]:
     return collect_stats(result, pipeline), built
 
 
-def collect(pcoll: beam.PCollection, into: list) -> None:
-    """Appends the elements of ``pcoll`` to ``into`` (DirectRunner in_memory mode only)."""
-    pcoll | f"Collect{id(into)}" >> beam.Map(into.append)
+def _differences(joined):
+    doc_id, sides = joined
+    first, second = list(sides["first"]), list(sides["second"])
+    if first != second:
+        yield doc_id, first, second
+
+
+def assert_same_documents(first: beam.PCollection, second: beam.PCollection, label: str = "SameDocuments") -> None:
+    """Asserts that two PCollections of documents hold exactly the same documents."""
+    keyed = {
+        "first": first | f"{label}KeyFirst" >> beam.Map(lambda d: (d.id, d)),
+        "second": second | f"{label}KeySecond" >> beam.Map(lambda d: (d.id, d)),
+    }
+    differences = keyed | f"{label}Join" >> beam.CoGroupByKey() | f"{label}Diff" >> beam.FlatMap(_differences)
+    assert_that(differences, equal_to([]), label=label)

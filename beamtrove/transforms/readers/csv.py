@@ -19,7 +19,9 @@ class CsvParser(RecordParser):
     """Turns each row of a CSV file with a header line into a document.
 
     A row with more or fewer fields than the header becomes a dead letter with
-    its line number; undecodable bytes end the file with one.
+    the number of the line it ends on; undecodable bytes end the file with a
+    dead letter for their line. The encoding must keep ``\\n`` a single byte
+    (UTF-8 and the single-byte encodings do).
     """
 
     suffixes = (".csv", ".csv.gz", ".csv.zst", ".csv.bz2", ".csv.xz")
@@ -32,8 +34,10 @@ class CsvParser(RecordParser):
 
     def parse(self, file: InputFile, stream: BinaryIO, step: str) -> Iterator[Outcome]:
         csv.field_size_limit(sys.maxsize)
-        text = io.TextIOWrapper(io.BufferedReader(stream, 1 << 20), encoding=self._encoding, newline="")
-        rows = csv.DictReader(text, delimiter=self._delimiter)
+        # Decoding line by line makes a decoding error surface at its own line,
+        # after every row before it was emitted.
+        lines = (line.decode(self._encoding) for line in io.BufferedReader(stream, 1 << 20))
+        rows = csv.DictReader(lines, delimiter=self._delimiter)
         index = 0
         try:
             for row in rows:

@@ -36,30 +36,49 @@ class ParquetParser(RecordParser):
         self._batch_size = batch_size
 
     def parse(self, file: InputFile, stream: BinaryIO, step: str) -> Iterator[Outcome]:
-        index = 0
         try:
-            for batch in pq.ParquetFile(stream).iter_batches(batch_size=self._batch_size):
-                for row in batch.to_pylist():
-                    for column in ("metadata", "media"):
-                        if column in row and row[column] is None:
-                            del row[column]
-                    if isinstance(row.get("metadata"), dict):
-                        row["metadata"] = _without_nulls(row["metadata"])
-                    try:
-                        yield self._fields.to_document(row, file, index)
-                    except ValueError as exc:
-                        reason, message = exc.args
-                        yield DeadLetter(step, reason, message, file=file.url, line=index)
-                    index += 1
+            parquet = pq.ParquetFile(stream)
         except Exception as exc:  # pyarrow raises several types for damaged files
-            yield DeadLetter(step, "corrupt_parquet", f"{type(exc).__name__}: {exc}", file=file.url, line=index)
+            yield DeadLetter(step, "corrupt_parquet", f"{type(exc).__name__}: {exc}", file=file.url)
+            return
+        first_row = 0
+        for group in range(parquet.num_row_groups):
+            group_rows = parquet.metadata.row_group(group).num_rows
+            index = first_row
+            try:
+                for batch in parquet.iter_batches(batch_size=self._batch_size, row_groups=[group]):
+                    for row in batch.to_pylist():
+                        yield self._document(row, file, index, step)
+                        index += 1
+            except Exception as exc:  # a damaged row group; the next one may be intact
+                yield DeadLetter(
+                    step,
+                    "corrupt_parquet",
+                    f"row group {group} (rows {index} to {first_row + group_rows - 1}) is unreadable: "
+                    f"{type(exc).__name__}: {exc}",
+                    file=file.url,
+                    line=index,
+                )
+            first_row += group_rows
+
+    def _document(self, row: dict[str, Any], file: InputFile, index: int, step: str) -> Outcome:
+        for column in ("metadata", "media"):
+            if column in row and row[column] is None:
+                del row[column]
+        if isinstance(row.get("metadata"), dict):
+            row["metadata"] = _without_nulls(row["metadata"])
+        try:
+            return self._fields.to_document(row, file, index)
+        except ValueError as exc:
+            reason, message = exc.args
+            return DeadLetter(step, reason, message, file=file.url, line=index)
 
 
 class ReadParquet(FileReader):
     """Reads Parquet files as documents.
 
     Stats: ``in`` counts rows, ``out`` documents, ``errors.corrupt_parquet``
-    (once per damaged file; the rows before the damage are kept),
+    (once per unreadable file or row group; the other row groups are read),
     ``errors.missing_text``, ``errors.text_not_a_string``,
     ``errors.malformed_media``.
     """

@@ -19,7 +19,7 @@ import logging
 import re
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, ClassVar
 
 from isal import isal_zlib
 from warcio.archiveiterator import ArchiveIterator
@@ -68,7 +68,7 @@ def _isal_gzip_decompressor():
 
 
 class _IsalDecompressingReader(DecompressingBufferedReader):
-    DECOMPRESSORS = {**DecompressingBufferedReader.DECOMPRESSORS, "gzip": _isal_gzip_decompressor}
+    DECOMPRESSORS: ClassVar = {**DecompressingBufferedReader.DECOMPRESSORS, "gzip": _isal_gzip_decompressor}
 
 
 class _ArchiveIterator(ArchiveIterator):

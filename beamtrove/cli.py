@@ -1,0 +1,133 @@
+"""The ``beamtrove`` command.
+
+``beamtrove run PIPELINE [options]`` builds a pipeline, runs it on the runner
+the Beam options name (DirectRunner by default), waits for it and writes
+``stats.json`` into ``--output``. ``beamtrove stats PATH`` prints a
+``stats.json`` as a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+
+import apache_beam as beam
+from apache_beam.options.pipeline_options import (
+    DirectOptions,
+    PipelineOptions,
+    StandardOptions,
+    _BeamArgumentParser,
+)
+from apache_beam.runners.runner import PipelineState
+
+from beamtrove import __version__
+from beamtrove.options import BeamtroveOptions
+from beamtrove.pipelines import PIPELINES, load_pipeline
+from beamtrove.stats import collect_stats, format_stats, read_stats, write_stats
+
+__all__ = ["main"]
+
+_LOGGER = logging.getLogger("beamtrove")
+_HELP_FLAGS = ("-h", "--help")
+
+
+def _pipeline_help(name: str, module) -> str:
+    parser = argparse.ArgumentParser(
+        prog=f"beamtrove run {name}",
+        description=module.DESCRIPTION,
+        epilog="Every other Beam pipeline option is passed to Beam as well: for example "
+        "--runner=FlinkRunner --flink_master=HOST:PORT, or Dataflow's --project, --region and --temp_location.",
+    )
+    for title, options_class in (
+        (f"{name} options", module.Options),
+        ("input and output", BeamtroveOptions),
+        ("runner", StandardOptions),
+        ("DirectRunner", DirectOptions),
+    ):
+        options_class._add_argparse_args(parser.add_argument_group(title))
+    return parser.format_help()
+
+
+def _unknown_options(argv: list[str]) -> list[str]:
+    parser = _BeamArgumentParser(allow_abbrev=False)
+    for options_class in {str(c): c for c in PipelineOptions.__subclasses__()}.values():
+        options_class._add_argparse_args(parser)
+    return parser.parse_known_args(argv)[1]
+
+
+def _run(name: str | None, argv: list[str]) -> int:
+    if name is None:
+        listing = "\n".join(f"  {n:<10} {load_pipeline(n).DESCRIPTION}" for n in sorted(PIPELINES))
+        print(f"usage: beamtrove run PIPELINE [options]\n\npipelines:\n{listing}")
+        return 0 if any(flag in argv for flag in _HELP_FLAGS) else 2
+    try:
+        module = load_pipeline(name)
+    except ValueError as exc:
+        print(f"beamtrove: error: {exc}", file=sys.stderr)
+        return 2
+    if any(flag in argv for flag in _HELP_FLAGS):
+        print(_pipeline_help(name, module))
+        return 0
+    unknown = _unknown_options(argv)
+    if unknown:
+        message = f"unknown options {' '.join(unknown)} (see beamtrove run {name} --help)"
+        print(f"beamtrove: error: {message}", file=sys.stderr)
+        return 2
+    options = PipelineOptions(argv)
+    pipeline = beam.Pipeline(options=options)
+    try:
+        module.build(pipeline, options)
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"beamtrove: error: {exc}", file=sys.stderr)
+        return 2
+    started = time.monotonic()
+    result = pipeline.run()
+    state = result.wait_until_finish()
+    stats = {
+        "beamtrove_version": __version__,
+        "pipeline": name,
+        "runner": options.view_as(StandardOptions).runner or "DirectRunner",
+        "state": str(state),
+        "wall_seconds": round(time.monotonic() - started, 3),
+        "steps": collect_stats(result, pipeline),
+    }
+    path = write_stats(stats, options.view_as(BeamtroveOptions).output)
+    print(format_stats(stats))
+    print(f"\n{state} in {stats['wall_seconds']:.1f} s; stats written to {path}")
+    return 0 if state == PipelineState.DONE else 1
+
+
+def _stats(path: str) -> int:
+    try:
+        stats = read_stats(path)
+    except FileNotFoundError:
+        print(f"beamtrove: error: no stats.json at {path}", file=sys.stderr)
+        return 2
+    print(format_stats(stats))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``beamtrove`` command; returns the exit status."""
+    parser = argparse.ArgumentParser(prog="beamtrove", description="LLM pretraining data from web crawls, on Beam.")
+    parser.add_argument("--version", action="version", version=f"beamtrove {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", add_help=False, help="run a pipeline (beamtrove run PIPELINE --help)")
+    run.add_argument("pipeline", nargs="?")
+    stats = commands.add_parser("stats", help="print the stats.json of a run as a table")
+    stats.add_argument("path", help="a stats.json file or the output directory holding one")
+    args, rest = parser.parse_known_args(argv)
+
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    _LOGGER.setLevel(logging.INFO)
+    if args.command == "run":
+        return _run(args.pipeline, rest)
+    if rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    return _stats(args.path)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

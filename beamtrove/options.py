@@ -1,0 +1,45 @@
+"""Pipeline options shared by beamtrove's pipelines.
+
+They are Beam ``PipelineOptions`` subclasses, so they travel with the job to
+every runner and Dataflow templates can set them like any Beam option.
+Multi-word options accept both ``--input_format`` (Beam's spelling) and
+``--input-format``.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from apache_beam.options.pipeline_options import PipelineOptions
+
+__all__ = ["BeamtroveOptions", "add_option"]
+
+
+def add_option(parser: argparse.ArgumentParser, name: str, **kwargs) -> None:
+    """Adds ``--name`` (and ``--name-with-dashes`` when it differs) to ``parser``."""
+    flags = [f"--{name}"]
+    if "_" in name:
+        flags.append(f"--{name.replace('_', '-')}")
+    parser.add_argument(*flags, dest=name, **kwargs)
+
+
+class BeamtroveOptions(PipelineOptions):
+    """Input, output and progress options every beamtrove pipeline takes."""
+
+    @classmethod
+    def _add_argparse_args(cls, parser):
+        add_option(
+            parser,
+            "input",
+            action="append",
+            help="Input files, directories or glob patterns (local paths or fsspec URLs such as gs://...). "
+            "Repeat the option for several inputs.",
+        )
+        add_option(parser, "output", help="Output directory (local path or fsspec URL); stats.json is written here.")
+        add_option(
+            parser,
+            "progress_interval",
+            type=float,
+            default=10.0,
+            help="Seconds between each worker's 'records read' log lines; 0 turns them off. Default: 10.",
+        )

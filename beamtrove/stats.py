@@ -1,0 +1,147 @@
+"""Run statistics: Beam Metrics merged per step into ``stats.json``.
+
+Every beamtrove step counts into its own metrics namespace (see
+:mod:`beamtrove.metrics`). After a run, :func:`collect_stats` merges the
+results per step (a step's DoFns may report from several Beam transforms and
+workers), :func:`write_stats` stores them beside the output, and
+:func:`format_stats` renders them as the table ``beamtrove stats`` prints.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import apache_beam as beam
+from apache_beam.pipeline import PipelineVisitor
+
+from beamtrove.fs import filesystem, join, open_url
+from beamtrove.metrics import NAMESPACE_PREFIX, OUTCOME_PREFIXES
+
+__all__ = ["STATS_FILE", "collect_stats", "format_stats", "read_stats", "write_stats"]
+
+STATS_FILE = "stats.json"
+
+
+def _value(result) -> Any:
+    # Some runners only report attempted values.
+    committed = getattr(result, "committed", None)
+    return result.attempted if committed is None else committed
+
+
+class _StepOrder(PipelineVisitor):
+    def __init__(self):
+        self.order: dict[str, int] = {}
+
+    def enter_composite_transform(self, transform_node):
+        self.visit_transform(transform_node)
+
+    def visit_transform(self, transform_node):
+        self.order.setdefault(transform_node.full_label.rsplit("/", 1)[-1], len(self.order))
+
+
+def collect_stats(result: beam.runners.runner.PipelineResult, pipeline: beam.Pipeline | None = None) -> dict:
+    """Merges a finished run's beamtrove metrics per step.
+
+    Args:
+        result: The run's result.
+        pipeline: The pipeline that ran; orders the steps as they were applied
+            (otherwise by name).
+
+    Returns:
+        ``{step: {"counters": {name: int}, "distributions": {name: {count,
+        sum, min, max, mean}}}}``.
+    """
+    query = result.metrics().query()
+    steps: dict[str, dict] = {}
+    for counter in query["counters"]:
+        namespace = counter.key.metric.namespace
+        if namespace.startswith(NAMESPACE_PREFIX):
+            counters = steps.setdefault(namespace[len(NAMESPACE_PREFIX) :], {"counters": {}, "distributions": {}})
+            name = counter.key.metric.name
+            counters["counters"][name] = counters["counters"].get(name, 0) + _value(counter)
+    for distribution in query["distributions"]:
+        namespace = distribution.key.metric.namespace
+        value = _value(distribution)
+        if not namespace.startswith(NAMESPACE_PREFIX) or value is None or not value.count:
+            continue
+        entry = steps.setdefault(namespace[len(NAMESPACE_PREFIX) :], {"counters": {}, "distributions": {}})
+        merged = entry["distributions"].setdefault(
+            distribution.key.metric.name, {"count": 0, "sum": 0, "min": math.inf, "max": -math.inf}
+        )
+        merged["count"] += value.count
+        merged["sum"] += value.sum
+        merged["min"] = min(merged["min"], value.min)
+        merged["max"] = max(merged["max"], value.max)
+    for entry in steps.values():
+        for merged in entry["distributions"].values():
+            merged["mean"] = merged["sum"] / merged["count"]
+    order: dict[str, int] = {}
+    if pipeline is not None:
+        visitor = _StepOrder()
+        pipeline.visit(visitor)
+        order = visitor.order
+    return {step: steps[step] for step in sorted(steps, key=lambda s: (order.get(s, math.inf), s))}
+
+
+def write_stats(stats: Mapping[str, Any], output_dir: str, storage_options: Mapping[str, Any] | None = None) -> str:
+    """Writes ``stats`` as ``<output_dir>/stats.json``; returns its path."""
+    path = join(output_dir, STATS_FILE)
+    fs, fs_path = filesystem(output_dir, storage_options)
+    fs.makedirs(fs_path, exist_ok=True)
+    with open_url(path, "w", storage_options) as out:
+        json.dump(stats, out, indent=2)
+        out.write("\n")
+    return path
+
+
+def read_stats(path: str, storage_options: Mapping[str, Any] | None = None) -> dict:
+    """Reads a ``stats.json`` file, or the one inside the directory ``path``."""
+    fs, fs_path = filesystem(path, storage_options)
+    if fs.isdir(fs_path):
+        path = join(path, STATS_FILE)
+    with open_url(path, "r", storage_options) as source:
+        return json.load(source)
+
+
+def _number(value: float) -> str:
+    return f"{value:,.1f}" if isinstance(value, float) and not value.is_integer() else f"{int(value):,}"
+
+
+def format_stats(stats: Mapping[str, Any]) -> str:
+    """Renders stats as a table: per step, the record funnel then the details.
+
+    ``unaccounted`` shows records a step received but neither emitted,
+    skipped, dropped nor errored; it is 0 for every sound per-record step.
+    """
+    steps = stats.get("steps", stats)
+    columns = ("in", "out", "skipped", "dropped", "errors")
+    rows = []
+    for step, entry in steps.items():
+        counters = entry.get("counters", {})
+        totals = {prefix.rstrip("."): 0 for prefix in OUTCOME_PREFIXES}
+        for name, value in counters.items():
+            for prefix in OUTCOME_PREFIXES:
+                if name.startswith(prefix):
+                    totals[prefix.rstrip(".")] += value
+        row = [step, *(counters.get(c, 0) for c in columns[:2]), *totals.values()]
+        rows.append((row, counters, entry.get("distributions", {})))
+    width = max([len("step"), *(len(r[0][0]) for r in rows)])
+    lines = [f"{'step':<{width}}  " + "  ".join(f"{c:>12}" for c in columns)]
+    for row, counters, distributions in rows:
+        lines.append(f"{row[0]:<{width}}  " + "  ".join(f"{_number(v):>12}" for v in row[1:]))
+        if "in" in counters and "out" in counters:
+            unaccounted = row[1] - row[2] - sum(row[3:])
+            if unaccounted:
+                lines.append(f"    unaccounted: {_number(unaccounted)}")
+        for name in sorted(counters):
+            if name not in columns:
+                lines.append(f"    {name}: {_number(counters[name])}")
+        for name, d in distributions.items():
+            lines.append(
+                f"    {name}: count {_number(d['count'])}, mean {_number(d['mean'])}, "
+                f"min {_number(d['min'])}, max {_number(d['max'])}"
+            )
+    return "\n".join(lines)

@@ -1,0 +1,131 @@
+"""Writing documents (and dead letters) as JSON Lines, optionally compressed."""
+
+from __future__ import annotations
+
+import gzip
+from collections.abc import Callable, Mapping
+from typing import Any, BinaryIO
+
+import orjson
+import zstandard
+
+from beamtrove.dead_letter import DeadLetter
+from beamtrove.document import Document
+from beamtrove.metrics import StepMetrics
+from beamtrove.transforms.writers.base import FileFormat, RecordWriter, WriteFiles, document_fields, document_key
+
+__all__ = ["JsonlFormat", "WriteDeadLetters", "WriteJsonl", "document_row"]
+
+
+def document_row(document: Document, binary_media: bool = False) -> dict[str, Any]:
+    """A document laid out as DataTrove's writers lay it out.
+
+    ``text``, ``id``, then ``media`` and ``metadata`` only when non-empty.
+    """
+    row: dict[str, Any] = {"text": document.text, "id": document.id}
+    if document.media:
+        row["media"] = [item.to_row(binary_media) for item in document.media]
+    if document.metadata:
+        row["metadata"] = document.metadata
+    return row
+
+
+class _JsonlRecordWriter(RecordWriter):
+    def __init__(self, stream: BinaryIO, suffix: str, to_row: Callable[[Any], Mapping], compression_level: int):
+        if suffix.endswith(".gz"):
+            # No name and no time in the header keeps the bytes identical across reruns.
+            self._out = gzip.GzipFile(filename="", fileobj=stream, mode="wb", compresslevel=compression_level, mtime=0)
+        elif suffix.endswith(".zst"):
+            self._out = zstandard.ZstdCompressor(level=compression_level).stream_writer(stream, closefd=False)
+        else:
+            self._out = stream
+        self._stream = stream
+        self._to_row = to_row
+        self.records = 0
+
+    def write(self, element: Any) -> None:
+        self._out.write(orjson.dumps(self._to_row(element)) + b"\n")
+        self.records += 1
+
+    def close(self) -> None:
+        if self._out is not self._stream:
+            self._out.close()
+
+
+class JsonlFormat(FileFormat):
+    """One JSON object per line; ``.gz`` and ``.zst`` file names are compressed."""
+
+    def __init__(self, to_row: Callable[[Any], Mapping[str, Any]] = document_row, compression_level: int = 6):
+        self._to_row = to_row
+        self._compression_level = compression_level
+
+    def open(self, stream: BinaryIO, suffix: str, metrics: StepMetrics) -> RecordWriter:
+        return _JsonlRecordWriter(stream, suffix, self._to_row, self._compression_level)
+
+
+class WriteJsonl(WriteFiles):
+    """Writes documents as JSON Lines that DataTrove's ``JsonlReader`` reads.
+
+    Example::
+
+        docs | "Write" >> WriteJsonl("out/", "${language}/part-${shard}.jsonl.gz")
+    """
+
+    def __init__(
+        self,
+        output_dir: str,
+        filename_template: str = "part-${shard}.jsonl.gz",
+        *,
+        max_file_size: int | None = None,
+        to_row: Callable[[Document], Mapping[str, Any]] = document_row,
+        compression_level: int = 6,
+        storage_options: Mapping[str, Any] | None = None,
+    ):
+        """Configures the writer.
+
+        Args:
+            output_dir: Output directory, a path or fsspec URL.
+            filename_template: Relative file names with ``${shard}`` and any
+                ``${metadata_key}``; ``.gz`` or ``.zst`` endings compress.
+            max_file_size: Roll over to a new file past this many bytes.
+            to_row: Lays a document out as a JSON object (DataTrove's layout
+                by default).
+            compression_level: gzip or zstd level.
+            storage_options: fsspec filesystem options.
+        """
+        super().__init__(
+            output_dir,
+            filename_template,
+            JsonlFormat(to_row, compression_level),
+            fields_of=document_fields,
+            key_of=document_key,
+            max_file_size=max_file_size,
+            storage_options=storage_options,
+        )
+
+
+class WriteDeadLetters(WriteFiles):
+    """Writes dead letters as JSON Lines, one object per failed record.
+
+    The template can use any dead-letter field, e.g. ``${step}/part-${shard}.jsonl``.
+    """
+
+    def __init__(
+        self,
+        output_dir: str,
+        filename_template: str = "part-${shard}.jsonl",
+        *,
+        storage_options: Mapping[str, Any] | None = None,
+    ):
+        super().__init__(
+            output_dir,
+            filename_template,
+            JsonlFormat(DeadLetter.to_row),
+            fields_of=DeadLetter.to_row,
+            key_of=_dead_letter_key,
+            storage_options=storage_options,
+        )
+
+
+def _dead_letter_key(dead_letter: DeadLetter) -> str:
+    return f"{dead_letter.file}\0{dead_letter.offset or 0:020d}\0{dead_letter.line or 0:020d}\0{dead_letter.reason}"

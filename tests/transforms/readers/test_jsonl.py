@@ -1,0 +1,135 @@
+"""ReadJsonl on real multilingual text (the UDHR in 388 languages)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import apache_beam as beam
+import fsspec
+import pytest
+import zstandard
+from apache_beam.testing.util import assert_that, equal_to
+
+from beamtrove.document import Document, Media
+from beamtrove.transforms.readers import ReadJsonl
+from tests.conftest import run_and_collect
+
+COMPRESSORS = {".jsonl": lambda b: b, ".jsonl.gz": gzip.compress, ".jsonl.zst": zstandard.ZstdCompressor().compress}
+
+
+@pytest.mark.parametrize("suffix", sorted(COMPRESSORS))
+def test_reads_plain_gzip_and_zstd_files(tmp_path, udhr_texts, suffix):
+    languages = sorted(udhr_texts)[:50]
+    lines = [json.dumps({"id": lang, "text": udhr_texts[lang], "lang": lang}, ensure_ascii=False) for lang in languages]
+    (tmp_path / f"udhr{suffix}").write_bytes(COMPRESSORS[suffix](("\n".join(lines) + "\n").encode("utf-8")))
+    expected = [
+        Document(
+            text=udhr_texts[lang],
+            id=lang,
+            metadata={"lang": lang, "file_path": str(tmp_path / f"udhr{suffix}")},
+        )
+        for lang in languages
+    ]
+
+    def build(pipeline):
+        assert_that(pipeline | ReadJsonl(str(tmp_path / f"*{suffix}")), equal_to(expected))
+
+    stats, _ = run_and_collect(build)
+    assert stats["ReadJsonl"]["counters"]["in"] == stats["ReadJsonl"]["counters"]["out"] == 50
+
+
+def test_malformed_lines_are_dead_lettered_with_line_numbers(tmp_path, udhr_texts):
+    good = [json.dumps({"text": udhr_texts[lang]}, ensure_ascii=False) for lang in ("eng", "fra", "deu")]
+    lines = [
+        good[0],
+        '{"text": "unterminated',  # line 2
+        "",  # blank lines are not records
+        '["a list", "not an object"]',  # line 4
+        good[1],
+        '{"title": "no text field"}',  # line 6
+        '{"text": 42}',  # line 7
+        good[2],
+    ]
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    def build(pipeline):
+        docs, dead = pipeline | ReadJsonl(str(path)).with_dead_letters()
+        assert_that(
+            docs | beam.Map(lambda d: (d.id, d.text[:40])),
+            equal_to(_expected_ids(udhr_texts)),
+            label="Documents",
+        )
+        assert_that(
+            dead | beam.Map(lambda d: (d.reason, d.line, d.file)),
+            equal_to(
+                [
+                    ("malformed_json", 2, str(path)),
+                    ("not_an_object", 4, str(path)),
+                    ("missing_text", 6, str(path)),
+                    ("text_not_a_string", 7, str(path)),
+                ]
+            ),
+            label="DeadLetters",
+        )
+
+    stats, _ = run_and_collect(build)
+    counters = stats["ReadJsonl"]["counters"]
+    assert counters["in"] == 7
+    assert counters["out"] == 3
+    assert counters["errors.malformed_json"] == 1
+    assert counters["errors.not_an_object"] == 1
+    assert counters["errors.missing_text"] == 1
+    assert counters["errors.text_not_a_string"] == 1
+
+
+def _expected_ids(udhr_texts):
+    # ids fall back to <file name>/<0-based line index>, blank lines included
+    return [
+        ("mixed.jsonl/0", udhr_texts["eng"][:40]),
+        ("mixed.jsonl/4", udhr_texts["fra"][:40]),
+        ("mixed.jsonl/7", udhr_texts["deu"][:40]),
+    ]
+
+
+def test_field_mapping_metadata_precedence_and_media(tmp_path, udhr_texts):
+    row = {
+        "content": udhr_texts["spa"],
+        "doc_id": 17,
+        "metadata": {"url": "https://www.ohchr.org/es", "source": "nested"},
+        "source": "top-level",
+        "media": [{"id": "m1", "type": 0, "url": "https://www.ohchr.org/logo.png", "media_bytes": "iVBORw=="}],
+    }
+    path = tmp_path / "one.jsonl"
+    path.write_text(json.dumps(row, ensure_ascii=False) + "\n", encoding="utf-8")
+    expected = Document(
+        text=udhr_texts["spa"],
+        id="17",
+        media=[Media(id="m1", type=0, url="https://www.ohchr.org/logo.png", media_bytes=b"\x89PNG")],
+        metadata={
+            "dump": "CC-MAIN-2024-22",
+            "url": "https://www.ohchr.org/es",
+            "source": "top-level",
+            "file_path": str(path),
+        },
+    )
+
+    def build(pipeline):
+        docs = pipeline | ReadJsonl(
+            str(path), text_key="content", id_key="doc_id", default_metadata={"dump": "CC-MAIN-2024-22"}
+        )
+        assert_that(docs, equal_to([expected]))
+
+    run_and_collect(build)
+
+
+def test_memory_filesystem_urls(udhr_texts):
+    fs = fsspec.filesystem("memory")
+    fs.pipe("memory://beamtrove-tests/udhr/part.jsonl", json.dumps({"text": udhr_texts["jpn"]}).encode() + b"\n")
+
+    def build(pipeline):
+        docs = pipeline | ReadJsonl("memory://beamtrove-tests/udhr/*.jsonl")
+        assert_that(docs | beam.Map(lambda d: (d.id, d.text)), equal_to([("part.jsonl/0", udhr_texts["jpn"])]))
+
+    run_and_collect(build)

@@ -1,0 +1,70 @@
+"""ReadParquet on files laid out as DataTrove's ParquetWriter lays them out."""
+
+from __future__ import annotations
+
+import apache_beam as beam
+import pyarrow as pa
+import pyarrow.parquet as pq
+from apache_beam.testing.util import assert_that, equal_to
+
+from beamtrove.document import Document
+from beamtrove.transforms.readers import ReadParquet
+from tests.conftest import run_and_collect
+
+
+def test_struct_metadata_reads_back_without_the_nulls_parquet_adds(tmp_path, udhr_texts):
+    languages = sorted(udhr_texts)[:30]
+    rows = [
+        {"text": udhr_texts[lang], "id": lang, "metadata": {"lang": lang, **({"script": "Latn"} if i % 2 else {})}}
+        for i, lang in enumerate(languages)
+    ]
+    path = tmp_path / "udhr.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), path, row_group_size=7)
+    expected = [Document(text=r["text"], id=r["id"], metadata={**r["metadata"], "file_path": str(path)}) for r in rows]
+
+    def build(pipeline):
+        assert_that(pipeline | ReadParquet(str(path), batch_size=4), equal_to(expected))
+
+    stats, _ = run_and_collect(build)
+    assert stats["ReadParquet"]["counters"]["out"] == 30
+
+
+def test_flat_columns_become_metadata_and_ids_fall_back_to_row_index(tmp_path, udhr_texts):
+    table = pa.table({"body": [udhr_texts["eng"], udhr_texts["fra"]], "lang": ["eng", "fra"]})
+    pq.write_table(table, tmp_path / "flat.parquet")
+
+    def build(pipeline):
+        docs = pipeline | ReadParquet(str(tmp_path), text_key="body")
+        assert_that(
+            docs | beam.Map(lambda d: (d.id, d.metadata["lang"], d.text == udhr_texts[d.metadata["lang"]])),
+            equal_to([("flat.parquet/0", "eng", True), ("flat.parquet/1", "fra", True)]),
+        )
+
+    run_and_collect(build)
+
+
+def test_a_damaged_file_keeps_the_rows_before_the_damage(tmp_path, udhr_texts):
+    languages = sorted(udhr_texts)[:40]
+    path = tmp_path / "damaged.parquet"
+    pq.write_table(pa.table({"text": [udhr_texts[lang] for lang in languages]}), path, row_group_size=20)
+    data = bytearray(path.read_bytes())
+    # Spoil the snappy-compressed dictionary page of the second row group.
+    second_group = pq.ParquetFile(path).metadata.row_group(1).column(0).dictionary_page_offset
+    data[second_group + 100 : second_group + 164] = b"\xff" * 64
+    path.write_bytes(bytes(data))
+
+    def build(pipeline):
+        docs, dead = pipeline | ReadParquet(str(path), batch_size=20).with_dead_letters()
+        assert_that(
+            docs | beam.Map(lambda d: d.id), equal_to([f"damaged.parquet/{i}" for i in range(20)]), label="Docs"
+        )
+        assert_that(dead | beam.Map(lambda d: (d.reason, d.line)), equal_to([("corrupt_parquet", 20)]), label="Dead")
+
+    stats, _ = run_and_collect(build)
+    assert stats["ReadParquet"]["counters"] == {
+        "in": 21,
+        "out": 20,
+        "errors.corrupt_parquet": 1,
+        "files": 1,
+        "bytes": len(data),
+    }
