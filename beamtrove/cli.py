@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import sys
 import time
 
@@ -31,6 +32,33 @@ __all__ = ["main"]
 
 _LOGGER = logging.getLogger("beamtrove")
 _HELP_FLAGS = ("-h", "--help")
+# Where Beam's local runners relay the log entries of their worker processes.
+_RELAYED_WORKER_LOGS = "apache_beam.runners.portability.local_job_service"
+
+
+_RELAYED_ENTRY = re.compile(r'message: "(?P<message>(?:[^"\\]|\\.)*)".*? log_location: "(?P<location>[^"]*)"')
+
+
+class _WorkerLogs(logging.Filter):
+    """Lets through relayed worker warnings and beamtrove's own lines, as plain messages."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        entry = _RELAYED_ENTRY.search(str(record.args[0])) if record.args else None
+        if entry is None:
+            return record.levelno >= logging.WARNING
+        if record.levelno < logging.WARNING and "beamtrove" not in entry.group("location"):
+            return False
+        record.msg, record.args = "worker: %s", (entry.group("message").replace('\\"', '"'),)
+        return True
+
+
+def _configure_logging() -> None:
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    _LOGGER.setLevel(logging.INFO)
+    relayed = logging.getLogger(_RELAYED_WORKER_LOGS)
+    relayed.setLevel(logging.INFO)
+    if not any(isinstance(f, _WorkerLogs) for f in relayed.filters):
+        relayed.addFilter(_WorkerLogs())
 
 
 def _pipeline_help(name: str, module) -> str:
@@ -120,8 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     stats.add_argument("path", help="a stats.json file or the output directory holding one")
     args, rest = parser.parse_known_args(argv)
 
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    _LOGGER.setLevel(logging.INFO)
+    _configure_logging()
     if args.command == "run":
         return _run(args.pipeline, rest)
     if rest:

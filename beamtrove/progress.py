@@ -43,7 +43,7 @@ class _ProgressLog:
             elapsed = max(now - self._start, 1e-9)
             records_total, bytes_total, files_total = self._records, self._bytes, self._files
         _LOGGER.info(
-            "worker %d read %s records from %d files, %.1f MB (%.0f records/s, %.1f MB/s)",
+            "process %d: %s records read from %d files, %.1f MB (%.0f records/s, %.1f MB/s)",
             os.getpid(),
             f"{records_total:,}",
             files_total,

@@ -201,6 +201,14 @@ class _FileRecordSource(iobase.BoundedSource):
         return beam.coders.PickleCoder()
 
 
+def _bundle_sources(unused_impulse, source: _FileRecordSource) -> Iterator[_FileRecordSource]:
+    # Reshuffling the per-file sources spreads the files over all workers; a
+    # plain Read leaves that to the runner, and local runners read every
+    # split of one source in a single bundle.
+    for bundle in source.split(desired_bundle_size=0):
+        yield bundle.source
+
+
 class _SplitDeadLetters(beam.DoFn):
     """Sends documents to the main output and dead letters to their own."""
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import gzip
 from collections.abc import Callable, Mapping
 from typing import Any, BinaryIO
 
 import orjson
 import zstandard
+from isal import igzip
 
 from beamtrove.dead_letter import DeadLetter
 from beamtrove.document import Document
@@ -30,13 +30,20 @@ def document_row(document: Document, binary_media: bool = False) -> dict[str, An
     return row
 
 
+# gzip goes through ISA-L: at its level 2 it compresses web text about ten times
+# faster than zlib's level 6, for files about 15% larger.
+_DEFAULT_LEVELS = {".gz": 2, ".zst": 3}
+
+
 class _JsonlRecordWriter(RecordWriter):
-    def __init__(self, stream: BinaryIO, suffix: str, to_row: Callable[[Any], Mapping], compression_level: int):
+    def __init__(self, stream: BinaryIO, suffix: str, to_row: Callable[[Any], Mapping], level: int | None):
         if suffix.endswith(".gz"):
             # No name and no time in the header keeps the bytes identical across reruns.
-            self._out = gzip.GzipFile(filename="", fileobj=stream, mode="wb", compresslevel=compression_level, mtime=0)
+            level = _DEFAULT_LEVELS[".gz"] if level is None else level
+            self._out = igzip.IGzipFile(filename="", fileobj=stream, mode="wb", compresslevel=level, mtime=0)
         elif suffix.endswith(".zst"):
-            self._out = zstandard.ZstdCompressor(level=compression_level).stream_writer(stream, closefd=False)
+            level = _DEFAULT_LEVELS[".zst"] if level is None else level
+            self._out = zstandard.ZstdCompressor(level=level).stream_writer(stream, closefd=False)
         else:
             self._out = stream
         self._stream = stream
@@ -55,7 +62,7 @@ class _JsonlRecordWriter(RecordWriter):
 class JsonlFormat(FileFormat):
     """One JSON object per line; ``.gz`` and ``.zst`` file names are compressed."""
 
-    def __init__(self, to_row: Callable[[Any], Mapping[str, Any]] = document_row, compression_level: int = 6):
+    def __init__(self, to_row: Callable[[Any], Mapping[str, Any]] = document_row, compression_level: int | None = None):
         self._to_row = to_row
         self._compression_level = compression_level
 
@@ -78,7 +85,7 @@ class WriteJsonl(WriteFiles):
         *,
         max_file_size: int | None = None,
         to_row: Callable[[Document], Mapping[str, Any]] = document_row,
-        compression_level: int = 6,
+        compression_level: int | None = None,
         storage_options: Mapping[str, Any] | None = None,
     ):
         """Configures the writer.
@@ -90,7 +97,8 @@ class WriteJsonl(WriteFiles):
             max_file_size: Roll over to a new file past this many bytes.
             to_row: Lays a document out as a JSON object (DataTrove's layout
                 by default).
-            compression_level: gzip or zstd level.
+            compression_level: ISA-L gzip level (0 to 3, default 2) or zstd
+                level (1 to 22, default 3).
             storage_options: fsspec filesystem options.
         """
         super().__init__(
