@@ -32,7 +32,8 @@ _LOGGER = logging.getLogger(__name__)
 DEAD_LETTERS = "dead_letters"
 """Tag of a reader's dead-letter output (see :meth:`FileReader.with_dead_letters`)."""
 
-_LOGGED_DEAD_LETTERS_PER_PROCESS = 100
+# Dead letters are all counted and output; logging stops after this many per DoFn instance.
+_DEAD_LETTERS_LOGGED = 100
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -193,12 +194,8 @@ class _FileRecordSource(iobase.BoundedSource):
         try:
             with open_url(file.url, "rb", self._storage_options, self._parser.compression) as stream:
                 yield from self._parser.parse(file, stream, self._step)
-        except Exception as exc:  # a parser's unforeseen failure must not end the run
-            yield DeadLetter(self._step, "unreadable_file", f"{type(exc).__name__}: {exc}", file=file.url)
-
-    def default_output_coder(self):
-        # Documents and dead letters share this output until they are split apart.
-        return beam.coders.PickleCoder()
+        except Exception as exc:  # an unopenable file or a parser's unforeseen failure must not end the run
+            yield DeadLetter(self._step, "read_failed", f"{type(exc).__name__}: {exc}", file=file.url)
 
 
 def _bundle_sources(unused_impulse, source: _FileRecordSource) -> Iterator[_FileRecordSource]:
@@ -219,7 +216,7 @@ class _SplitDeadLetters(beam.DoFn):
         if isinstance(outcome, Document):
             yield outcome
             return
-        if self._logged < _LOGGED_DEAD_LETTERS_PER_PROCESS:
+        if self._logged < _DEAD_LETTERS_LOGGED:
             self._logged += 1
             _LOGGER.warning(
                 "%s: %s in %s (offset %s, line %s): %s",

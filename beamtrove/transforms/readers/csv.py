@@ -77,10 +77,7 @@ class ReadCsv(FileReader):
         default_metadata: Mapping[str, Any] | None = None,
         delimiter: str = ",",
         encoding: str = "utf-8",
-        skip: int = 0,
-        limit: int | None = None,
-        storage_options: Mapping[str, Any] | None = None,
-        progress_interval: float = 10.0,
+        **options: Any,
     ):
         """Matches the input files.
 
@@ -93,16 +90,11 @@ class ReadCsv(FileReader):
             default_metadata: Metadata every document starts from.
             delimiter: Field separator.
             encoding: Text encoding of the files.
-            skip: Documents to skip at the start of the input.
-            limit: Maximum number of documents to read.
-            storage_options: fsspec filesystem options.
-            progress_interval: Seconds between progress log lines; 0 disables.
+            **options: ``skip``, ``limit``, ``storage_options`` and
+                ``progress_interval``, as :class:`FileReader` takes them.
         """
         super().__init__(
             paths,
             CsvParser(RowFields(text_key, id_key, default_metadata), delimiter, encoding),
-            skip=skip,
-            limit=limit,
-            storage_options=storage_options,
-            progress_interval=progress_interval,
+            **options,
         )

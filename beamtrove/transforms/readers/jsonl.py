@@ -75,10 +75,7 @@ class ReadJsonl(FileReader):
         text_key: str = "text",
         id_key: str = "id",
         default_metadata: Mapping[str, Any] | None = None,
-        skip: int = 0,
-        limit: int | None = None,
-        storage_options: Mapping[str, Any] | None = None,
-        progress_interval: float = 10.0,
+        **options: Any,
     ):
         """Matches the input files.
 
@@ -89,16 +86,11 @@ class ReadJsonl(FileReader):
             id_key: Field holding the id; rows without one get
                 ``<file name>/<0-based line index>``.
             default_metadata: Metadata every document starts from.
-            skip: Documents to skip at the start of the input.
-            limit: Maximum number of documents to read.
-            storage_options: fsspec filesystem options.
-            progress_interval: Seconds between progress log lines; 0 disables.
+            **options: ``skip``, ``limit``, ``storage_options`` and
+                ``progress_interval``, as :class:`FileReader` takes them.
         """
         super().__init__(
             paths,
             JsonlParser(RowFields(text_key, id_key, default_metadata)),
-            skip=skip,
-            limit=limit,
-            storage_options=storage_options,
-            progress_interval=progress_interval,
+            **options,
         )

@@ -91,10 +91,7 @@ class ReadParquet(FileReader):
         id_key: str = "id",
         default_metadata: Mapping[str, Any] | None = None,
         batch_size: int = 1024,
-        skip: int = 0,
-        limit: int | None = None,
-        storage_options: Mapping[str, Any] | None = None,
-        progress_interval: float = 10.0,
+        **options: Any,
     ):
         """Matches the input files.
 
@@ -105,16 +102,11 @@ class ReadParquet(FileReader):
                 ``<file name>/<0-based row index>``.
             default_metadata: Metadata every document starts from.
             batch_size: Rows decoded at a time.
-            skip: Documents to skip at the start of the input.
-            limit: Maximum number of documents to read.
-            storage_options: fsspec filesystem options.
-            progress_interval: Seconds between progress log lines; 0 disables.
+            **options: ``skip``, ``limit``, ``storage_options`` and
+                ``progress_interval``, as :class:`FileReader` takes them.
         """
         super().__init__(
             paths,
             ParquetParser(RowFields(text_key, id_key, default_metadata), batch_size),
-            skip=skip,
-            limit=limit,
-            storage_options=storage_options,
-            progress_interval=progress_interval,
+            **options,
         )

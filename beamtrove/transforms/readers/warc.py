@@ -18,7 +18,7 @@ import gzip
 import logging
 import re
 import zlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from typing import Any, BinaryIO, ClassVar
 
 from isal import isal_zlib
@@ -283,10 +283,7 @@ class ReadWarc(FileReader):
         record_types: Iterable[str] = ("response", "conversion", "resource"),
         mime_types: Iterable[str] = HTML_MIME_TYPES,
         max_payload_bytes: int | None = None,
-        skip: int = 0,
-        limit: int | None = None,
-        storage_options: Mapping[str, Any] | None = None,
-        progress_interval: float = 10.0,
+        **options: Any,
     ):
         """Matches the input files.
 
@@ -297,16 +294,11 @@ class ReadWarc(FileReader):
                 records (conversion records are text by definition).
             max_payload_bytes: Payloads longer than this are skipped, to keep
                 pathological pages out of memory and extraction.
-            skip: Documents to skip at the start of the input.
-            limit: Maximum number of documents to read.
-            storage_options: fsspec filesystem options.
-            progress_interval: Seconds between progress log lines; 0 disables.
+            **options: ``skip``, ``limit``, ``storage_options`` and
+                ``progress_interval``, as :class:`FileReader` takes them.
         """
         super().__init__(
             paths,
             WarcParser(record_types, mime_types, max_payload_bytes),
-            skip=skip,
-            limit=limit,
-            storage_options=storage_options,
-            progress_interval=progress_interval,
+            **options,
         )
