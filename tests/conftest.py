@@ -57,13 +57,13 @@ def udhr_texts(data_dir) -> dict[str, str]:
     return texts
 
 
-def run_and_collect(build) -> tuple[dict, list]:
-    """Runs ``build(pipeline)`` on a TestPipeline; returns (stats, build's return value)."""
+def run_and_collect(build) -> dict:
+    """Runs ``build(pipeline)`` on a TestPipeline; returns the run's stats per step."""
     pipeline = TestPipeline()
-    built = build(pipeline)
+    build(pipeline)
     result = pipeline.run()
     result.wait_until_finish()
-    return collect_stats(result, pipeline), built
+    return collect_stats(result, pipeline)
 
 
 def _differences(joined):

@@ -14,7 +14,7 @@ def test_steps_in_pipeline_order_with_merged_counters_and_distributions(data_dir
     def build(pipeline):
         pipeline | "Zeta" >> ReadWarc(str(path)) | "Alpha" >> WriteJsonl(str(tmp_path / "out"))
 
-    stats, _ = run_and_collect(build)
+    stats = run_and_collect(build)
     assert list(stats) == ["Zeta", "Alpha"]
     assert stats["Zeta"]["counters"]["in"] == 50
     assert stats["Alpha"]["counters"]["files"] == 1  # counted by the finalize step, merged into Alpha

@@ -39,7 +39,7 @@ def test_a_file_that_vanishes_after_matching_is_a_dead_letter(tmp_path, udhr_tex
             label="Dead",
         )
 
-    stats, _ = run_and_collect(build)
+    stats = run_and_collect(build)
     counters = stats["ReadJsonl"]["counters"]
     assert (counters["in"], counters["out"], counters["errors.read_failed"]) == (9, 8, 1)
 
@@ -51,7 +51,7 @@ def test_skip_and_limit_count_documents_across_files(tmp_path, udhr_texts):
         docs = pipeline | ReadJsonl(str(tmp_path), skip=3, limit=5)
         assert_that(docs | beam.Map(lambda d: d.id), equal_to(ids[3:8]))
 
-    stats, _ = run_and_collect(build)
+    stats = run_and_collect(build)
     counters = stats["ReadJsonl"]["counters"]
     # the third file is never opened: the limit was reached in the second
     assert counters == {"in": 8, "out": 5, "skipped.skip_option": 3, "files": 2, "bytes": _sizes(tmp_path, 2)}

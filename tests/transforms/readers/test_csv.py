@@ -42,7 +42,7 @@ def test_quoted_multiline_text_and_malformed_rows(tmp_path, udhr_texts):
             label="Dead",
         )
 
-    stats, _ = run_and_collect(build)
+    stats = run_and_collect(build)
     assert stats["ReadCsv"]["counters"]["in"] == 4
     assert stats["ReadCsv"]["counters"]["errors.malformed_row"] == 2
 

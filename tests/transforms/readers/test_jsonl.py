@@ -35,7 +35,7 @@ def test_reads_plain_gzip_and_zstd_files(tmp_path, udhr_texts, suffix):
     def build(pipeline):
         assert_that(pipeline | ReadJsonl(str(tmp_path / f"*{suffix}")), equal_to(expected))
 
-    stats, _ = run_and_collect(build)
+    stats = run_and_collect(build)
     assert stats["ReadJsonl"]["counters"]["in"] == stats["ReadJsonl"]["counters"]["out"] == 50
 
 
@@ -74,7 +74,7 @@ def test_malformed_lines_are_dead_lettered_with_line_numbers(tmp_path, udhr_text
             label="DeadLetters",
         )
 
-    stats, _ = run_and_collect(build)
+    stats = run_and_collect(build)
     counters = stats["ReadJsonl"]["counters"]
     assert counters["in"] == 7
     assert counters["out"] == 3

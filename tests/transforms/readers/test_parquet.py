@@ -25,7 +25,7 @@ def test_struct_metadata_reads_back_without_the_nulls_parquet_adds(tmp_path, udh
     def build(pipeline):
         assert_that(pipeline | ReadParquet(str(path), batch_size=4), equal_to(expected))
 
-    stats, _ = run_and_collect(build)
+    stats = run_and_collect(build)
     assert stats["ReadParquet"]["counters"]["out"] == 30
 
 
@@ -60,7 +60,7 @@ def test_a_damaged_file_keeps_the_rows_before_the_damage(tmp_path, udhr_texts):
         )
         assert_that(dead | beam.Map(lambda d: (d.reason, d.line)), equal_to([("corrupt_parquet", 20)]), label="Dead")
 
-    stats, _ = run_and_collect(build)
+    stats = run_and_collect(build)
     assert stats["ReadParquet"]["counters"] == {
         "in": 21,
         "out": 20,

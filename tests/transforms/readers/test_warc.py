@@ -138,7 +138,7 @@ def test_every_real_warc_matches_warcios_iteration(data_dir):
         assert_that(docs | beam.Map(_document_key), equal_to(expected_keys), label="Documents")
         assert_that(docs, _texts_are_the_payloads(payloads), label="Texts")
 
-    stats, _ = run_and_collect(build)
+    stats = run_and_collect(build)
     counters = stats["ReadWarc"]["counters"]
     all_records = [r for p in paths for r in records[p]]
     assert counters["in"] == len(all_records) == sum(n for n, _ in REAL_FILES.values())
@@ -241,7 +241,7 @@ def test_files_warcio_rejects_are_dead_lettered_with_offsets(data_dir):
             label="DeadLetters",
         )
 
-    stats, _ = run_and_collect(build)
+    stats = run_and_collect(build)
     counters = stats["ReadWarc"]["counters"]
     assert counters == {
         "in": 5,
@@ -270,7 +270,7 @@ def test_a_corrupt_gzip_member_costs_one_record_and_reading_resumes(data_dir, tm
         assert_that(docs | "Urls" >> to_urls, equal_to([u for u in intact_urls if u != lost]), label="Documents")
         assert_that(dead | "Where" >> to_places, equal_to([("corrupt_archive", str(damaged), 48321)]), label="Dead")
 
-    stats, _ = run_and_collect(build)
+    stats = run_and_collect(build)
     counters = stats["ReadWarc"]["counters"]
     assert counters["in"] == 50  # 49 intact records + the damaged one
     assert counters["out"] == 15
@@ -312,7 +312,7 @@ def test_fault_set_every_record_accounted_for(faults_set):
             label="DeadLetters",
         )
 
-    stats, _ = run_and_collect(build)
+    stats = run_and_collect(build)
     counters = stats["ReadWarc"]["counters"]
     assert counters["in"] == len(manifest) == 404
     assert counters["out"] == len(expected_urls) == 400
@@ -338,7 +338,7 @@ def test_oversized_payloads_are_skipped_when_capped(faults_set):
         docs = pipeline | ReadWarc(str(out_dir), max_payload_bytes=largest_real)
         assert_that(docs | to_urls, not_there)
 
-    stats, _ = run_and_collect(build)
+    stats = run_and_collect(build)
     assert stats["ReadWarc"]["counters"]["skipped.payload_too_large"] == 1
 
 
@@ -370,7 +370,7 @@ def test_payloads_without_any_type_are_sniffed_and_real_pages_kept(data_dir, tmp
         docs = pipeline | ReadWarc(str(warc))
         assert_that(docs | "Urls" >> to_urls, equal_to([url for url, _ in pages]))
 
-    stats, _ = run_and_collect(build)
+    stats = run_and_collect(build)
     assert stats["ReadWarc"]["counters"]["skipped.non_html_payload"] == 2
 
 
@@ -387,7 +387,7 @@ def test_skip_and_limit_follow_sorted_file_order(data_dir, tmp_path):
         window = pipeline | "Window" >> ReadWarc(str(tmp_path / "*.warc.gz"), skip=20, limit=4)
         assert_that(window | "Urls" >> to_urls, equal_to(ordered[20:24]))
 
-    stats, _ = run_and_collect(build)
+    stats = run_and_collect(build)
     assert stats["Window"]["counters"]["out"] == 4
     assert stats["Window"]["counters"]["skipped.skip_option"] == 20
 

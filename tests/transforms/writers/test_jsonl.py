@@ -34,11 +34,9 @@ def read_rows(path):
 
 def test_round_trip_warc_to_jsonl_and_back_is_exact(tmp_path, warc_paths):
     def build(pipeline):
-        docs = pipeline | "ReadWarc" >> ReadWarc(warc_paths)
-        written = docs | "Write" >> WriteJsonl(str(tmp_path / "out"))
-        return docs, written
+        pipeline | "ReadWarc" >> ReadWarc(warc_paths) | "Write" >> WriteJsonl(str(tmp_path / "out"))
 
-    stats, _ = run_and_collect(build)
+    stats = run_and_collect(build)
     written_docs = stats["Write"]["counters"]["out"]
     assert written_docs == stats["ReadWarc"]["counters"]["out"] == 16 + 29 + 15
     assert not list((tmp_path / "out").glob(".beamtrove-tmp-*"))
@@ -127,7 +125,7 @@ def test_size_rollover_numbers_shards_contiguously(tmp_path, warc_paths):
         docs = pipeline | ReadWarc(clueweb)
         docs | WriteJsonl(str(tmp_path), "part-${shard}.jsonl", max_file_size=100_000)
 
-    stats, _ = run_and_collect(build)
+    stats = run_and_collect(build)
     files = sorted(tmp_path.glob("part-*.jsonl"))
     assert [f.name for f in files] == [f"part-{i:05d}.jsonl" for i in range(len(files))]
     sizes = [f.stat().st_size for f in files]

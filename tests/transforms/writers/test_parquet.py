@@ -26,7 +26,7 @@ def test_round_trip_warc_to_parquet_and_back_is_exact(tmp_path, data_dir):
     def build(pipeline):
         pipeline | ReadWarc(paths) | WriteParquet(str(tmp_path), row_group_size=5)
 
-    stats, _ = run_and_collect(build)
+    stats = run_and_collect(build)
     assert stats["WriteParquet"]["counters"]["out"] == 16 + 1 + 22
     schema = pq.read_schema(next(tmp_path.glob("*.parquet")))
     assert schema.names == ["text", "id", "metadata"]
@@ -59,7 +59,7 @@ def test_changing_metadata_starts_new_files_and_loses_nothing(tmp_path, udhr_tex
     def build(pipeline):
         pipeline | beam.Create(docs, reshuffle=False) | WriteParquet(str(tmp_path), row_group_size=10)
 
-    stats, _ = run_and_collect(build)
+    stats = run_and_collect(build)
     files = sorted(tmp_path.glob("*.parquet"))
     assert len(files) > 1
     assert sum(pq.read_metadata(f).num_rows for f in files) == 60
