@@ -120,11 +120,9 @@ def _read_payload(stream: BinaryIO, max_bytes: int | None) -> bytes | None:
     return None
 
 
-def _is_arc(stream: BinaryIO) -> bool:
-    head = stream.read(2)
-    stream.seek(0)
+def _is_arc(stream: BinaryIO, gzipped: bool) -> bool:
     try:
-        start = gzip.GzipFile(fileobj=stream).read(11) if head == b"\x1f\x8b" else stream.read(11)
+        start = gzip.GzipFile(fileobj=stream).read(11) if gzipped else stream.read(11)
     except (OSError, EOFError, zlib.error):
         start = b""
     stream.seek(0)
@@ -168,8 +166,9 @@ class WarcParser(RecordParser):
         self._max_payload_bytes = max_payload_bytes
 
     def parse(self, file: InputFile, stream: BinaryIO, step: str) -> Iterator[Outcome]:
-        is_arc = _is_arc(stream)
         gzipped = stream.read(2) == b"\x1f\x8b"
+        stream.seek(0)
+        is_arc = _is_arc(stream, gzipped)
         position = 0
         in_corrupt_region = False
         while position is not None:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import logging
 import re
 import uuid
 from collections.abc import Callable, Iterator, Mapping
@@ -40,8 +39,6 @@ __all__ = [
     "document_fields",
     "document_key",
 ]
-
-_LOGGER = logging.getLogger(__name__)
 
 _PLACEHOLDER = re.compile(r"\$\{(\w+)\}")
 _UNSAFE = re.compile(r"[^\w.=+-]")
@@ -75,7 +72,6 @@ class FilenameTemplate:
         if template.startswith("/") or ".." in template.split("/"):
             raise ValueError(f"Output file name template {template!r} must be a relative path inside the output.")
         self.template = template
-        self.keys = tuple(dict.fromkeys(k for k in keys if k != SHARD))
 
     @property
     def suffix(self) -> str:
@@ -263,9 +259,10 @@ class _Finalize(beam.DoFn):
             ordered = sorted(by_destination[destination], key=lambda t: (t.first_key, t.path))
             for shard, temp in enumerate(ordered):
                 final = join(spec.output_dir, FilenameTemplate.with_shard(destination, shard))
-                if fs.exists(filesystem(temp.path)[1]):
+                if fs.exists(filesystem(temp.path, spec.storage_options)[1]):
                     move(temp.path, final, spec.storage_options)
-                elif not fs.exists(filesystem(final)[1]):
+                elif not fs.exists(filesystem(final, spec.storage_options)[1]):
+                    # A retried finalize finds the files it moved before in place.
                     raise FileNotFoundError(f"Temporary file {temp.path} vanished before it was moved to {final}.")
                 metrics.inc("files")
                 metrics.inc("bytes", temp.size)

@@ -51,7 +51,8 @@ class _JsonlRecordWriter(RecordWriter):
         self.records = 0
 
     def write(self, element: Any) -> None:
-        self._out.write(orjson.dumps(self._to_row(element)) + b"\n")
+        self._out.write(orjson.dumps(self._to_row(element)))
+        self._out.write(b"\n")
         self.records += 1
 
     def close(self) -> None:
