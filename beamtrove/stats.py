@@ -9,6 +9,7 @@ workers), :func:`write_stats` stores them beside the output, and
 
 from __future__ import annotations
 
+import collections
 import json
 import math
 from collections.abc import Mapping
@@ -29,6 +30,11 @@ def _value(result) -> Any:
     # Some runners only report attempted values.
     committed = getattr(result, "committed", None)
     return result.attempted if committed is None else committed
+
+
+def _step_of(result) -> str | None:
+    namespace = result.key.metric.namespace
+    return namespace[len(NAMESPACE_PREFIX) :] if namespace.startswith(NAMESPACE_PREFIX) else None
 
 
 class _StepOrder(PipelineVisitor):
@@ -55,20 +61,17 @@ def collect_stats(result: beam.runners.runner.PipelineResult, pipeline: beam.Pip
         sum, min, max, mean}}}}``.
     """
     query = result.metrics().query()
-    steps: dict[str, dict] = {}
+    steps: dict[str, dict] = collections.defaultdict(lambda: {"counters": {}, "distributions": {}})
     for counter in query["counters"]:
-        namespace = counter.key.metric.namespace
-        if namespace.startswith(NAMESPACE_PREFIX):
-            counters = steps.setdefault(namespace[len(NAMESPACE_PREFIX) :], {"counters": {}, "distributions": {}})
-            name = counter.key.metric.name
-            counters["counters"][name] = counters["counters"].get(name, 0) + _value(counter)
+        step = _step_of(counter)
+        if step is not None:
+            counters = steps[step]["counters"]
+            counters[counter.key.metric.name] = counters.get(counter.key.metric.name, 0) + _value(counter)
     for distribution in query["distributions"]:
-        namespace = distribution.key.metric.namespace
-        value = _value(distribution)
-        if not namespace.startswith(NAMESPACE_PREFIX) or value is None or not value.count:
+        step, value = _step_of(distribution), _value(distribution)
+        if step is None or value is None or not value.count:
             continue
-        entry = steps.setdefault(namespace[len(NAMESPACE_PREFIX) :], {"counters": {}, "distributions": {}})
-        merged = entry["distributions"].setdefault(
+        merged = steps[step]["distributions"].setdefault(
             distribution.key.metric.name, {"count": 0, "sum": 0, "min": math.inf, "max": -math.inf}
         )
         merged["count"] += value.count

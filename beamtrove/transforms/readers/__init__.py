@@ -1,6 +1,6 @@
 """Beam sources that read crawl and dataset files into documents."""
 
-from beamtrove.transforms.readers.base import DEAD_LETTERS, FileReader, RecordParser, RowFields, Skip
+from beamtrove.transforms.readers.base import DEAD_LETTERS, FileReader, RecordParser, RowError, RowFields, Skip
 from beamtrove.transforms.readers.csv import CsvParser, ReadCsv
 from beamtrove.transforms.readers.jsonl import JsonlParser, ReadJsonl
 from beamtrove.transforms.readers.parquet import ParquetParser, ReadParquet
@@ -18,6 +18,7 @@ __all__ = [
     "ReadParquet",
     "ReadWarc",
     "RecordParser",
+    "RowError",
     "RowFields",
     "Skip",
     "WarcParser",

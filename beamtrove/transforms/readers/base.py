@@ -25,7 +25,7 @@ from beamtrove.fs import InputFile, match_inputs, open_url
 from beamtrove.metrics import StepMetrics
 from beamtrove.progress import record_progress
 
-__all__ = ["DEAD_LETTERS", "FileReader", "RecordParser", "RowFields", "Skip"]
+__all__ = ["DEAD_LETTERS", "FileReader", "RecordParser", "RowError", "RowFields", "Skip"]
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -62,6 +62,23 @@ class RecordParser:
         raise NotImplementedError
 
 
+class RowError(Exception):
+    """A table row that cannot become a document.
+
+    Attributes:
+        reason: Names the step's ``errors.<reason>`` counter.
+        message: What is wrong with the row.
+    """
+
+    def __init__(self, reason: str, message: str):
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+    def dead_letter(self, step: str, file: InputFile, line: int, excerpt: str | None = None) -> DeadLetter:
+        return DeadLetter(step, self.reason, self.message, file=file.url, line=line, excerpt=excerpt)
+
+
 @dataclasses.dataclass(frozen=True)
 class RowFields:
     """How the fields of a table row (JSONL, Parquet, CSV) map onto a Document.
@@ -82,14 +99,13 @@ class RowFields:
         """Builds a Document from ``row`` (which it consumes), row ``index`` of ``file``.
 
         Raises:
-            ValueError: ``(reason, message)`` when the row has no usable text or
-                malformed media.
+            RowError: The row has no usable text, or malformed media.
         """
         text = row.pop(self.text_key, None)
         if text is None:
-            raise ValueError("missing_text", f"the row has no {self.text_key!r} field")
+            raise RowError("missing_text", f"the row has no {self.text_key!r} field")
         if not isinstance(text, str):
-            raise ValueError("text_not_a_string", f"{self.text_key!r} holds a {type(text).__name__}")
+            raise RowError("text_not_a_string", f"{self.text_key!r} holds a {type(text).__name__}")
         doc_id = row.pop(self.id_key, None)
         media = row.pop("media", None) if isinstance(row.get("media"), list) else None
         nested = row.pop("metadata") if isinstance(row.get("metadata"), dict) else {}
@@ -97,8 +113,8 @@ class RowFields:
         metadata.setdefault("file_path", file.url)
         try:
             media_items = [Media.from_row(item) for item in media] if media else []
-        except TypeError as exc:
-            raise ValueError("malformed_media", f"media entries do not fit the Media fields: {exc}") from exc
+        except (TypeError, ValueError) as exc:  # unknown fields, or media_bytes that are not base64
+            raise RowError("malformed_media", f"media entries do not fit the Media fields: {exc}") from exc
         return Document(
             text=text,
             id=f"{file.name}/{index}" if doc_id is None else str(doc_id),

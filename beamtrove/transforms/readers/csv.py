@@ -10,7 +10,7 @@ from typing import Any, BinaryIO
 
 from beamtrove.dead_letter import DeadLetter
 from beamtrove.fs import InputFile
-from beamtrove.transforms.readers.base import FileReader, Outcome, RecordParser, RowFields
+from beamtrove.transforms.readers.base import FileReader, Outcome, RecordParser, RowError, RowFields
 
 __all__ = ["CsvParser", "ReadCsv"]
 
@@ -52,9 +52,8 @@ class CsvParser(RecordParser):
                 else:
                     try:
                         yield self._fields.to_document(row, file, index)
-                    except ValueError as exc:
-                        reason, message = exc.args
-                        yield DeadLetter(step, reason, message, file=file.url, line=rows.line_num)
+                    except RowError as error:
+                        yield error.dead_letter(step, file, rows.line_num)
                 index += 1
         except (UnicodeDecodeError, csv.Error) as exc:
             yield DeadLetter(step, "malformed_csv", str(exc), file=file.url, line=rows.line_num + 1)

@@ -10,7 +10,7 @@ import orjson
 
 from beamtrove.dead_letter import DeadLetter
 from beamtrove.fs import InputFile
-from beamtrove.transforms.readers.base import FileReader, Outcome, RecordParser, RowFields
+from beamtrove.transforms.readers.base import FileReader, Outcome, RecordParser, RowError, RowFields
 
 __all__ = ["JsonlParser", "ReadJsonl"]
 
@@ -45,13 +45,12 @@ class JsonlParser(RecordParser):
                 continue
             try:
                 yield self._fields.to_document(row, file, index)
-            except ValueError as exc:
-                reason, message = exc.args
-                yield self._dead_letter(step, reason, message, file, index, line)
+            except RowError as error:
+                yield error.dead_letter(step, file, index + 1, DeadLetter.excerpt_of(line))
 
     @staticmethod
     def _dead_letter(step: str, reason: str, message: str, file: InputFile, index: int, line: bytes) -> DeadLetter:
-        return DeadLetter(step, reason, message, file=file.url, line=index + 1, excerpt=DeadLetter.excerpt_of(line))
+        return RowError(reason, message).dead_letter(step, file, index + 1, DeadLetter.excerpt_of(line))
 
 
 class ReadJsonl(FileReader):

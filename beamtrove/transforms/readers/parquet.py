@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 
 from beamtrove.dead_letter import DeadLetter
 from beamtrove.fs import InputFile
-from beamtrove.transforms.readers.base import FileReader, Outcome, RecordParser, RowFields
+from beamtrove.transforms.readers.base import FileReader, Outcome, RecordParser, RowError, RowFields
 
 __all__ = ["ParquetParser", "ReadParquet"]
 
@@ -69,9 +69,8 @@ class ParquetParser(RecordParser):
             row["metadata"] = _without_nulls(row["metadata"])
         try:
             return self._fields.to_document(row, file, index)
-        except ValueError as exc:
-            reason, message = exc.args
-            return DeadLetter(step, reason, message, file=file.url, line=index)
+        except RowError as error:
+            return error.dead_letter(step, file, index)
 
 
 class ReadParquet(FileReader):

@@ -133,3 +133,28 @@ def test_memory_filesystem_urls(udhr_texts):
         assert_that(docs | beam.Map(lambda d: (d.id, d.text)), equal_to([("part.jsonl/0", udhr_texts["jpn"])]))
 
     run_and_collect(build)
+
+
+def test_malformed_media_costs_only_its_line(tmp_path, udhr_texts):
+    path = tmp_path / "media.jsonl"
+    rows = [
+        {
+            "text": udhr_texts["eng"],
+            "media": [{"id": "m", "type": 0, "url": "https://ohchr.org/a.png", "media_bytes": "abc"}],
+        },
+        {"text": udhr_texts["fra"], "media": [{"id": "m", "type": 0, "url": "https://ohchr.org/b.png", "size": 3}]},
+        {"text": udhr_texts["deu"]},
+    ]
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+
+    def build(pipeline):
+        docs, dead = pipeline | ReadJsonl(str(path)).with_dead_letters()
+        assert_that(docs | beam.Map(lambda d: d.id), equal_to(["media.jsonl/2"]), label="Docs")
+        assert_that(
+            dead | beam.Map(lambda d: (d.reason, d.line)),
+            equal_to([("malformed_media", 1), ("malformed_media", 2)]),
+            label="Dead",
+        )
+
+    stats = run_and_collect(build)
+    assert stats["ReadJsonl"]["counters"]["errors.malformed_media"] == 2
