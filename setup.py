@@ -23,12 +23,21 @@ setup(
     install_requires=[
         "apache-beam[gcp]==2.77.0",
         "charset-normalizer>=3.0",
+        # fasttext-numpy2 and not another fastText wheel: the others break with numpy 2.
+        "fasttext-numpy2==0.10.4",
         "fsspec>=2024.2",
         "gcsfs>=2024.2",
         "isal>=1.6",
+        # trafilatura needs lxml's HTML cleaner, a separate project since lxml 5.2.
+        "lxml_html_clean>=0.4",
         "numpy>=1.26",
         "orjson>=3.9",
+        "pyahocorasick>=2.1",
         "pyarrow>=15",
+        "regex>=2024.4",
+        "resiliparse==0.15.2",
+        "tldextract>=5.1",
+        "trafilatura==2.3.1",
         "warcio>=1.7.4",
         "zstandard>=0.22",
     ],

@@ -9,9 +9,13 @@ dead-letter output beside their results.
 from __future__ import annotations
 
 import dataclasses
+import traceback
 from typing import Any
 
-__all__ = ["DeadLetter"]
+__all__ = ["DEAD_LETTER_DIR", "DeadLetter"]
+
+#: The folder, under a pipeline's output, that holds its dead letters.
+DEAD_LETTER_DIR = "dead_letters"
 
 _EXCERPT_CHARS = 1000
 
@@ -50,6 +54,13 @@ class DeadLetter:
         if isinstance(raw, bytes):
             raw = raw[: _EXCERPT_CHARS * 4].decode("utf-8", "replace")
         return raw[:_EXCERPT_CHARS]
+
+    @staticmethod
+    def describe(exc: BaseException) -> str:
+        """``exc``'s type and message, and where it was raised (the innermost frame)."""
+        frames = traceback.extract_tb(exc.__traceback__)
+        where = f" (at {frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name})" if frames else ""
+        return f"{type(exc).__name__}: {exc}{where}"
 
     def to_row(self) -> dict[str, Any]:
         """The dead letter as a JSON-compatible dict without empty fields."""

@@ -16,7 +16,7 @@ import fsspec
 from fsspec.core import url_to_fs
 from fsspec.implementations.local import LocalFileSystem
 
-__all__ = ["InputFile", "filesystem", "join", "match_inputs", "move", "open_url"]
+__all__ = ["InputFile", "filesystem", "join", "match_inputs", "move", "open_url", "read_lines"]
 
 _GLOB_CHARS = "*?["
 
@@ -140,3 +140,9 @@ def open_url(
             None for raw bytes.
     """
     return fsspec.open(url, mode, compression=compression, **dict(storage_options or {}))
+
+
+def read_lines(url: str, storage_options: Mapping[str, Any] | None = None) -> list[str]:
+    """The lines of a UTF-8 text file (undecodable bytes replaced), without line ends."""
+    with open_url(url, "rb", storage_options) as raw:
+        return raw.read().decode("utf-8", "replace").splitlines()

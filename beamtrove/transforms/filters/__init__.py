@@ -1,0 +1,42 @@
+"""Filters: per-document keep-or-drop rules with reasons, applied with ``Filter``."""
+
+from beamtrove.transforms.filters.base import (
+    DEAD_LETTERS,
+    EXCLUDED,
+    FILTER_REASON_KEY,
+    DocumentFilter,
+    DocumentFormatter,
+    Drop,
+    Filter,
+    Verdict,
+    load_once,
+)
+from beamtrove.transforms.filters.basic import LambdaFilter, LengthFilter, RegexFilter, SamplerFilter
+from beamtrove.transforms.filters.c4 import C4BadWordsFilter, C4QualityFilter
+from beamtrove.transforms.filters.fineweb import FineWebQualityFilter
+from beamtrove.transforms.filters.gopher import GopherQualityFilter, GopherRepetitionFilter
+from beamtrove.transforms.filters.language import LanguageFilter
+from beamtrove.transforms.filters.url import URLFilter
+
+__all__ = [
+    "DEAD_LETTERS",
+    "EXCLUDED",
+    "FILTER_REASON_KEY",
+    "C4BadWordsFilter",
+    "C4QualityFilter",
+    "DocumentFilter",
+    "DocumentFormatter",
+    "Drop",
+    "Filter",
+    "FineWebQualityFilter",
+    "GopherQualityFilter",
+    "GopherRepetitionFilter",
+    "LambdaFilter",
+    "LanguageFilter",
+    "LengthFilter",
+    "RegexFilter",
+    "SamplerFilter",
+    "URLFilter",
+    "Verdict",
+    "load_once",
+]

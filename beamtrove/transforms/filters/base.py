@@ -1,0 +1,196 @@
+"""The filter contract and the ``Filter`` transform.
+
+A :class:`DocumentFilter` looks at one document and either keeps it (possibly
+rewritten: a line-level rule removes lines, a language filter adds metadata)
+or drops it with a :class:`Drop` naming the reason. ``Filter`` applies one to a
+PCollection: kept documents go to the main output, dropped ones to the
+``excluded`` output with ``filter_reason`` in their metadata (DataTrove's
+exclusion writer layout), and a rule that raises turns the document into a
+dead letter instead of failing the run.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import threading
+from collections.abc import Callable, Hashable
+from typing import Any, ClassVar
+
+import apache_beam as beam
+from apache_beam import pvalue
+from apache_beam.transforms.window import GlobalWindows
+
+from beamtrove.dead_letter import DeadLetter
+from beamtrove.document import Document
+from beamtrove.metrics import StepMetrics
+
+__all__ = ["DEAD_LETTERS", "EXCLUDED", "DocumentFilter", "DocumentFormatter", "Drop", "Filter", "Verdict", "load_once"]
+
+EXCLUDED = "excluded"
+DEAD_LETTERS = "dead_letters"
+FILTER_REASON_KEY = "filter_reason"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Drop:
+    """A filter's decision to remove a document.
+
+    Attributes:
+        reason: Short stable reason; it names the ``dropped.<reason>`` counter.
+        document: The document as the filter annotated it (a language filter
+            adds the language it found), written to the exclusion output; the
+            input document when ``None``.
+    """
+
+    reason: str
+    document: Document | None = None
+
+
+#: What a filter returns: the document to keep (the input or a rewritten copy) or a ``Drop``.
+Verdict = Document | Drop
+
+
+class DocumentFilter(abc.ABC):
+    """A per-document keep-or-drop rule.
+
+    Subclasses hold plain picklable configuration; :meth:`setup` loads models
+    and lists once per worker process. Filters never mutate their input: a
+    rewritten document is a copy (``dataclasses.replace``).
+    """
+
+    #: Default stats name of the step; the excluded documents' directory in pipelines.
+    name: ClassVar[str]
+    #: Documents :meth:`filter_batch` receives at once (1: no batching).
+    batch_size: ClassVar[int] = 1
+
+    def setup(self) -> None:  # noqa: B027 - optional hook
+        """Loads what the filter needs, once per worker process."""
+
+    @abc.abstractmethod
+    def filter(self, document: Document) -> Verdict:
+        """Keeps (returns a document) or drops (returns :class:`Drop`) ``document``."""
+
+    def filter_batch(self, documents: list[Document]) -> list[Verdict]:
+        """Verdicts for several documents; override when batching is faster."""
+        return [self.filter(document) for document in documents]
+
+
+class DocumentFormatter(DocumentFilter):
+    """A rule that rewrites every document and drops none."""
+
+    @abc.abstractmethod
+    def format(self, document: Document) -> Document:
+        """The rewritten document."""
+
+    def filter(self, document: Document) -> Verdict:
+        return self.format(document)
+
+
+_SHARED: dict[Hashable, Any] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def load_once(key: Hashable, loader: Callable[[], Any]) -> Any:
+    """``loader()``'s result, computed once per worker process for each ``key``.
+
+    Beam may run several instances of a DoFn in one process (one per thread);
+    models and lists loaded through this are shared by all of them.
+    """
+    with _SHARED_LOCK:
+        if key not in _SHARED:
+            _SHARED[key] = loader()
+        return _SHARED[key]
+
+
+class _FilterFn(beam.DoFn):
+    def __init__(self, rule: DocumentFilter, step: str):
+        self._rule = rule
+        self._step = step
+        self._metrics = StepMetrics(step)
+
+    def setup(self):
+        self._rule.setup()
+        self._pending: list[Document] = []
+
+    def process(self, document: Document):
+        self._metrics.received()
+        if self._rule.batch_size <= 1:
+            yield from self._judge([document])
+            return
+        self._pending.append(document)
+        if len(self._pending) >= self._rule.batch_size:
+            yield from self._flush()
+
+    def finish_bundle(self):
+        # Only globally windowed input is batched across elements, which is all
+        # beamtrove's pipelines produce.
+        for output in self._flush():
+            if isinstance(output, pvalue.TaggedOutput):
+                yield pvalue.TaggedOutput(output.tag, GlobalWindows.windowed_value(output.value))
+            else:
+                yield GlobalWindows.windowed_value(output)
+
+    def _flush(self):
+        batch, self._pending = self._pending, []
+        return self._judge(batch) if batch else ()
+
+    def _judge(self, documents: list[Document]):
+        try:
+            verdicts = self._rule.filter_batch(documents)
+        except Exception as exc:  # a batch is retried one by one to find the culprit
+            if len(documents) == 1:
+                yield self._dead_letter(documents[0], exc)
+                return
+            for document in documents:
+                yield from self._judge([document])
+            return
+        for document, verdict in zip(documents, verdicts, strict=True):
+            if isinstance(verdict, Drop):
+                self._metrics.dropped(verdict.reason)
+                excluded = verdict.document or document
+                metadata = {**excluded.metadata, FILTER_REASON_KEY: verdict.reason}
+                yield pvalue.TaggedOutput(EXCLUDED, dataclasses.replace(excluded, metadata=metadata))
+            else:
+                self._metrics.emitted()
+                yield verdict
+
+    def _dead_letter(self, document: Document, exc: Exception):
+        reason = type(exc).__name__
+        self._metrics.errored(reason)
+        return pvalue.TaggedOutput(
+            DEAD_LETTERS,
+            DeadLetter(
+                step=self._step,
+                reason=reason,
+                message=DeadLetter.describe(exc),
+                record_id=document.id,
+                url=document.metadata.get("url"),
+                excerpt=DeadLetter.excerpt_of(document.text),
+            ),
+        )
+
+
+class Filter(beam.PTransform):
+    """Applies a :class:`DocumentFilter` to every document.
+
+    Returns a ``DoOutputsTuple``: ``.kept`` (the main output), ``.excluded``
+    (dropped documents, ``filter_reason`` in their metadata) and
+    ``.dead_letters`` (documents the rule raised on). Counters go to
+    ``beamtrove/<step>``: ``in``, ``out``, ``dropped.<reason>``,
+    ``errors.<exception type>``.
+
+    Args:
+        rule: The filter (or formatter) to apply.
+        step: Stats name of the step; defaults to the rule's ``name``.
+    """
+
+    def __init__(self, rule: DocumentFilter, step: str | None = None):
+        super().__init__()
+        self._rule = rule
+        self._step = step or rule.name
+
+    def expand(self, documents):
+        return documents | beam.ParDo(_FilterFn(self._rule, self._step)).with_outputs(
+            EXCLUDED, DEAD_LETTERS, main="kept"
+        )

@@ -1,0 +1,104 @@
+"""Language identification with fastText's lid.176 model."""
+
+from __future__ import annotations
+
+import dataclasses
+import tempfile
+from collections.abc import Iterable
+
+import fasttext
+from fsspec.implementations.local import LocalFileSystem
+
+from beamtrove.document import Document
+from beamtrove.fs import filesystem, open_url
+from beamtrove.transforms.filters.base import DocumentFilter, Drop, Verdict, load_once
+
+__all__ = ["LanguageFilter"]
+
+_LABEL_PREFIX = "__label__"
+
+
+def _load_model(path: str):
+    fs, local = filesystem(path)
+    if isinstance(fs, LocalFileSystem):
+        return fasttext.load_model(local)
+    # fastText reads only local files: copy a remote model next to the process once.
+    with tempfile.NamedTemporaryFile(suffix=".ftz", delete=False) as copy, open_url(path) as remote:
+        copy.write(remote.read())
+    return fasttext.load_model(copy.name)
+
+
+class LanguageFilter(DocumentFilter):
+    """Labels each document's language and keeps those in the wanted languages.
+
+    Writes ``language`` (the most likely language) and ``language_score`` (its
+    probability) to the metadata of every document, kept or dropped. A document
+    is kept when one of ``languages`` scores above ``language_threshold`` (or,
+    with no ``languages``, when its most likely language does); otherwise it is
+    dropped as ``language``. Predictions run in batches.
+
+    Args:
+        model_path: The fastText model (``lid.176.ftz`` or ``.bin``), a local
+            path or fsspec URL; ``beamtrove assets fetch`` provides one.
+        languages: ISO 639 codes to keep (``"en"``, ...); ``None`` keeps any
+            language predicted confidently enough.
+        language_threshold: Minimum probability.
+        label_only: Label documents without dropping any.
+
+    Raises:
+        FileNotFoundError: There is no model at ``model_path``.
+    """
+
+    name = "language_filter"
+    batch_size = 256
+
+    def __init__(
+        self,
+        model_path: str,
+        languages: Iterable[str] | None = ("en",),
+        language_threshold: float = 0.65,
+        label_only: bool = False,
+    ):
+        fs, local = filesystem(model_path)
+        if not fs.exists(local):
+            raise FileNotFoundError(
+                f"No language-ID model at {model_path}. Run `beamtrove assets fetch` to download lid.176.ftz "
+                "into the cache, or pass --lid_model with the path of a fastText lid.176 model."
+            )
+        self.model_path = model_path
+        self.languages = None if languages is None else frozenset(languages)
+        self.language_threshold = language_threshold
+        self.label_only = label_only
+
+    def setup(self) -> None:
+        self._model = load_once((LanguageFilter, self.model_path), lambda: _load_model(self.model_path))
+
+    def filter(self, document: Document) -> Verdict:
+        return self.filter_batch([document])[0]
+
+    def filter_batch(self, documents: list[Document]) -> list[Verdict]:
+        # fastText predicts one line per text. Past 0.5 only the most likely
+        # language can clear the threshold, so asking for all 176 is wasted.
+        everything = self.languages is not None and self.language_threshold < 0.5
+        texts = [document.text.replace("\n", " ") for document in documents]
+        labels, scores = self._model.predict(texts, k=-1 if everything else 1)
+        return [self._verdict(*result) for result in zip(documents, labels, scores, strict=True)]
+
+    def _verdict(self, document: Document, labels, scores) -> Verdict:
+        languages = [label[len(_LABEL_PREFIX) :] for label in labels]
+        best = max(range(len(languages)), key=scores.__getitem__)
+        labelled = dataclasses.replace(
+            document,
+            metadata={**document.metadata, "language": languages[best], "language_score": float(scores[best])},
+        )
+        if self.languages is None:
+            keep = scores[best] > self.language_threshold
+        else:
+            keep = any(
+                score > self.language_threshold
+                for language, score in zip(languages, scores, strict=True)
+                if language in self.languages
+            )
+        if keep or self.label_only:
+            return labelled
+        return Drop("language", labelled)

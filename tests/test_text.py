@@ -1,0 +1,189 @@
+"""Word and sentence splitting on real sentences from the shared corpora.
+
+Every sentence below is quoted from a real text, and each test first checks
+that the quote is in that text. The expected tokens follow spaCy's English
+tokenizer conventions that DataTrove's word counts rely on, worked out by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+
+import pytest
+
+from beamtrove.text import TERMINAL_PUNCTUATION, count_sentences, find_duplicates, is_punctuation, split_words
+from tests.conftest import require
+
+
+@pytest.fixture(scope="module")
+def corpora(data_dir) -> dict[str, str]:
+    """A few real texts: State of the Union 2006, a movie review, two gold articles, the UDHR in Chinese."""
+    nltk = data_dir / "text-corpora" / "nltk_data"
+    texts = {}
+    with zipfile.ZipFile(require(nltk / "state_union.zip")) as archive:
+        texts["bush"] = archive.read("state_union/2006-GWBush.txt").decode("utf-8")
+    with zipfile.ZipFile(require(nltk / "movie_reviews.zip")) as archive:
+        texts["review"] = archive.read("movie_reviews/neg/cv000_29416.txt").decode("utf-8")
+    with zipfile.ZipFile(require(nltk / "inaugural.zip")) as archive:
+        texts["washington"] = archive.read("inaugural/1793-Washington.txt").decode("utf-8")
+    gold = json.loads(require(data_dir / "article-extraction-benchmark" / "ground-truth.json").read_text("utf-8"))
+    for name, prefix in (("tennis", "0d46122928"), ("stadia", "e100c9612a"), ("wired", "d48aeb9cf2")):
+        (key,) = [key for key in gold if key.startswith(prefix)]
+        texts[name] = gold[key]["articleBody"]
+    return texts
+
+
+def quoted(corpora: dict[str, str], name: str, sentence: str) -> str:
+    assert sentence in corpora[name], f"not a quote from {name}: {sentence!r}"
+    return sentence
+
+
+def test_english_clitics_split_off(corpora):
+    sentence = quoted(
+        corpora,
+        "bush",
+        "Every time I'm invited to this rostrum, I'm humbled by the privilege, and mindful of the history "
+        "we've seen together.",
+    )
+    assert split_words(sentence) == (
+        "Every", "time", "I", "'m", "invited", "to", "this", "rostrum", ",", "I", "'m", "humbled", "by", "the",
+        "privilege", ",", "and", "mindful", "of", "the", "history", "we", "'ve", "seen", "together", ".",
+    )  # fmt: skip
+    # The review corpus is lower-cased and pre-tokenized, but keeps "didn't" whole: do|n't splits.
+    review = quoted(corpora, "review", "these folks just didn't snag this one correctly . ")
+    assert split_words(review) == ("these", "folks", "just", "did", "n't", "snag", "this", "one", "correctly", ".")
+    # Typographic apostrophes (U+2019) split the same way as ASCII ones.
+    assert split_words(quoted(corpora, "stadia", "Destiny 2 isn’t the only game")) == (
+        "Destiny", "2", "is", "n’t", "the", "only", "game",
+    )  # fmt: skip
+    assert split_words(quoted(corpora, "stadia", "According to The Verge’s Stadia review")) == (
+        "According", "to", "The", "Verge", "’s", "Stadia", "review",
+    )  # fmt: skip
+    # A possessive in upper case: BUSH'S -> BUSH + 'S; the initial "W." is an abbreviation.
+    assert split_words(quoted(corpora, "bush", "PRESIDENT GEORGE W. BUSH'S ADDRESS")) == (
+        "PRESIDENT", "GEORGE", "W.", "BUSH", "'S", "ADDRESS",
+    )  # fmt: skip
+
+
+def test_abbreviations_stay_whole_and_do_not_end_sentences(corpora):
+    sentence = quoted(corpora, "bush", "at the Capitol, Tuesday, Jan. 31, 2006.")
+    assert split_words(sentence) == ("at", "the", "Capitol", ",", "Tuesday", ",", "Jan.", "31", ",", "2006", ".")
+    assert split_words(quoted(corpora, "bush", "Mr. Speaker, Vice President Cheney")) == (
+        "Mr.", "Speaker", ",", "Vice", "President", "Cheney",
+    )  # fmt: skip
+    us = quoted(
+        corpora,
+        "tennis",
+        "The U.S. had won all previous 15 meetings with their North American neighbours, though they had not met "
+        "since 1965.",
+    )
+    assert split_words(us)[:3] == ("The", "U.S.", "had")
+    assert count_sentences(us) == 1
+    night = quoted(
+        corpora, "tennis", "a marathon series that ended close to 2 a.m. local time (0100 GMT) on Wednesday."
+    )
+    assert "a.m." in split_words(night)
+    assert count_sentences(night) == 1
+
+
+def test_punctuation_and_ellipses_are_their_own_tokens(corpora):
+    # The review corpus spaces its ellipses out: three tokens; a typed "...." stays one.
+    spaced = quoted(corpora, "review", 'watch the movie and " sorta " find out . . . ')
+    assert split_words(spaced) == ("watch", "the", "movie", "and", '"', "sorta", '"', "find", "out", ".", ".", ".")
+    assert split_words("may receive further discipline....") == ("may", "receive", "further", "discipline", "....")
+    assert split_words(quoted(corpora, "bush", "one another -- and I will do my part.")) == (
+        "one", "another", "--", "and", "I", "will", "do", "my", "part", ".",
+    )  # fmt: skip
+    # Hyphenated words split at the hyphen (the review's "mind-fuck").
+    assert split_words(quoted(corpora, "review", "a mind-fuck movie")) == ("a", "mind", "-", "fuck", "movie")
+
+
+def test_urls_emails_and_numbers_stay_whole(corpora):
+    wired = quoted(corpora, "wired", "Email the writer at louise_matsakis@wired.com. Signal: 347-966-3806.")
+    assert split_words(wired) == (
+        "Email", "the", "writer", "at", "louise_matsakis@wired.com", ".", "Signal", ":", "347", "-", "966", "-",
+        "3806", ".",
+    )  # fmt: skip
+    stadia = quoted(corpora, "stadia", "tap into powerful 10.7 teraflop hardware, allowing anybody to play games at 4k")
+    assert split_words(stadia) == (
+        "tap", "into", "powerful", "10.7", "teraflop", "hardware", ",", "allowing", "anybody", "to", "play", "games",
+        "at", "4k",
+    )  # fmt: skip
+    neymar = quoted(corpora, "tennis", "Brazil star Neymar was among the more than 12,000 in attendance")
+    assert split_words(neymar) == (
+        "Brazil", "star", "Neymar", "was", "among", "the", "more", "than", "12,000", "in", "attendance",
+    )  # fmt: skip
+    article = "Yes this is real and yes the state spent nearly half a million dollars on it: https://t.co/Nc0nKoXGBP"
+    assert split_words(article)[-3:] == ("it", ":", "https://t.co/Nc0nKoXGBP")
+    assert split_words("please visit: www.ascom.com") == ("please", "visit", ":", "www.ascom.com")
+
+
+def test_scripts_without_spaces_split_per_character(udhr_texts):
+    chinese = udhr_texts["cmn_hans"]
+    line = "1948 年 12 月 10 日，联合国大会通过并颁布《世界人权宣言》。"
+    assert line in chinese
+    assert split_words(line) == (
+        "1948", "年", "12", "月", "10", "日", "，", "联", "合", "国", "大", "会", "通", "过", "并", "颁", "布", "《",
+        "世", "界", "人", "权", "宣", "言", "》", "。",
+    )  # fmt: skip
+    assert count_sentences(line) == 1
+    # Korean is written with spaces: its words stay whole.
+    korean = udhr_texts["kor"].split()[:3]
+    assert [split_words(word) for word in korean] == [(word,) for word in korean]
+    # Every Han character of the whole Chinese declaration is a token of its own.
+    han = [token for token in split_words(chinese) if "\u4e00" <= token[0] <= "\u9fff"]
+    assert han and all(len(token) == 1 for token in han)
+    assert len(han) == sum("\u4e00" <= char <= "\u9fff" for char in chinese)
+
+
+def test_count_sentences_on_real_text(corpora, udhr_texts):
+    # Washington's second inaugural address, the shortest ever given: four sentences, the last a long
+    # oath with a parenthesis.
+    washington = corpora["washington"]
+    assert washington.startswith("Fellow citizens, I am again called upon by the voice of my country")
+    assert count_sentences(washington) == 4
+    # Closing quotes stay with the sentence they close: three sentences, not five.
+    quote = quoted(
+        corpora,
+        "tennis",
+        '"It was a difficult situation for us," Lopez said. "We needed this win, otherwise we could be close to '
+        'being out of the tournament. Now we are in a good position to advance."',
+    )
+    assert count_sentences(quote) == 3
+    assert count_sentences(quoted(corpora, "tennis", '"I almost died there," Bublik said, jokingly.')) == 1
+    # Japanese ends sentences with 。: article 1 of the UDHR holds two.
+    japanese = [line.strip() for line in udhr_texts["jpn"].splitlines() if line.strip().startswith("すべての人間は")]
+    assert japanese[0].count("。") == 2
+    assert count_sentences(japanese[0]) == 2
+    # Hindi ends them with the danda।
+    assert "।" in TERMINAL_PUNCTUATION
+    assert count_sentences("") == 0
+    assert count_sentences(" . . . ") == 0
+
+
+def test_terminal_punctuation_and_punctuation_tokens():
+    for mark in (".", "!", "?", "。", "।", "؟", "！", "？"):
+        assert mark in TERMINAL_PUNCTUATION
+    for mark in (",", ";", ":", "…", "-", '"'):
+        assert mark not in TERMINAL_PUNCTUATION
+    for token in ("—", "“", "…", "₩", "$", "....", "--", "《"):
+        assert is_punctuation(token), token
+    for token in ("a", "1", "'s", "n't", "4k", "人", "U.S."):
+        assert not is_punctuation(token), token
+
+
+def test_find_duplicates_on_real_paragraphs_and_lines(udhr_texts, data_dir):
+    with zipfile.ZipFile(require(data_dir / "text-corpora" / "nltk_data" / "state_union.zip")) as archive:
+        # The Nixon addresses hold a few Big5 punctuation bytes (\xa1\xa6 for an apostrophe): decode leniently.
+        nixon = archive.read("state_union/1970-Nixon.txt").decode("utf-8", "replace")
+    paragraphs = nixon.strip().split("\n\n")
+    # Nixon's 1970 address is one long paragraph and a footnote, then "??" three times.
+    assert paragraphs[-3:] == ["??", "??", "??"]
+    assert find_duplicates(paragraphs) == (2, 4)
+    # The English UDHR separates its articles with whitespace-only lines: 64 of 9 spaces, 31 of 3 and 26 of 6,
+    # so 63 + 30 + 25 = 118 lines repeat an earlier one, holding 63*9 + 30*3 + 25*6 = 807 characters.
+    lines = udhr_texts["eng"].split("\n")
+    assert lines.count(" " * 9) == 64 and lines.count(" " * 3) == 31 and lines.count(" " * 6) == 26
+    assert find_duplicates(lines) == (118, 807)
+    assert find_duplicates([]) == (0, 0)

@@ -1,0 +1,149 @@
+"""The filter contract and the ``Filter`` transform, on real inaugural addresses and UDHR texts."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import apache_beam as beam
+from apache_beam.testing.util import assert_that, equal_to
+
+from beamtrove.document import Document
+from beamtrove.text import count_sentences, is_punctuation, split_words
+from beamtrove.transforms.filters import (
+    FILTER_REASON_KEY,
+    DocumentFilter,
+    DocumentFormatter,
+    Drop,
+    Filter,
+    load_once,
+)
+from tests.conftest import run_and_collect
+from tests.transforms.filters.conftest import outcomes
+
+
+class WordsPerSentence(DocumentFilter):
+    """Drops documents whose sentences average more than ``limit`` words, noting the average.
+
+    It divides by the sentence count without a guard, so an empty document
+    raises ZeroDivisionError: the bug a dead letter must contain.
+    """
+
+    name = "words_per_sentence"
+    batch_size = 3
+
+    def __init__(self, limit: float):
+        self.limit = limit
+
+    def filter(self, document: Document):
+        words = [token for token in split_words(document.text) if not is_punctuation(token)]
+        average = len(words) / count_sentences(document.text)
+        if average > self.limit:
+            annotated = dataclasses.replace(document, metadata={**document.metadata, "words_per_sentence": average})
+            return Drop("long_sentences", annotated)
+        return document
+
+
+class Title(DocumentFormatter):
+    """Keeps only the first line of a document."""
+
+    name = "title"
+
+    def format(self, document: Document) -> Document:
+        return dataclasses.replace(document, text=document.text.split("\n", 1)[0])
+
+
+def test_filter_and_formatter_contract(inaugural, udhr_texts):
+    rule = WordsPerSentence(limit=40)
+    washington = Document(text=inaugural["1789-Washington"], id="1789-Washington", metadata={"source": "inaugural"})
+    obama = Document(text=inaugural["2009-Obama"], id="2009-Obama", metadata={"source": "inaugural"})
+    # Washington's first inaugural is famous for its long periods: 1,431 words in 23 sentences, 62.2 each;
+    # Obama's 2009 address has 2,411 words in 110 sentences, 21.9 each.
+    verdict = rule.filter(washington)
+    assert isinstance(verdict, Drop) and verdict.reason == "long_sentences"
+    assert verdict.document.metadata["source"] == "inaugural"
+    assert 55 < verdict.document.metadata["words_per_sentence"] < 70
+    assert "words_per_sentence" not in washington.metadata  # the input is never mutated
+    assert rule.filter(obama) is obama
+    assert rule.filter_batch([obama, washington])[0] is obama
+    assert Drop("x").document is None
+    # A formatter keeps every document, rewritten.
+    english = Document(text=udhr_texts["eng"], id="eng")
+    assert Title().filter(english).text == "Universal Declaration of Human Rights"
+    assert english.text == udhr_texts["eng"]
+
+
+def test_load_once_loads_once_per_key():
+    calls = []
+
+    def loader():
+        calls.append(1)
+        return object()
+
+    first = load_once(("test_base", "model-a"), loader)
+    assert load_once(("test_base", "model-a"), loader) is first
+    assert load_once(("test_base", "model-b"), loader) is not first
+    assert len(calls) == 2
+
+
+def test_filter_routes_kept_excluded_and_dead_letters_with_counters(inaugural, udhr_texts):
+    docs = [
+        Document(text=inaugural["1789-Washington"], id="1789-Washington", metadata={"source": "inaugural"}),
+        Document(text=inaugural["1961-Kennedy"], id="1961-Kennedy", metadata={"source": "inaugural"}),
+        Document(text=inaugural["2009-Obama"], id="2009-Obama", metadata={"source": "inaugural"}),
+        # The UDHR file for Nkoya (nku) is empty in the NLTK corpus: no sentence, so the rule divides by zero.
+        Document(text=udhr_texts["nku"], id="nku", metadata={"url": "https://www.ohchr.org/en/human-rights/udhr"}),
+        Document(text=udhr_texts["eng"], id="eng"),
+    ]
+    assert udhr_texts["nku"] == ""
+
+    def build(pipeline):
+        result = pipeline | beam.Create(docs) | Filter(WordsPerSentence(limit=40), step="wps")
+        assert_that(
+            outcomes(result),
+            equal_to(
+                [
+                    ("excluded", "1789-Washington", "long_sentences"),
+                    ("kept", "1961-Kennedy"),
+                    ("kept", "2009-Obama"),
+                    ("dead", "nku", "ZeroDivisionError"),
+                    # The UDHR's preamble is one long sentence of "Whereas" clauses, but its 30 articles are
+                    # short: 1,747 words in 61 sentences, 28.6 words each.
+                    ("kept", "eng"),
+                ]
+            ),
+        )
+        assert_that(
+            result.excluded
+            | beam.Map(lambda d: (d.id, sorted(d.metadata), d.metadata[FILTER_REASON_KEY], d.text[:14])),
+            equal_to(
+                [
+                    (
+                        "1789-Washington",
+                        [FILTER_REASON_KEY, "source", "words_per_sentence"],
+                        "long_sentences",
+                        "Fellow-Citizen",
+                    ),
+                ]
+            ),
+            label="Excluded",
+        )
+        assert_that(
+            # The message names the exception and where it was raised, cut here to its stable start.
+            result.dead_letters | beam.Map(lambda d: {**d.to_row(), "message": d.message.split(" (at ")[0]}),
+            equal_to(
+                [
+                    {
+                        "step": "wps",
+                        "reason": "ZeroDivisionError",
+                        "message": "ZeroDivisionError: division by zero",
+                        "record_id": "nku",
+                        "url": "https://www.ohchr.org/en/human-rights/udhr",
+                        "excerpt": "",
+                    }
+                ]
+            ),
+            label="DeadLetters",
+        )
+
+    counters = run_and_collect(build)["wps"]["counters"]
+    assert counters == {"in": 5, "out": 3, "dropped.long_sentences": 1, "errors.ZeroDivisionError": 1}

@@ -1,0 +1,128 @@
+"""LanguageFilter (fastText lid.176) on the UDHR in 388 languages."""
+
+from __future__ import annotations
+
+import zipfile
+
+import apache_beam as beam
+import pytest
+from apache_beam.testing.util import assert_that, equal_to
+
+from beamtrove.document import Document
+from beamtrove.transforms.filters import Drop, Filter, LanguageFilter
+from tests.conftest import require, run_and_collect
+from tests.transforms.filters.conftest import outcomes
+
+
+@pytest.fixture(scope="module")
+def model_path(data_dir) -> str:
+    return str(require(data_dir / "models" / "lid176" / "lid.176.ftz"))
+
+
+def language_rule(model_path, **options) -> LanguageFilter:
+    rule = LanguageFilter(model_path, **options)
+    rule.setup()
+    return rule
+
+
+def doc(udhr_texts, code: str) -> Document:
+    return Document(text=udhr_texts[code], id=code, metadata={"source": "udhr"})
+
+
+def test_english_is_kept_and_labelled(model_path, udhr_texts):
+    kept = language_rule(model_path).filter(doc(udhr_texts, "eng"))
+    assert kept.metadata["language"] == "en"
+    assert 0.95 < kept.metadata["language_score"] <= 1.0
+    assert kept.metadata["source"] == "udhr"
+    assert kept.text == udhr_texts["eng"]
+
+
+@pytest.mark.parametrize(("code", "language"), [("fra", "fr"), ("deu", "de"), ("cmn_hans", "zh"), ("rus", "ru")])
+def test_other_languages_are_dropped_with_their_label(model_path, udhr_texts, code, language):
+    verdict = language_rule(model_path).filter(doc(udhr_texts, code))
+    assert isinstance(verdict, Drop) and verdict.reason == "language"
+    assert verdict.document.metadata["language"] == language
+    assert verdict.document.metadata["language_score"] > 0.95
+    assert verdict.document.metadata["source"] == "udhr"
+
+
+def test_threshold_and_wanted_languages(model_path, udhr_texts):
+    english = doc(udhr_texts, "eng")
+    score = language_rule(model_path).filter(english).metadata["language_score"]
+    # Just above the score: dropped, still labelled English.
+    verdict = language_rule(model_path, language_threshold=score + 0.001).filter(english)
+    assert isinstance(verdict, Drop) and verdict.document.metadata["language"] == "en"
+    assert language_rule(model_path, languages=("en", "fr")).filter(doc(udhr_texts, "fra")).metadata["language"] == "fr"
+    # Below 0.5 every language's probability is considered, not only the top one: Mapudungun's (amr) declaration
+    # scores Turkish 0.24 first and English 0.18 second, so English at a 0.15 threshold keeps it, labelled tr.
+    mapudungun = doc(udhr_texts, "amr")
+    kept = language_rule(model_path, language_threshold=0.15).filter(mapudungun)
+    assert not isinstance(kept, Drop)
+    assert kept.metadata["language"] == "tr" and 0.2 < kept.metadata["language_score"] < 0.3
+    assert isinstance(language_rule(model_path, language_threshold=0.2).filter(mapudungun), Drop)
+
+
+def test_any_language_and_label_only(model_path, udhr_texts):
+    any_language = language_rule(model_path, languages=None)
+    assert any_language.filter(doc(udhr_texts, "fra")).metadata["language"] == "fr"
+    # Nkoya's file is empty: fastText's best guess is English at 0.12, below the threshold.
+    empty = any_language.filter(doc(udhr_texts, "nku"))
+    assert isinstance(empty, Drop) and empty.document.metadata["language"] == "en"
+    assert empty.document.metadata["language_score"] < 0.65
+    labelled = language_rule(model_path, label_only=True).filter(doc(udhr_texts, "deu"))
+    assert not isinstance(labelled, Drop) and labelled.metadata["language"] == "de"
+
+
+def test_missing_model_is_reported(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"lid\.176"):
+        LanguageFilter(str(tmp_path / "lid.176.ftz"))
+
+
+def read_declaration(code: str, zip_path: str) -> Document:
+    """The UDHR in language ``code``, read from NLTK's zip inside the pipeline.
+
+    Beam pickles and compresses the values of ``beam.Create`` several times over, which for the 5.7 MB of all
+    388 declarations takes seconds; the codes alone are small.
+    """
+    with zipfile.ZipFile(zip_path) as archive:
+        return Document(text=archive.read(f"udhr2/{code}.txt").decode("utf-8"), id=code, metadata={"source": "udhr"})
+
+
+def test_all_388_declarations_through_a_pipeline(model_path, udhr_texts, data_dir):
+    codes = sorted(udhr_texts)
+    assert len(codes) == 388
+    zip_path = str(data_dir / "text-corpora" / "nltk_data" / "udhr2.zip")
+    checked = {"eng", "fra", "deu", "spa", "cmn_hans", "jpn", "arb", "hin", "por_BR", "rus"}
+
+    def build(pipeline):
+        docs = pipeline | beam.Create(codes) | beam.Map(read_declaration, zip_path)
+        result = docs | Filter(LanguageFilter(model_path))
+        # Only three declarations read as English above 0.65: English itself, Nigerian Pidgin (pcm, 0.76) and
+        # Scots (sco, 0.81), both English-based.
+        assert_that(
+            outcomes(result) | beam.Filter(lambda outcome: outcome[0] == "kept"),
+            equal_to([("kept", "eng"), ("kept", "pcm"), ("kept", "sco")]),
+            label="Kept",
+        )
+        labels = (result.kept, result.excluded) | beam.Flatten() | beam.Filter(lambda d: d.id in checked)
+        assert_that(
+            labels | beam.Map(lambda d: (d.id, d.metadata["language"], d.metadata.get("filter_reason"))),
+            equal_to(
+                [
+                    ("eng", "en", None),
+                    ("fra", "fr", "language"),
+                    ("deu", "de", "language"),
+                    ("spa", "es", "language"),
+                    ("cmn_hans", "zh", "language"),
+                    ("jpn", "ja", "language"),
+                    ("arb", "ar", "language"),
+                    ("hin", "hi", "language"),
+                    ("por_BR", "pt", "language"),
+                    ("rus", "ru", "language"),
+                ]
+            ),
+            label="Labels",
+        )
+
+    counters = run_and_collect(build)["language_filter"]["counters"]
+    assert counters == {"in": 388, "out": 3, "dropped.language": 385}
