@@ -43,3 +43,6 @@ class BeamtroveOptions(PipelineOptions):
             default=10.0,
             help="Seconds between each worker's 'records read' log lines; 0 turns them off. Default: 10.",
         )
+        add_option(parser, "skip", type=int, default=0, help="Documents to skip at the start of the input.")
+        add_option(parser, "limit", type=int, help="Read at most this many documents.")
+        add_option(parser, "max_file_size", type=int, help="Start a new output file past this many bytes.")

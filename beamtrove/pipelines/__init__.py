@@ -1,7 +1,8 @@
 """Ready-made pipelines, run with ``beamtrove run NAME``.
 
 Each pipeline module defines ``Options`` (a ``PipelineOptions`` subclass),
-``DESCRIPTION`` and ``build(pipeline, options)``, which applies its steps to
+``SHARED_OPTIONS`` (option classes it shares with other pipelines, shown in
+its help), ``DESCRIPTION`` and ``build(pipeline, options)``, which applies its steps to
 a pipeline and raises ``ValueError``/``FileNotFoundError`` for bad
 configuration before anything runs.
 """
@@ -13,7 +14,11 @@ from types import ModuleType
 
 __all__ = ["PIPELINES", "load_pipeline"]
 
-PIPELINES = {"convert": "beamtrove.pipelines.convert"}
+PIPELINES = {
+    "convert": "beamtrove.pipelines.convert",
+    "extract": "beamtrove.pipelines.extract",
+    "fineweb": "beamtrove.pipelines.fineweb",
+}
 
 
 def load_pipeline(name: str) -> ModuleType:

@@ -9,15 +9,16 @@ from __future__ import annotations
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from beamtrove.dead_letter import DEAD_LETTER_DIR
 from beamtrove.fs import join
 from beamtrove.options import BeamtroveOptions, add_option
 from beamtrove.transforms.readers import ReadWarc, reader_for
 from beamtrove.transforms.writers import WriteDeadLetters, WriteJsonl, WriteParquet
 
-__all__ = ["DESCRIPTION", "Options", "build"]
+__all__ = ["DESCRIPTION", "SHARED_OPTIONS", "Options", "build"]
 
 DESCRIPTION = "Read WARC/JSONL/Parquet/CSV files and write the documents as JSONL or Parquet."
-DEAD_LETTER_DIR = "dead_letters"
+SHARED_OPTIONS = ()
 
 
 class Options(PipelineOptions):
@@ -39,11 +40,8 @@ class Options(PipelineOptions):
             help="Output file names relative to --output, with ${shard} and any ${metadata_key}. "
             "Default: part-${shard}.jsonl.gz or part-${shard}.parquet.",
         )
-        add_option(parser, "max_file_size", type=int, help="Start a new output file past this many bytes.")
         add_option(parser, "text_key", help="Field holding the text in JSONL/Parquet/CSV input. Default: text.")
         add_option(parser, "id_key", help="Field holding the id in JSONL/Parquet/CSV input. Default: id.")
-        add_option(parser, "skip", type=int, default=0, help="Documents to skip at the start of the input.")
-        add_option(parser, "limit", type=int, help="Read at most this many documents.")
 
 
 def build(pipeline: beam.Pipeline, options: PipelineOptions) -> None:
@@ -62,15 +60,15 @@ def build(pipeline: beam.Pipeline, options: PipelineOptions) -> None:
     if row_options and reader_class is ReadWarc:
         raise ValueError("--text_key and --id_key apply to JSONL, Parquet and CSV input, not WARC.")
     reader = reader_class(
-        common.input, skip=own.skip, limit=own.limit, progress_interval=common.progress_interval, **row_options
+        common.input, skip=common.skip, limit=common.limit, progress_interval=common.progress_interval, **row_options
     )
     if own.output_format == "parquet":
         writer = WriteParquet(
-            common.output, own.filename_template or "part-${shard}.parquet", max_file_size=own.max_file_size
+            common.output, own.filename_template or "part-${shard}.parquet", max_file_size=common.max_file_size
         )
     else:
         writer = WriteJsonl(
-            common.output, own.filename_template or "part-${shard}.jsonl.gz", max_file_size=own.max_file_size
+            common.output, own.filename_template or "part-${shard}.jsonl.gz", max_file_size=common.max_file_size
         )
     documents, dead_letters = pipeline | "Read" >> reader.with_dead_letters()
     documents | "Write" >> writer

@@ -1,0 +1,38 @@
+"""``beamtrove run extract``: WARC pages to extracted text, with no filtering.
+
+For users who filter elsewhere, and as the input of dedup and tokenization
+runs. Writes ``<output>/documents/``, ``<output>/dead_letters/`` and
+``stats.json``.
+"""
+
+from __future__ import annotations
+
+import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from beamtrove.options import BeamtroveOptions
+from beamtrove.pipelines.warc_text import ExtractionOptions, extract_text, read_pages, write_documents
+
+__all__ = ["DESCRIPTION", "SHARED_OPTIONS", "Options", "build"]
+
+DESCRIPTION = "Extract the main text of the HTML pages in WARC files and write it as JSONL."
+SHARED_OPTIONS = (ExtractionOptions,)
+
+
+class Options(PipelineOptions):
+    """The extract pipeline has no options beyond the extraction ones."""
+
+
+def build(pipeline: beam.Pipeline, options: PipelineOptions) -> None:
+    """Applies the extract steps to ``pipeline``.
+
+    Raises:
+        ValueError: Missing options.
+        FileNotFoundError: The input matches no file.
+    """
+    common = options.view_as(BeamtroveOptions)
+    if not common.input or not common.output:
+        raise ValueError("extract needs --input and --output.")
+    pages, read_errors = read_pages(pipeline, common.input, options)
+    documents, extract_errors = extract_text(pages, options)
+    write_documents(documents, [read_errors, extract_errors], common.output, options)
