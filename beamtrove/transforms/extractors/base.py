@@ -35,8 +35,6 @@ class Extractor(abc.ABC):
     """
 
     name: ClassVar[str]
-    #: Modules the extraction process imports before its first document.
-    preload_modules: ClassVar[tuple[str, ...]] = ()
 
     def setup(self) -> None:  # noqa: B027 - optional hook
         """Prepares the extractor in the process that will call :meth:`extract`."""
@@ -78,10 +76,10 @@ class _Sandbox:
     def __init__(self, extractor: Extractor, timeout: float):
         self._extractor = extractor
         self._timeout = timeout
-        # A forkserver child starts from a clean single-threaded process, which
-        # a fork of a threaded SDK worker would not guarantee.
-        self._context = multiprocessing.get_context("forkserver")
-        self._context.set_forkserver_preload(list(extractor.preload_modules))
+        # A forked child inherits the imported extractor and starts at once.
+        # Spawn and forkserver children would re-import the user's __main__
+        # script, re-running an unguarded pipeline in every extraction process.
+        self._context = multiprocessing.get_context("fork")
         self._process = None
         self._connection = None
 

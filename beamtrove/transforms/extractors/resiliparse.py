@@ -35,7 +35,6 @@ class Resiliparse(Extractor):
     """
 
     name = "resiliparse"
-    preload_modules = ("resiliparse.extract.html2text",)
 
     def __init__(
         self,

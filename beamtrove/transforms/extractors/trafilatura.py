@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import trafilatura
@@ -29,7 +30,6 @@ class Trafilatura(Extractor):
     """
 
     name = "trafilatura"
-    preload_modules = ("trafilatura",)
 
     def __init__(
         self,
@@ -46,6 +46,11 @@ class Trafilatura(Extractor):
             deduplicate=deduplicate,
             **options,
         )
+
+    def setup(self) -> None:
+        # Trafilatura warns about every page it finds no text in; the step's
+        # dropped.empty counter already says how many.
+        logging.getLogger("trafilatura").setLevel(logging.ERROR)
 
     def extract(self, html: str) -> str:
         if self.options["deduplicate"]:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 
 import apache_beam as beam
@@ -100,3 +102,23 @@ def test_document_fields_other_than_text_are_kept(benchmark):
     out = pipeline | beam.Create([document]) | Extract(Trafilatura(), timeout=None)
     assert_that(out | beam.Map(lambda d: (d.id, d.metadata)), equal_to([("kept-id", document.metadata)]))
     pipeline.run().wait_until_finish()
+
+
+def test_an_unguarded_pipeline_script_is_not_rerun_by_the_extraction_process(data_dir, tmp_path):
+    # Beam scripts often build their pipeline at top level; an extraction process that re-imported
+    # the script would run the pipeline again inside itself.
+    warc = data_dir / "warc" / "cc-main-2020-34_resiliparse_warcfile.warc.gz"
+    script = tmp_path / "job.py"
+    script.write_text(
+        "import apache_beam as beam\n"
+        "from beamtrove.transforms.extractors import Extract, Trafilatura\n"
+        "from beamtrove.transforms.readers import ReadWarc\n"
+        "from beamtrove.transforms.writers import WriteJsonl\n"
+        "print('pipeline script started', flush=True)\n"
+        "with beam.Pipeline() as p:\n"
+        f"    p | ReadWarc({str(warc)!r}) | Extract(Trafilatura(), timeout=10.0) | WriteJsonl({str(tmp_path)!r})\n"
+    )
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.count("pipeline script started") == 1
+    assert list(tmp_path.glob("part-*.jsonl.gz"))
