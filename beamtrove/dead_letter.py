@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import traceback
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from beamtrove.document import Document
 
 __all__ = ["DEAD_LETTER_DIR", "DeadLetter"]
 
@@ -54,6 +57,18 @@ class DeadLetter:
         if isinstance(raw, bytes):
             raw = raw[: _EXCERPT_CHARS * 4].decode("utf-8", "replace")
         return raw[:_EXCERPT_CHARS]
+
+    @classmethod
+    def of_document(cls, step: str, reason: str, message: str, document: Document) -> DeadLetter:
+        """A dead letter for a document a step could not process, naming its id and URL."""
+        return cls(
+            step=step,
+            reason=reason,
+            message=message,
+            record_id=document.id,
+            url=document.metadata.get("url"),
+            excerpt=cls.excerpt_of(document.text),
+        )
 
     @staticmethod
     def describe(exc: BaseException) -> str:

@@ -185,17 +185,7 @@ class _ExtractFn(beam.DoFn):
 
     def _dead_letter(self, document: Document, reason: str, message: str):
         self._metrics.errored(reason)
-        return pvalue.TaggedOutput(
-            DEAD_LETTERS,
-            DeadLetter(
-                step=self._step,
-                reason=reason,
-                message=message,
-                record_id=document.id,
-                url=document.metadata.get("url"),
-                excerpt=DeadLetter.excerpt_of(document.text),
-            ),
-        )
+        return pvalue.TaggedOutput(DEAD_LETTERS, DeadLetter.of_document(self._step, reason, message, document))
 
     def teardown(self):
         runner = getattr(self, "_runner", None)

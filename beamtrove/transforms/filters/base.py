@@ -158,17 +158,8 @@ class _FilterFn(beam.DoFn):
     def _dead_letter(self, document: Document, exc: Exception):
         reason = type(exc).__name__
         self._metrics.errored(reason)
-        return pvalue.TaggedOutput(
-            DEAD_LETTERS,
-            DeadLetter(
-                step=self._step,
-                reason=reason,
-                message=DeadLetter.describe(exc),
-                record_id=document.id,
-                url=document.metadata.get("url"),
-                excerpt=DeadLetter.excerpt_of(document.text),
-            ),
-        )
+        dead_letter = DeadLetter.of_document(self._step, reason, DeadLetter.describe(exc), document)
+        return pvalue.TaggedOutput(DEAD_LETTERS, dead_letter)
 
 
 class Filter(beam.PTransform):
