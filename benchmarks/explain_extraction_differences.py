@@ -1,0 +1,73 @@
+"""Why DataTrove dropped at extraction pages that beamtrove extracted, in a fineweb_parity run.
+
+DataTrove's Trafilatura step extracts every page of a task (one WARC file
+here) in one long-lived process, and trafilatura's ``deduplicate`` option
+remembers the text segments of every page that process saw: a copy of a page
+met earlier in the task can come out empty. A timeout also leaves no text.
+beamtrove clears that memory before each page, so a page's text does not
+depend on which pages a worker happened to see first.
+
+For each document of ``parity_diffs.json`` that DataTrove dropped at
+extraction and beamtrove did not, this replays the document's WARC file in
+order through trafilatura with the memory kept across pages (as in
+DataTrove's task) and again alone, and says which explains the difference:
+``cross-page dedup`` when the replay comes out empty but the page alone does
+not, otherwise ``timeout or other``.
+
+Usage:
+    python -m benchmarks.explain_extraction_differences [--workdir /tmp/beamtrove-fineweb-parity]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import sys
+
+import trafilatura
+from trafilatura.deduplication import LRU_TEST
+
+from beamtrove.document import Document
+from beamtrove.fs import match_inputs
+from beamtrove.transforms.readers import WarcParser
+
+# DataTrove's Trafilatura settings in fineweb_parity.
+_OPTIONS = {"favor_precision": True, "include_comments": False, "include_tables": False, "deduplicate": True}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--workdir", type=pathlib.Path, default=pathlib.Path("/tmp/beamtrove-fineweb-parity"))
+    args = parser.parse_args()
+    diffs = json.loads((args.workdir / "parity_diffs.json").read_text())["fate_differences"]
+    wanted = {
+        row["id"]: row
+        for row in diffs
+        if row["datatrove"].startswith("extract:") and not row["beamtrove"].startswith("extract:")
+    }
+    if not wanted:
+        sys.exit("no document that DataTrove dropped at extraction and beamtrove did not")
+    warcs = sorted(args.workdir.glob("warc-*/*.warc.gz"))
+    causes = {}
+    for warc in match_inputs([str(path) for path in warcs], (".warc.gz",), None):
+        LRU_TEST.clear()  # a new DataTrove task, a new extraction process
+        with open(warc.url.removeprefix("file://"), "rb") as stream:
+            for outcome in WarcParser().parse(warc, stream, "explain"):
+                if not isinstance(outcome, Document):
+                    continue
+                in_task = trafilatura.extract(outcome.text, **_OPTIONS) or ""
+                if outcome.id in wanted:
+                    memory = LRU_TEST.cache.copy()
+                    LRU_TEST.clear()
+                    alone = trafilatura.extract(outcome.text, **_OPTIONS) or ""
+                    LRU_TEST.cache = memory  # the task goes on with what it remembered
+                    cause = "cross-page dedup" if not in_task and alone else "timeout or other"
+                    causes[outcome.id] = cause
+                    print(f"{cause:<17} {len(in_task):>6} / {len(alone):>6} chars  {outcome.metadata['url']}")
+    counts = ", ".join(f"{list(causes.values()).count(cause)} {cause}" for cause in sorted(set(causes.values())))
+    print(f"\n{len(wanted)} documents: {counts} (characters extracted in the task / alone)")
+
+
+if __name__ == "__main__":
+    main()
