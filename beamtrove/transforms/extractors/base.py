@@ -12,6 +12,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 import multiprocessing
+import os
 import time
 from typing import ClassVar
 
@@ -25,6 +26,7 @@ from beamtrove.metrics import StepMetrics
 __all__ = ["DEAD_LETTERS", "Extract", "ExtractionTimeout", "Extractor"]
 
 DEAD_LETTERS = "dead_letters"
+_PARENT_CHECK_SECONDS = 5.0
 
 
 class Extractor(abc.ABC):
@@ -52,10 +54,15 @@ class ExtractionProcessDied(Exception):
     """The extraction process ended without answering (killed, out of memory...)."""
 
 
-def _serve(extractor: Extractor, connection) -> None:
+def _serve(extractor: Extractor, connection, parent_pid: int) -> None:
     extractor.setup()
     connection.send(None)
     while True:
+        # Sibling extraction processes inherit each other's pipe ends, so a
+        # dead worker may never show as end-of-file: watch the parent itself.
+        while not connection.poll(_PARENT_CHECK_SECONDS):
+            if os.getppid() != parent_pid:
+                return
         try:
             html = connection.recv()
         except EOFError:
@@ -85,7 +92,9 @@ class _Sandbox:
 
     def _start(self) -> None:
         self._connection, child_end = self._context.Pipe()
-        self._process = self._context.Process(target=_serve, args=(self._extractor, child_end), daemon=True)
+        self._process = self._context.Process(
+            target=_serve, args=(self._extractor, child_end, os.getpid()), daemon=True
+        )
         try:
             self._process.start()
         finally:
@@ -112,8 +121,9 @@ class _Sandbox:
                 self.close()
                 raise ExtractionTimeout(f"extraction took longer than {self._timeout:g} s")
             if not self._process.is_alive():
+                exit_code = self._process.exitcode
                 self.close()
-                raise ExtractionProcessDied(f"the extraction process died (exit code {self._process.exitcode})")
+                raise ExtractionProcessDied(f"the extraction process died (exit code {exit_code})")
         try:
             succeeded, result = self._connection.recv()
         except EOFError:
@@ -171,10 +181,11 @@ class _ExtractFn(beam.DoFn):
         except ExtractionProcessDied as exc:
             yield self._dead_letter(document, "process_died", str(exc))
             return
+        except _ChildFailure as exc:
+            yield self._dead_letter(document, "failed", str(exc))
+            return
         except Exception as exc:  # any extractor bug becomes a dead letter
-            yield self._dead_letter(
-                document, "failed", str(exc) if isinstance(exc, _ChildFailure) else DeadLetter.describe(exc)
-            )
+            yield self._dead_letter(document, "failed", DeadLetter.describe(exc))
             return
         if not text:
             self._metrics.dropped("empty")

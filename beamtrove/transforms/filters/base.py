@@ -19,7 +19,9 @@ from typing import Any, ClassVar
 
 import apache_beam as beam
 from apache_beam import pvalue
-from apache_beam.transforms.window import GlobalWindows
+from apache_beam.transforms.window import BoundedWindow
+from apache_beam.utils.timestamp import Timestamp
+from apache_beam.utils.windowed_value import WindowedValue
 
 from beamtrove.dead_letter import DeadLetter
 from beamtrove.document import Document
@@ -111,49 +113,48 @@ class _FilterFn(beam.DoFn):
 
     def setup(self):
         self._rule.setup()
-        self._pending: list[Document] = []
+        self._pending: list[tuple[Document, Timestamp, BoundedWindow]] = []
 
-    def process(self, document: Document):
+    def process(self, document: Document, timestamp=beam.DoFn.TimestampParam, window=beam.DoFn.WindowParam):
         self._metrics.received()
-        if self._rule.batch_size <= 1:
-            yield from self._judge([document])
-            return
-        self._pending.append(document)
+        self._pending.append((document, timestamp, window))
         if len(self._pending) >= self._rule.batch_size:
             yield from self._flush()
 
     def finish_bundle(self):
-        # Only globally windowed input is batched across elements, which is all
-        # beamtrove's pipelines produce.
-        for output in self._flush():
-            if isinstance(output, pvalue.TaggedOutput):
-                yield pvalue.TaggedOutput(output.tag, GlobalWindows.windowed_value(output.value))
-            else:
-                yield GlobalWindows.windowed_value(output)
+        yield from self._flush()
 
     def _flush(self):
+        # A batch spans elements, so each output carries its own element's
+        # window and timestamp rather than the current element's.
         batch, self._pending = self._pending, []
-        return self._judge(batch) if batch else ()
+        if not batch:
+            return
+        for (_, timestamp, window), output in zip(batch, self._judge([d for d, _, _ in batch]), strict=True):
+            if isinstance(output, pvalue.TaggedOutput):
+                yield pvalue.TaggedOutput(output.tag, WindowedValue(output.value, timestamp, (window,)))
+            else:
+                yield WindowedValue(output, timestamp, (window,))
 
-    def _judge(self, documents: list[Document]):
+    def _judge(self, documents: list[Document]) -> list:
+        """One output per document: the kept document, or an excluded or dead-letter tagged output."""
         try:
             verdicts = self._rule.filter_batch(documents)
         except Exception as exc:  # a batch is retried one by one to find the culprit
             if len(documents) == 1:
-                yield self._dead_letter(documents[0], exc)
-                return
-            for document in documents:
-                yield from self._judge([document])
-            return
+                return [self._dead_letter(documents[0], exc)]
+            return [output for document in documents for output in self._judge([document])]
+        outputs = []
         for document, verdict in zip(documents, verdicts, strict=True):
             if isinstance(verdict, Drop):
                 self._metrics.dropped(verdict.reason)
                 excluded = verdict.document or document
                 metadata = {**excluded.metadata, FILTER_REASON_KEY: verdict.reason}
-                yield pvalue.TaggedOutput(EXCLUDED, dataclasses.replace(excluded, metadata=metadata))
+                outputs.append(pvalue.TaggedOutput(EXCLUDED, dataclasses.replace(excluded, metadata=metadata)))
             else:
                 self._metrics.emitted()
-                yield verdict
+                outputs.append(verdict)
+        return outputs
 
     def _dead_letter(self, document: Document, exc: Exception):
         reason = type(exc).__name__

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import apache_beam as beam
+from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline  # so pytest collects no class
 from apache_beam.testing.util import assert_that, equal_to
 
 from beamtrove.document import Document
@@ -147,3 +148,28 @@ def test_filter_routes_kept_excluded_and_dead_letters_with_counters(inaugural, u
 
     counters = run_and_collect(build)["wps"]["counters"]
     assert counters == {"in": 5, "out": 3, "dropped.long_sentences": 1, "errors.ZeroDivisionError": 1}
+
+
+def test_batched_outputs_keep_their_own_window_and_timestamp(inaugural):
+    # Five inaugural addresses, each stamped with its year and windowed by decade; the rule batches
+    # three at a time, so a batch mixes decades and each output must keep its own element's window.
+    years = ["1789-Washington", "1793-Washington", "1797-Adams", "1801-Jefferson", "1805-Jefferson"]
+    docs = [Document(text=inaugural[key], id=key) for key in years]
+
+    class WindowStart(beam.DoFn):
+        def process(self, document, timestamp=beam.DoFn.TimestampParam, window=beam.DoFn.WindowParam):
+            yield document.id, int(timestamp), int(window.start)
+
+    pipeline = BeamTestPipeline()
+    result = (
+        pipeline
+        | beam.Create(docs)
+        | beam.Map(lambda d: beam.window.TimestampedValue(d, int(d.id[:4])))
+        | beam.WindowInto(beam.window.FixedWindows(10))
+        | Filter(WordsPerSentence(limit=1000), step="wps")
+    )
+    assert_that(
+        result.kept | beam.ParDo(WindowStart()),
+        equal_to([(key, int(key[:4]), int(key[:3]) * 10) for key in years]),
+    )
+    pipeline.run().wait_until_finish()
