@@ -100,9 +100,10 @@ class _Sandbox:
         finally:
             child_end.close()
         # Loading models can take far longer than one document may.
-        if not self._connection.poll(max(60.0, self._timeout)):
+        startup_limit = max(60.0, self._timeout)
+        if not self._connection.poll(startup_limit):
             self.close()
-            raise ExtractionProcessDied("the extraction process did not start within 60 s")
+            raise ExtractionProcessDied(f"the extraction process did not start within {startup_limit:g} s")
         self._connection.recv()
 
     def extract(self, html: str) -> str:

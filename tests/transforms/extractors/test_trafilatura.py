@@ -28,7 +28,7 @@ def test_extracts_the_article_without_its_boilerplate(benchmark, prefix):
 
 
 def test_tables_are_left_out_unless_asked_for(data_dir):
-    # A real trafilatura-eval page whose main content includes a table of figures.
+    # The first 60 benchmark pages that hold an HTML table: with tables, their text must be longer.
     root = require(data_dir / "article-extraction-benchmark")
     truth = json.loads((root / "ground-truth.json").read_text(encoding="utf-8"))
     with_tables = without_tables = 0
