@@ -19,13 +19,11 @@ from typing import Any, ClassVar
 
 import apache_beam as beam
 from apache_beam import pvalue
-from apache_beam.transforms.window import BoundedWindow
-from apache_beam.utils.timestamp import Timestamp
-from apache_beam.utils.windowed_value import WindowedValue
 
 from beamtrove.dead_letter import DeadLetter
 from beamtrove.document import Document
 from beamtrove.metrics import StepMetrics
+from beamtrove.transforms.batching import BatchDoFn
 
 __all__ = ["DEAD_LETTERS", "EXCLUDED", "DocumentFilter", "DocumentFormatter", "Drop", "Filter", "Verdict", "load_once"]
 
@@ -105,36 +103,19 @@ def load_once(key: Hashable, loader: Callable[[], Any]) -> Any:
         return _SHARED[key]
 
 
-class _FilterFn(beam.DoFn):
+class _FilterFn(BatchDoFn):
     def __init__(self, rule: DocumentFilter, step: str):
+        super().__init__(rule.batch_size)
         self._rule = rule
         self._step = step
         self._metrics = StepMetrics(step)
 
     def setup(self):
         self._rule.setup()
-        self._pending: list[tuple[Document, Timestamp, BoundedWindow]] = []
 
-    def process(self, document: Document, timestamp=beam.DoFn.TimestampParam, window=beam.DoFn.WindowParam):
-        self._metrics.received()
-        self._pending.append((document, timestamp, window))
-        if len(self._pending) >= self._rule.batch_size:
-            yield from self._flush()
-
-    def finish_bundle(self):
-        yield from self._flush()
-
-    def _flush(self):
-        # A batch spans elements, so each output carries its own element's
-        # window and timestamp rather than the current element's.
-        batch, self._pending = self._pending, []
-        if not batch:
-            return
-        for (_, timestamp, window), output in zip(batch, self._judge([d for d, _, _ in batch]), strict=True):
-            if isinstance(output, pvalue.TaggedOutput):
-                yield pvalue.TaggedOutput(output.tag, WindowedValue(output.value, timestamp, (window,)))
-            else:
-                yield WindowedValue(output, timestamp, (window,))
+    def transform_batch(self, documents: list[Document]) -> list:
+        self._metrics.received(len(documents))
+        return self._judge(documents)
 
     def _judge(self, documents: list[Document]) -> list:
         """One output per document: the kept document, or an excluded or dead-letter tagged output."""
