@@ -43,7 +43,9 @@ class Skip:
     reason: str
 
 
-Outcome = Document | Skip | DeadLetter
+#: What a parser yields per record: a Document (or the record type of a
+#: non-document format, such as token shards), a Skip or a DeadLetter.
+Outcome = Any
 
 
 class RecordParser:
@@ -58,7 +60,7 @@ class RecordParser:
     compression: str | None = None
 
     def parse(self, file: InputFile, stream: BinaryIO, step: str) -> Iterator[Outcome]:
-        """Yields a Document, a Skip or a DeadLetter for every record of ``file``."""
+        """Yields a record, a Skip or a DeadLetter for every record of ``file``."""
         raise NotImplementedError
 
 
@@ -185,23 +187,24 @@ class _FileRecordSource(iobase.BoundedSource):
             for outcome in self._outcomes(file):
                 metrics.received()
                 record_progress(records=1, interval=self._progress_interval)
-                if isinstance(outcome, Document):
+                if isinstance(outcome, Skip):
+                    metrics.skipped(outcome.reason)
+                elif isinstance(outcome, DeadLetter):
+                    metrics.errored(outcome.reason)
+                    yield outcome
+                else:
                     if to_skip > 0:
                         to_skip -= 1
                         metrics.skipped("skip_option")
                         continue
                     metrics.emitted()
-                    metrics.observe("doc_chars", len(outcome.text))
+                    if isinstance(outcome, Document):
+                        metrics.observe("doc_chars", len(outcome.text))
                     yield outcome
                     if remaining is not None:
                         remaining -= 1
                         if remaining == 0:
                             break
-                elif isinstance(outcome, Skip):
-                    metrics.skipped(outcome.reason)
-                else:
-                    metrics.errored(outcome.reason)
-                    yield outcome
             metrics.inc("files")
             metrics.inc("bytes", file.size)
             record_progress(size=file.size, files=1, interval=self._progress_interval)
@@ -223,13 +226,13 @@ def _bundle_sources(unused_impulse, source: _FileRecordSource) -> Iterator[_File
 
 
 class _SplitDeadLetters(beam.DoFn):
-    """Sends documents to the main output and dead letters to their own."""
+    """Sends records to the main output and dead letters to their own."""
 
     def __init__(self):
         self._logged = 0
 
-    def process(self, outcome: Document | DeadLetter):
-        if isinstance(outcome, Document):
+    def process(self, outcome):
+        if not isinstance(outcome, DeadLetter):
             yield outcome
             return
         if self._logged < _DEAD_LETTERS_LOGGED:
@@ -249,11 +252,15 @@ class _SplitDeadLetters(beam.DoFn):
 class FileReader(beam.PTransform):
     """Base of the file readers: matches inputs at construction, reads them.
 
-    The result is a ``PCollection`` of :class:`~beamtrove.document.Document`.
+    The result is a ``PCollection`` of ``element_type``, by default
+    :class:`~beamtrove.document.Document`.
     Records that could not be read are counted (``errors.<reason>``), logged
     and, after :meth:`with_dead_letters`, returned in a second
     ``PCollection`` of :class:`~beamtrove.dead_letter.DeadLetter`.
     """
+
+    #: What the parser's records are.
+    element_type: type = Document
 
     def __init__(
         self,
@@ -315,5 +322,5 @@ class FileReader(beam.PTransform):
             | "ReadRecords" >> beam.io.Read(self._source())
             | "SplitDeadLetters" >> beam.ParDo(_SplitDeadLetters()).with_outputs(DEAD_LETTERS, main="documents")
         )
-        outputs.documents.element_type = Document
+        outputs.documents.element_type = self.element_type
         return (outputs.documents, outputs[DEAD_LETTERS]) if self._dead_letters else outputs.documents
