@@ -37,6 +37,7 @@ setup(
         "regex>=2024.4",
         "resiliparse==0.15.2",
         "tldextract>=5.1",
+        "tokenizers>=0.20",
         "trafilatura==2.3.1",
         "warcio>=1.7.4",
         "zstandard>=0.22",

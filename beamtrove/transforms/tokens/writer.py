@@ -1,0 +1,308 @@
+"""A Beam sink that writes tokenized documents into sharded ``.ds`` files.
+
+Writing takes three steps:
+
+1. Every document is assigned one of ``num_shards`` shards from a hash of its
+   id (and the seed, when shuffling), and a ``GroupByKey`` gathers each shard.
+2. One worker per shard spools the shard's tokens to a local temporary file
+   while keeping a small index of them, sorts that index, and copies the
+   documents in order into the shard's ``.ds`` files under
+   ``<output>/.beamtrove-tmp-<run id>/``, starting a new file before one would
+   exceed ``max_tokens_per_file``. Memory holds the index, never the tokens.
+3. A single finalize step moves every file to its final name and removes the
+   temporary directory, so a failed run never leaves a file that looks done.
+
+The order inside a shard is the documents' id order (digit runs compared as
+numbers, so ``f/2`` comes before ``f/10``: a reader's ``<file>/<row>`` ids keep
+the input order) or, with a seed, a seeded pseudo-random order. Shard
+assignment and order depend on ids and the seed only, so the same input gives
+byte-identical files on any runner, with any number of workers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import re
+import tempfile
+import uuid
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+import apache_beam as beam
+import numpy as np
+
+from beamtrove.fs import filesystem, join, move
+from beamtrove.metrics import StepMetrics
+from beamtrove.transforms.tokens.format import (
+    INDEX_SUFFIX,
+    LOSS_SUFFIX,
+    METADATA_SUFFIX,
+    TOKENS_SUFFIX,
+    ShardFileWriter,
+    TokenizedDocument,
+)
+from beamtrove.transforms.writers.base import WrittenFile
+
+__all__ = ["WriteTokenShards", "shard_file_name"]
+
+_COMPANION_SUFFIXES = ("", INDEX_SUFFIX, LOSS_SUFFIX, METADATA_SUFFIX)
+_DIGIT_RUNS = re.compile(r"(\d+)")
+_VALID_PREFIX = re.compile(r"[\w.=+-]+")
+
+
+def shard_file_name(prefix: str, shard: int, part: int) -> str:
+    """``<prefix>_<shard>_<part>.ds`` with 5-digit numbers, e.g. ``tokens_00003_00000.ds``."""
+    return f"{prefix}_{shard:05d}_{part:05d}{TOKENS_SUFFIX}"
+
+
+def _natural_key(doc_id: str) -> tuple:
+    # re.split with a group alternates text and digit runs, so the same
+    # position always holds the same type and the tuples compare.
+    parts = _DIGIT_RUNS.split(doc_id)
+    return tuple(int(part) if index % 2 else part for index, part in enumerate(parts)), doc_id
+
+
+@dataclasses.dataclass(frozen=True)
+class _ShardSpec:
+    step: str
+    output_dir: str
+    temp_dir: str
+    prefix: str
+    tokenizer: str
+    num_shards: int
+    seed: int | None
+    max_tokens_per_file: int | None
+    overwrite: bool
+    storage_options: Mapping[str, Any]
+
+    def _digest(self, doc_id: str) -> bytes:
+        salt = b"unshuffled" if self.seed is None else str(self.seed).encode()
+        return hashlib.blake2b(doc_id.encode("utf-8", "surrogatepass"), digest_size=16, key=salt).digest()
+
+    def shard_of(self, doc_id: str) -> int:
+        return int.from_bytes(self._digest(doc_id)[:8], "little") % self.num_shards
+
+    def order_key(self, doc_id: str) -> Any:
+        if self.seed is None:
+            return _natural_key(doc_id)
+        return self._digest(doc_id)[8:], doc_id
+
+
+@dataclasses.dataclass(frozen=True)
+class _SpooledDocument:
+    order: Any
+    token_digest: bytes
+    offset: int
+    length: int
+
+
+def _assign_shard(document: TokenizedDocument, spec: _ShardSpec) -> tuple[int, TokenizedDocument]:
+    return spec.shard_of(document.id), document
+
+
+class _WriteShardFn(beam.DoFn):
+    """Writes the documents of one shard, in order, into temporary ``.ds`` files."""
+
+    def __init__(self, spec: _ShardSpec):
+        self._spec = spec
+        self._metrics = StepMetrics(spec.step)
+
+    def process(self, keyed: tuple[int, Iterable[TokenizedDocument]]) -> Iterator[WrittenFile]:
+        shard, documents = keyed
+        with tempfile.TemporaryFile() as token_spool, tempfile.TemporaryFile() as loss_spool:
+            spooled, dtype, with_loss = self._spool(documents, token_spool, loss_spool)
+            if not spooled:
+                return
+            spooled.sort(key=lambda doc: (doc.order, doc.token_digest, doc.offset))
+            for part, documents_of_part in enumerate(self._split(spooled)):
+                yield self._write_part(shard, part, documents_of_part, token_spool, loss_spool, dtype, with_loss)
+
+    def _spool(self, documents, token_spool, loss_spool) -> tuple[list[_SpooledDocument], np.dtype | None, bool]:
+        spooled: list[_SpooledDocument] = []
+        dtype = None
+        with_loss = False
+        offset = 0
+        for document in documents:
+            self._metrics.received()
+            if dtype is None:
+                dtype = document.tokens.dtype.newbyteorder("<")
+            elif document.tokens.itemsize != dtype.itemsize:
+                raise ValueError(
+                    f"Document {document.id!r} has {document.tokens.itemsize}-byte tokens where others of its shard "
+                    f"have {dtype.itemsize}-byte ones: tokenize a dataset with one tokenizer."
+                )
+            token_bytes = document.tokens.astype(dtype, copy=False).tobytes()
+            token_spool.write(token_bytes)
+            if document.loss_mask is None:
+                loss_spool.write(b"\x01" * len(document.tokens))
+            else:
+                loss_spool.write(document.loss_mask.astype(np.uint8, copy=False).tobytes())
+                with_loss = True
+            digest = hashlib.blake2b(token_bytes, digest_size=8).digest()
+            spooled.append(_SpooledDocument(self._spec.order_key(document.id), digest, offset, len(document.tokens)))
+            offset += len(document.tokens)
+        return spooled, dtype, with_loss
+
+    def _split(self, spooled: list[_SpooledDocument]) -> Iterator[list[_SpooledDocument]]:
+        limit = self._spec.max_tokens_per_file
+        part: list[_SpooledDocument] = []
+        tokens = 0
+        for document in spooled:
+            # A document longer than the limit gets a file of its own rather than being cut.
+            if limit is not None and part and tokens + document.length > limit:
+                yield part
+                part, tokens = [], 0
+            part.append(document)
+            tokens += document.length
+        yield part
+
+    def _write_part(self, shard, part, documents, token_spool, loss_spool, dtype, with_loss) -> WrittenFile:
+        spec = self._spec
+        name = shard_file_name(spec.prefix, shard, part)
+        writer = ShardFileWriter(
+            join(spec.temp_dir, name),
+            tokenizer=spec.tokenizer,
+            token_size=dtype.itemsize,
+            with_loss=with_loss,
+            storage_options=dict(spec.storage_options),
+        )
+        for document in documents:
+            token_spool.seek(document.offset * dtype.itemsize)
+            token_bytes = token_spool.read(document.length * dtype.itemsize)
+            loss_bytes = None
+            if with_loss:
+                loss_spool.seek(document.offset)
+                loss_bytes = loss_spool.read(document.length)
+            writer.append(token_bytes, loss_bytes)
+        writer.close()
+        self._metrics.emitted(writer.document_count)
+        self._metrics.inc("tokens", writer.token_count)
+        self._metrics.observe("file_tokens", writer.token_count)
+        return WrittenFile(writer.path, writer.document_count, writer.token_count * dtype.itemsize, name)
+
+
+def _existing_shard_files(output_dir: str, prefix: str, storage_options: Mapping[str, Any]) -> list[str]:
+    fs, path = filesystem(output_dir, storage_options)
+    if not fs.isdir(path):
+        return []
+    return sorted(fs.glob(join(path, f"{prefix}_*{TOKENS_SUFFIX}*")))
+
+
+class _FinalizeFn(beam.DoFn):
+    """Moves every shard file and its companions to their final names."""
+
+    def __init__(self, spec: _ShardSpec):
+        self._spec = spec
+
+    def process(self, written: list[WrittenFile]) -> Iterator[WrittenFile]:
+        spec = self._spec
+        metrics = StepMetrics(spec.step)
+        fs, _ = filesystem(spec.output_dir, spec.storage_options)
+        finals = {join(spec.output_dir, temp.destination): temp for temp in written}
+        if spec.overwrite:
+            companions = (final + suffix for final in finals for suffix in _COMPANION_SUFFIXES)
+            keep = {filesystem(companion, spec.storage_options)[1] for companion in companions}
+            for stale in _existing_shard_files(spec.output_dir, spec.prefix, spec.storage_options):
+                if stale not in keep:
+                    fs.rm(stale)
+        for final in sorted(finals):
+            temp = finals[final]
+            for suffix in _COMPANION_SUFFIXES:
+                if fs.exists(filesystem(temp.path + suffix, spec.storage_options)[1]):
+                    move(temp.path + suffix, final + suffix, spec.storage_options)
+                elif suffix != LOSS_SUFFIX and not fs.exists(filesystem(final + suffix, spec.storage_options)[1]):
+                    # A retried finalize finds the files it moved before in place.
+                    raise FileNotFoundError(f"Temporary file {temp.path + suffix} vanished before it reached {final}.")
+            metrics.inc("files")
+            yield dataclasses.replace(temp, path=final)
+        temp_path = filesystem(spec.temp_dir, spec.storage_options)[1]
+        if fs.exists(temp_path):
+            fs.rm(temp_path, recursive=True)
+
+
+class WriteTokenShards(beam.PTransform):
+    """Writes :class:`~beamtrove.transforms.tokens.TokenizedDocument` s as DataTrove-compatible ``.ds`` shards.
+
+    Each shard becomes ``<prefix>_<shard>_<part>.ds`` with its ``.ds.index``,
+    ``.ds.metadata`` and, when documents carry loss masks, ``.ds.loss``; see
+    :mod:`beamtrove.transforms.tokens.format`. Empty shards produce no file.
+    The output is a ``PCollection`` of
+    :class:`~beamtrove.transforms.writers.WrittenFile` (final ``.ds`` paths,
+    documents, bytes). Stats: ``in``, ``out``, ``tokens``, ``files`` and the
+    ``file_tokens`` distribution.
+    """
+
+    def __init__(
+        self,
+        output_dir: str,
+        *,
+        tokenizer: str,
+        num_shards: int = 1,
+        seed: int | None = None,
+        max_tokens_per_file: int | None = None,
+        prefix: str = "tokens",
+        overwrite: bool = False,
+        storage_options: Mapping[str, Any] | None = None,
+        step: str = "write_tokens",
+    ):
+        """Validates the configuration and checks the output for earlier shards.
+
+        Args:
+            output_dir: Directory (path or fsspec URL) of the shards.
+            tokenizer: Tokenizer name recorded in every ``.ds.metadata``.
+            num_shards: Shards to spread documents over; one worker writes each.
+            seed: Shuffle documents with this seed (same seed, same files);
+                None keeps them in id order.
+            max_tokens_per_file: Split a shard into several files so that none
+                holds more tokens (unless a single document does).
+            prefix: Start of the file names.
+            overwrite: Replace shards of an earlier run under the same prefix
+                (they are removed once the new files are complete) instead of
+                refusing to run.
+            storage_options: fsspec filesystem options.
+            step: Stats name of the step.
+
+        Raises:
+            ValueError: A non-positive count, or a prefix that is not a plain name.
+            FileExistsError: ``output_dir`` already holds ``<prefix>_*.ds``
+                files and ``overwrite`` is False.
+        """
+        super().__init__()
+        if num_shards < 1:
+            raise ValueError(f"num_shards must be at least 1 (got {num_shards}).")
+        if max_tokens_per_file is not None and max_tokens_per_file < 1:
+            raise ValueError(f"max_tokens_per_file must be positive (got {max_tokens_per_file}).")
+        if not _VALID_PREFIX.fullmatch(prefix):
+            raise ValueError(f"The file name prefix {prefix!r} may only hold letters, digits and . _ = + -.")
+        storage_options = dict(storage_options or {})
+        existing = _existing_shard_files(output_dir, prefix, storage_options)
+        if existing and not overwrite:
+            raise FileExistsError(
+                f"{output_dir} already holds {len(existing)} token files named {prefix}_*.ds*: choose another "
+                "output or prefix, or pass overwrite=True (--overwrite) to replace them."
+            )
+        self._spec_args = dict(
+            step=step,
+            output_dir=output_dir.rstrip("/"),
+            prefix=prefix,
+            tokenizer=tokenizer,
+            num_shards=num_shards,
+            seed=seed,
+            max_tokens_per_file=max_tokens_per_file,
+            overwrite=overwrite,
+            storage_options=storage_options,
+        )
+
+    def expand(self, documents):
+        spec = _ShardSpec(
+            temp_dir=join(self._spec_args["output_dir"], f".beamtrove-tmp-{uuid.uuid4().hex}"), **self._spec_args
+        )
+        return (
+            documents
+            | "AssignShards" >> beam.Map(_assign_shard, spec).with_output_types(tuple[int, TokenizedDocument])
+            | "GroupByShard" >> beam.GroupByKey()
+            | "WriteShards" >> beam.ParDo(_WriteShardFn(spec))
+            | "CollectShardFiles" >> beam.combiners.ToList()
+            | "Finalize" >> beam.ParDo(_FinalizeFn(spec))
+        )
