@@ -18,6 +18,8 @@ PIPELINES = {
     "convert": "beamtrove.pipelines.convert",
     "extract": "beamtrove.pipelines.extract",
     "fineweb": "beamtrove.pipelines.fineweb",
+    "merge_tokens": "beamtrove.pipelines.merge_tokens",
+    "tokenize": "beamtrove.pipelines.tokenize",
 }
 
 
