@@ -1,0 +1,102 @@
+"""Real extracted documents for the tokenization benchmarks.
+
+Builds a WARC set from the real pages with make_warc.py and extracts it with
+``beamtrove run extract`` (trafilatura), once per work directory; then writes
+the documents as JSONL in a fixed order without ids, so that beamtrove (which
+keeps unshuffled documents in id order, here ``<file>/<line>``) and DataTrove
+(which keeps input order) see the same sequence.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import pathlib
+import subprocess
+import sys
+from collections.abc import Iterator
+
+__all__ = ["SHARED", "TOKENIZER", "extracted_texts", "prepare_documents"]
+
+SHARED = pathlib.Path(__file__).resolve().parents[2] / "shared"
+TOKENIZER = SHARED / "data" / "tokenizers" / "gpt2" / "tokenizer.json"
+_MAKE_WARC = SHARED / "tools" / "make_warc.py"
+
+
+def _extract(workdir: pathlib.Path, records: int, files: int, seed: int) -> pathlib.Path:
+    warc_dir = workdir / f"warc-r{records}-f{files}-s{seed}"
+    extracted = workdir / f"extracted-r{records}-f{files}-s{seed}"
+    if not (warc_dir / "manifest.jsonl").exists():
+        subprocess.run(
+            [
+                sys.executable,
+                str(_MAKE_WARC),
+                str(warc_dir),
+                "--records",
+                str(records),
+                "--files",
+                str(files),
+                "--seed",
+                str(seed),
+            ],
+            check=True,
+        )
+    if not (extracted / "stats.json").exists():
+        print(f"extracting {warc_dir} (once)", file=sys.stderr)
+        subprocess.run(
+            [
+                "beamtrove",
+                "run",
+                "extract",
+                "--input",
+                str(warc_dir / "*.warc.gz"),
+                "--output",
+                str(extracted),
+                "--progress_interval",
+                "0",
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+    return extracted
+
+
+def extracted_texts(extracted: pathlib.Path) -> Iterator[str]:
+    """The texts of an extract run's output, in file and line order."""
+    for path in sorted((extracted / "documents").glob("*.jsonl.gz")):
+        with gzip.open(path, "rt", encoding="utf-8") as lines:
+            for line in lines:
+                yield json.loads(line)["text"]
+
+
+def _no_loss_ranges(number: int, text: str) -> list[list[int]] | None:
+    # A mix that exercises both ways a range is applied: masked in the middle
+    # of a document (a "prompt" at the start) and cut off at its end.
+    if number % 3 == 1:
+        return [[0, len(text) // 5]]
+    if number % 7 == 2:
+        return [[len(text) // 2, len(text)]]
+    return None
+
+
+def prepare_documents(
+    workdir: pathlib.Path, *, records: int = 3000, files: int = 4, seed: int = 1, repeat: int = 1
+) -> pathlib.Path:
+    """``<workdir>/.../documents.jsonl``: the extracted texts ``repeat`` times over, some with ``no_loss_ranges``."""
+    extracted = _extract(workdir, records, files, seed)
+    ordered = workdir / f"ordered-r{records}-f{files}-s{seed}-x{repeat}" / "documents.jsonl"
+    if ordered.exists():
+        return ordered
+    ordered.parent.mkdir(parents=True, exist_ok=True)
+    texts = list(extracted_texts(extracted))
+    partial = ordered.with_suffix(".partial")
+    with partial.open("w", encoding="utf-8") as out:
+        for number in range(len(texts) * repeat):
+            text = texts[number % len(texts)]
+            row = {"text": text}
+            ranges = _no_loss_ranges(number, text)
+            if ranges:
+                row["metadata"] = {"no_loss_ranges": ranges}
+            out.write(json.dumps(row, ensure_ascii=False) + "\n")
+    partial.rename(ordered)
+    return ordered

@@ -1,0 +1,188 @@
+"""Byte compatibility of ``beamtrove run tokenize`` with DataTrove 0.10.1's DocumentTokenizer.
+
+On real extracted documents (see ``benchmarks.token_inputs``), in the same run:
+
+* tokenizes the same JSONL, same order, no shuffling, GPT-2 tokenizer with
+  EOS ``<|endoftext|>``, with DataTrove's DocumentTokenizer
+  (LocalPipelineExecutor, one task, in its own venv) and with
+  ``beamtrove run tokenize --num_shards 1``; twice: plain, and with loss masks
+  (a third of the documents carry ``no_loss_ranges``);
+* compares the ``.ds``, ``.ds.index``, ``.ds.loss`` and ``.ds.metadata`` files
+  byte for byte;
+* has DataTrove read beamtrove's files with its own readers
+  (``DatatroveFileDataset`` over every window, with positions from the
+  index, and ``DocumentTokenizerMerger``) and compares what it read with what
+  it reads from its own files;
+* reads beamtrove's shard back with beamtrove's reader and checks every
+  document against the tokenizer's own encoding of its text.
+
+Prints PASS/FAIL per check; exits 1 when a check fails.
+
+Usage:
+    python -m benchmarks.tokenize_parity [--workdir DIR] [--records 3000] [--datatrove-venv PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+from beamtrove.fs import InputFile
+from beamtrove.transforms.tokens import TokenizedDocument, TokenShardParser, load_tokenizer
+from benchmarks.datatrove_env import DEFAULT_VENV, datatrove_python
+from benchmarks.measure import run_measured
+from benchmarks.token_inputs import TOKENIZER, prepare_documents
+
+# Runs in DataTrove's venv: argv = input JSONL folder, output folder, tokenizer, save loss ("1"/"0").
+_DATATROVE_TOKENIZE = """
+import sys
+from datatrove.executor import LocalPipelineExecutor
+from datatrove.pipeline.readers import JsonlReader
+from datatrove.pipeline.tokens import DocumentTokenizer
+
+source, output, tokenizer, loss = sys.argv[1:5]
+LocalPipelineExecutor(
+    pipeline=[
+        JsonlReader(source, glob_pattern="*.jsonl"),
+        DocumentTokenizer(
+            output_folder=output,
+            tokenizer_name_or_path=tokenizer,
+            eos_token="<|endoftext|>",
+            shuffle_documents=False,
+            save_loss_metadata=loss == "1",
+        ),
+    ],
+    tasks=1,
+    logging_dir=output + "-logs",
+).run()
+"""
+
+# Runs in DataTrove's venv: argv = folder of .ds shards, a scratch folder, loss ("1"/"0").
+# Prints a JSON digest of everything DataTrove's readers got out of the shards.
+_DATATROVE_READ = """
+import glob, hashlib, json, os, sys
+from datatrove.pipeline.tokens.merger import DocumentTokenizerMerger
+from datatrove.utils.dataset import DatatroveFileDataset
+
+folder, scratch, loss = sys.argv[1:4]
+(shard,) = glob.glob(os.path.join(folder, "*.ds"))
+dataset = DatatroveFileDataset(shard, seq_len=1024, token_size=2, return_positions=True)
+ids, positions = hashlib.sha256(), hashlib.sha256()
+for item in range(len(dataset)):
+    window = dataset[item]
+    ids.update(window["input_ids"].numpy().tobytes())
+    positions.update(window["positions"].numpy().tobytes())
+DocumentTokenizerMerger(
+    folder, scratch, save_filename="merged", shuffle=False, save_loss_metadata=loss == "1", progress=False
+).run()
+merged = {
+    name: hashlib.sha256(open(os.path.join(scratch, name), "rb").read()).hexdigest()
+    for name in sorted(os.listdir(scratch))
+}
+print(json.dumps({"windows": len(dataset), "input_ids": ids.hexdigest(), "positions": positions.hexdigest(),
+                  "merged": merged}))
+"""
+
+_SUFFIXES = ("", ".index", ".loss", ".metadata")
+
+
+def _only(folder: pathlib.Path, pattern: str) -> pathlib.Path:
+    (found,) = folder.glob(pattern)
+    return found
+
+
+def _datatrove_read(python: pathlib.Path, folder: pathlib.Path, with_loss: bool) -> dict:
+    # The merger reads every *.ds of the folder: give it the shard files alone.
+    with tempfile.TemporaryDirectory() as alone, tempfile.TemporaryDirectory() as scratch:
+        shard = _only(folder, "*.ds")
+        for suffix in _SUFFIXES:
+            if pathlib.Path(str(shard) + suffix).exists():
+                shutil.copy(str(shard) + suffix, alone)
+        result = subprocess.run(
+            [str(python), "-c", _DATATROVE_READ, alone, scratch, "1" if with_loss else "0"],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+    return json.loads(result.stdout.splitlines()[-1])
+
+
+def _roundtrip_mismatches(shard: pathlib.Path, documents: pathlib.Path) -> tuple[int, int]:
+    """``(documents, mismatches)``: beamtrove's reading of ``shard`` against the tokenizer's encoding of each text."""
+    tokenizer = load_tokenizer(str(TOKENIZER))
+    with documents.open(encoding="utf-8") as lines:
+        texts = [json.loads(line)["text"] for line in lines]
+    file = InputFile(url=str(shard), name=shard.name, size=shard.stat().st_size)
+    with shard.open("rb") as stream:
+        read = list(TokenShardParser().parse(file, stream, "roundtrip"))
+    mismatches = sum(
+        not isinstance(document, TokenizedDocument)
+        or not np.array_equal(document.tokens, np.array(encoding.ids, dtype=np.uint16))
+        for document, encoding in zip(read, tokenizer.encode_batch(texts), strict=False)
+    )
+    return len(read), mismatches + abs(len(read) - len(texts))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--workdir", type=pathlib.Path, default=pathlib.Path(tempfile.gettempdir()) / "beamtrove-tok")
+    parser.add_argument("--records", type=int, default=3000)
+    parser.add_argument("--datatrove-venv", type=pathlib.Path, default=DEFAULT_VENV)
+    args = parser.parse_args(argv)
+
+    python = datatrove_python(args.datatrove_venv)
+    documents = prepare_documents(args.workdir, records=args.records)
+    with documents.open() as lines:
+        count = sum(1 for _ in lines)
+    print(f"input: {documents} ({count} real extracted documents)")
+    failures = 0
+    for with_loss in (False, True):
+        label = "with loss masks" if with_loss else "plain"
+        run_dir = args.workdir / ("parity-loss" if with_loss else "parity")
+        shutil.rmtree(run_dir, ignore_errors=True)
+        run_dir.mkdir(parents=True)
+        dt_out, bt_out = run_dir / "datatrove", run_dir / "beamtrove"
+        datatrove = [str(python), "-c", _DATATROVE_TOKENIZE, str(documents.parent), str(dt_out), str(TOKENIZER)]
+        run_measured([*datatrove, "1" if with_loss else "0"], run_dir / "datatrove.log")
+        command = ["beamtrove", "run", "tokenize", "--input", str(documents), "--output", str(bt_out)]
+        command += ["--tokenizer", str(TOKENIZER), "--num_shards", "1", "--progress_interval", "0"]
+        run_measured(command + (["--loss_mask"] if with_loss else []), run_dir / "beamtrove.log")
+
+        dt_shard, bt_shard = _only(dt_out, "*.ds"), _only(bt_out, "*.ds")
+        print(f"\n{label}: DataTrove {dt_shard.name} vs beamtrove {bt_shard.name}")
+        for suffix in _SUFFIXES:
+            theirs, ours = pathlib.Path(str(dt_shard) + suffix), pathlib.Path(str(bt_shard) + suffix)
+            if not theirs.exists() and not ours.exists():
+                continue
+            same = theirs.exists() and ours.exists() and theirs.read_bytes() == ours.read_bytes()
+            size = os.path.getsize(ours) if ours.exists() else 0
+            failures += not same
+            print(f"  {'PASS' if same else 'FAIL'} .ds{suffix:<9} byte-identical ({size:,} bytes)")
+        theirs_read, ours_read = _datatrove_read(python, dt_out, with_loss), _datatrove_read(python, bt_out, with_loss)
+        same = theirs_read == ours_read
+        failures += not same
+        print(
+            f"  {'PASS' if same else 'FAIL'} DataTrove's DatatroveFileDataset ({ours_read['windows']} windows of 1025 "
+            "tokens, ids and positions) and DocumentTokenizerMerger read the same from beamtrove's files as from "
+            "DataTrove's"
+        )
+        if not with_loss:
+            read, mismatches = _roundtrip_mismatches(bt_shard, documents)
+            failures += bool(mismatches)
+            print(
+                f"  {'PASS' if not mismatches else 'FAIL'} beamtrove's reader: {read} documents, {mismatches} differ "
+                "from the tokenizer's encoding of their text"
+            )
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
