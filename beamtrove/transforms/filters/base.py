@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
-import threading
-from collections.abc import Callable, Hashable
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import apache_beam as beam
 from apache_beam import pvalue
@@ -23,6 +21,7 @@ from apache_beam import pvalue
 from beamtrove.dead_letter import DeadLetter
 from beamtrove.document import Document
 from beamtrove.metrics import StepMetrics
+from beamtrove.resources import load_once
 from beamtrove.transforms.batching import BatchDoFn
 
 __all__ = ["DEAD_LETTERS", "EXCLUDED", "DocumentFilter", "DocumentFormatter", "Drop", "Filter", "Verdict", "load_once"]
@@ -87,22 +86,6 @@ class DocumentFormatter(DocumentFilter):
         return self.format(document)
 
 
-_SHARED: dict[Hashable, Any] = {}
-_SHARED_LOCK = threading.Lock()
-
-
-def load_once(key: Hashable, loader: Callable[[], Any]) -> Any:
-    """``loader()``'s result, computed once per worker process for each ``key``.
-
-    Beam may run several instances of a DoFn in one process (one per thread);
-    models and lists loaded through this are shared by all of them.
-    """
-    with _SHARED_LOCK:
-        if key not in _SHARED:
-            _SHARED[key] = loader()
-        return _SHARED[key]
-
-
 class _FilterFn(BatchDoFn):
     def __init__(self, rule: DocumentFilter, step: str):
         super().__init__(rule.batch_size)
@@ -113,7 +96,7 @@ class _FilterFn(BatchDoFn):
     def setup(self):
         self._rule.setup()
 
-    def transform_batch(self, documents: list[Document]) -> list:
+    def transform_batch(self, documents: list[Document], begun: None) -> list:
         self._metrics.received(len(documents))
         return self._judge(documents)
 
