@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 from collections.abc import Mapping
 from typing import Any
 
@@ -15,8 +16,8 @@ from beamtrove.dead_letter import DeadLetter
 from beamtrove.document import Document
 from beamtrove.fs import open_url
 from beamtrove.metrics import StepMetrics
+from beamtrove.resources import load_once
 from beamtrove.transforms.batching import BatchDoFn
-from beamtrove.transforms.filters.base import load_once
 from beamtrove.transforms.tokens.format import TokenizedDocument, token_dtype
 
 __all__ = ["DEAD_LETTERS", "DEFAULT_EOS_TOKEN", "NO_LOSS_RANGES_KEY", "Tokenize", "load_tokenizer"]
@@ -109,6 +110,12 @@ def _loss_mask(encoding, text_length: int, ranges: Any) -> np.ndarray:
 
 
 class _TokenizeFn(BatchDoFn):
+    # The tokenizer releases the GIL while it encodes, so batches are encoded
+    # in the background while the next one is gathered and earlier ones are
+    # emitted; two at once keep every core busy while one batch finishes its
+    # longest documents.
+    in_flight = 2
+
     def __init__(self, spec: _TokenizerSpec, batch_size: int, with_loss_mask: bool, step: str):
         super().__init__(batch_size)
         self._spec = spec
@@ -122,22 +129,37 @@ class _TokenizeFn(BatchDoFn):
         # Offsets are only needed to place loss masks; without them encoding skips computing them.
         encode_fast = getattr(self._tokenizer, "encode_batch_fast", None)
         self._encode = self._tokenizer.encode_batch if self._with_loss_mask or encode_fast is None else encode_fast
+        self._encoder = concurrent.futures.ThreadPoolExecutor(max_workers=self.in_flight, thread_name_prefix="encode")
 
-    def transform_batch(self, documents: list[Document]) -> list:
+    def teardown(self):
+        self._encoder.shutdown()
+
+    def begin_batch(self, documents: list[Document]) -> concurrent.futures.Future:
+        return self._encoder.submit(self._encode, [document.text for document in documents])
+
+    def transform_batch(self, documents: list[Document], encoding: concurrent.futures.Future) -> list:
         self._metrics.received(len(documents))
-        return self._tokenize(documents)
-
-    def _tokenize(self, documents: list[Document]) -> list:
         try:
-            encodings = self._encode([document.text for document in documents])
-        except Exception as exc:  # a batch is retried one by one to find the culprit
-            if len(documents) == 1:
-                return [self._dead_letter(documents[0], "encode_failed", exc)]
-            return [output for document in documents for output in self._tokenize([document])]
-        return [self._output(document, encoding) for document, encoding in zip(documents, encodings, strict=True)]
+            encodings = encoding.result()
+        except Exception:  # the batch is encoded again one by one to find the culprit
+            outputs = [self._tokenize_alone(document) for document in documents]
+        else:
+            outputs = [self._output(doc, encoded) for doc, encoded in zip(documents, encodings, strict=True)]
+        tokenized = [output for output in outputs if isinstance(output, TokenizedDocument)]
+        self._metrics.emitted(len(tokenized))
+        self._metrics.inc("tokens", sum(len(output.tokens) for output in tokenized))
+        return outputs
+
+    def _tokenize_alone(self, document: Document):
+        try:
+            (encoding,) = self._encode([document.text])
+        except Exception as exc:
+            return self._dead_letter(document, "encode_failed", exc)
+        return self._output(document, encoding)
 
     def _output(self, document: Document, encoding):
-        tokens = np.array(encoding.ids, dtype=self._dtype)
+        ids = encoding.ids
+        tokens = np.fromiter(ids, dtype=self._dtype, count=len(ids))
         mask = None
         if self._with_loss_mask:
             try:
@@ -145,8 +167,6 @@ class _TokenizeFn(BatchDoFn):
             except ValueError as exc:
                 return self._dead_letter(document, "invalid_no_loss_ranges", exc)
             tokens = tokens[: len(mask)]
-        self._metrics.emitted()
-        self._metrics.inc("tokens", len(tokens))
         self._metrics.observe("doc_tokens", len(tokens))
         return TokenizedDocument(document.id, tokens, mask)
 
@@ -222,7 +242,7 @@ class Tokenize(beam.PTransform):
         """
         super().__init__()
         self._spec = _TokenizerSpec(tokenizer, eos_token or None, bos_token or None, storage_options or {})
-        loaded = self._spec.load()
+        loaded = load_once(self._spec, self._spec.load)
         self.tokenizer = tokenizer
         self.token_size = token_dtype(loaded.get_vocab_size()).itemsize
         self._fn = _TokenizeFn(self._spec, batch_size, loss_mask, step)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import apache_beam as beam
 import numpy as np
 import pytest
 from apache_beam import Create, Map
@@ -130,3 +131,26 @@ def test_bad_documents_become_dead_letters_and_the_rest_goes_on(udhr_documents, 
     counters = run_and_collect(build)["tokenize"]["counters"]
     assert counters["in"] == 7 and counters["out"] == 5
     assert counters["errors.invalid_no_loss_ranges"] == 1 and counters["errors.encode_failed"] == 1
+
+
+def test_batches_encoded_in_the_background_keep_each_documents_window_and_timestamp(udhr_documents, gpt2_path):
+    # Seven documents stamped 1945..1951 and windowed in pairs of years; batches of two are encoded
+    # while later ones are gathered, so outputs leave the DoFn after later inputs arrived.
+    documents = udhr_documents[:7]
+
+    class WindowStart(beam.DoFn):
+        def process(self, tokenized, timestamp=beam.DoFn.TimestampParam, window=beam.DoFn.WindowParam):
+            yield tokenized.id, int(timestamp), int(window.start)
+
+    def build(pipeline):
+        stamped = (
+            pipeline
+            | Create(documents, reshuffle=False)
+            | Map(lambda d: beam.window.TimestampedValue(d, 1945 + int(d.id.split("/")[1])))
+            | beam.WindowInto(beam.window.FixedWindows(2))
+        )
+        tokenized = stamped | Tokenize(gpt2_path, batch_size=2)
+        expected = [(d.id, 1945 + n, (1945 + n) // 2 * 2) for n, d in enumerate(documents)]
+        assert_that(tokenized | beam.ParDo(WindowStart()), equal_to(expected))
+
+    assert run_and_collect(build)["tokenize"]["counters"]["out"] == 7
