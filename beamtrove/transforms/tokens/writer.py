@@ -186,7 +186,9 @@ def _existing_shard_files(output_dir: str, prefix: str, storage_options: Mapping
     fs, path = filesystem(output_dir, storage_options)
     if not fs.isdir(path):
         return []
-    return sorted(fs.glob(join(path, f"{prefix}_*{TOKENS_SUFFIX}*")))
+    # Only names this sink writes: another prefix that starts like this one is not ours.
+    digits = "[0-9]" * 5
+    return sorted(fs.glob(join(path, f"{prefix}_{digits}_{digits}{TOKENS_SUFFIX}*")))
 
 
 class _FinalizeFn(beam.DoFn):

@@ -101,11 +101,13 @@ def test_an_earlier_run_is_refused_unless_overwritten_then_replaced_entirely(tok
     assert len(list(tmp_path.glob("*.ds"))) == 3
     with pytest.raises(FileExistsError, match="--overwrite"):
         WriteTokenShards(str(tmp_path), tokenizer=TOKENIZER)
+    (tmp_path / "tokens_v2_00000_00000.ds").write_bytes(b"")  # another prefix's file is not touched
     _write(tokenized[:5], tmp_path, num_shards=1, overwrite=True)
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "tokens_00000_00000.ds",
         "tokens_00000_00000.ds.index",
         "tokens_00000_00000.ds.metadata",
+        "tokens_v2_00000_00000.ds",
     ]
     assert _read(tmp_path / "tokens_00000_00000.ds") == [d.tokens.tobytes() for d in tokenized[:5]]
 
