@@ -91,7 +91,7 @@ def _unknown_options(argv: list[str]) -> list[str]:
 
 def _run(name: str | None, argv: list[str]) -> int:
     if name is None:
-        listing = "\n".join(f"  {n:<10} {load_pipeline(n).DESCRIPTION}" for n in sorted(PIPELINES))
+        listing = "\n".join(f"  {n:<13} {load_pipeline(n).DESCRIPTION}" for n in sorted(PIPELINES))
         print(f"usage: beamtrove run PIPELINE [options]\n\npipelines:\n{listing}")
         return 0 if any(flag in argv for flag in _HELP_FLAGS) else 2
     try:
@@ -111,7 +111,7 @@ def _run(name: str | None, argv: list[str]) -> int:
     pipeline = beam.Pipeline(options=options)
     try:
         module.build(pipeline, options)
-    except (ValueError, FileNotFoundError) as exc:
+    except (ValueError, FileNotFoundError, FileExistsError) as exc:
         print(f"beamtrove: error: {exc}", file=sys.stderr)
         return 2
     started = time.monotonic()
