@@ -1,0 +1,133 @@
+"""The tokenize and merge_tokens pipelines, end to end through the CLI, on UDHR text with GPT-2."""
+
+from __future__ import annotations
+
+import collections
+import json
+import pathlib
+
+import numpy as np
+import pytest
+from tokenizers import Tokenizer
+
+from beamtrove.cli import main
+from tests.conftest import require
+
+EOS = 50256
+
+
+@pytest.fixture(scope="module")
+def gpt2_path(data_dir) -> str:
+    return str(require(data_dir / "tokenizers" / "gpt2" / "tokenizer.json"))
+
+
+@pytest.fixture(scope="module")
+def corpus(udhr_texts, tmp_path_factory) -> tuple[pathlib.Path, list[str]]:
+    """Sixty UDHR translations in two JSONL files without ids; the first carries a no-loss range."""
+    texts = list(udhr_texts.values())[::6][:60]
+    folder = tmp_path_factory.mktemp("udhr-jsonl")
+    for part in range(2):
+        with (folder / f"part-{part}.jsonl").open("w", encoding="utf-8") as out:
+            for number in range(part * 30, part * 30 + 30):
+                row = {"text": texts[number]}
+                if number == 0:
+                    row["metadata"] = {"no_loss_ranges": [[0, 40]]}
+                out.write(json.dumps(row, ensure_ascii=False) + "\n")
+    return folder, texts
+
+
+def _documents(folder: pathlib.Path) -> list[tuple[bytes, bytes | None]]:
+    """Every document of every shard in ``folder`` (file-name order) as (token bytes, loss bytes)."""
+    found = []
+    for shard in sorted(folder.glob("*.ds")):
+        tokens = shard.read_bytes()
+        loss_path = pathlib.Path(f"{shard}.loss")
+        loss = loss_path.read_bytes() if loss_path.exists() else None
+        start = 0
+        for end in np.frombuffer(pathlib.Path(f"{shard}.index").read_bytes(), dtype="<u8").tolist():
+            found.append((tokens[2 * start : 2 * end], loss[start:end] if loss is not None else None))
+            start = end
+    return found
+
+
+def _run(*args: str) -> int:
+    return main(["run", *args, "--progress_interval", "0"])
+
+
+def _tokenize(source: pathlib.Path, output: pathlib.Path, *options: str) -> int:
+    if source.is_dir():
+        options = ("--input_format", "jsonl", *options)
+    return _run("tokenize", "--input", str(source), "--output", str(output), *options)
+
+
+def test_tokenize_writes_shuffled_shards_holding_every_document_once(corpus, gpt2_path, tmp_path):
+    folder, texts = corpus
+    out = tmp_path / "tokens"
+    options = ("--tokenizer", gpt2_path, "--num_shards", "3", "--shuffle_seed", "5", "--loss_mask")
+    assert _tokenize(folder / "*.jsonl", out, *options) == 0
+    assert sorted(p.name for p in out.glob("*.ds")) == [f"tokens_0000{n}_00000.ds" for n in range(3)]
+    gpt2 = Tokenizer.from_file(gpt2_path)
+    expected = [np.array([*e.ids, EOS], dtype="<u2").tobytes() for e in gpt2.encode_batch(texts)]
+    written = _documents(out)
+    assert collections.Counter(tokens for tokens, _ in written) == collections.Counter(expected)
+    assert [tokens for tokens, _ in written] != expected  # shuffled
+    masks = {tokens: loss for tokens, loss in written}
+    masked = len(gpt2.encode(texts[0][:40]).ids)
+    assert masks[expected[0]] == b"\x00" * masked + b"\x01" * (len(expected[0]) // 2 - masked)
+    assert all(loss == b"\x01" * (len(tokens) // 2) for tokens, loss in written if tokens != expected[0])
+    steps = json.loads((out / "stats.json").read_text())["steps"]
+    assert steps["Read"]["counters"]["out"] == steps["tokenize"]["counters"]["in"] == 60
+    assert steps["write_tokens"]["counters"]["out"] == 60
+    assert steps["write_tokens"]["counters"]["tokens"] == sum(len(t) // 2 for t in expected)
+    assert steps["write_tokens"]["counters"]["files"] == 3
+
+
+def test_runner_modes_write_the_same_bytes(corpus, gpt2_path, tmp_path):
+    folder, _ = corpus
+    outputs = {}
+    for mode, extra in {
+        "in_memory": ["--direct_running_mode=in_memory"],
+        "multi_processing": ["--direct_running_mode=multi_processing", "--direct_num_workers=2"],
+    }.items():
+        options = ("--tokenizer", gpt2_path, "--num_shards", "2", "--shuffle_seed", "9", "--loss_mask", *extra)
+        assert _tokenize(folder, tmp_path / mode, *options) == 0
+        outputs[mode] = {p.name: p.read_bytes() for p in (tmp_path / mode).glob("tokens_*")}
+    assert len(outputs["in_memory"]) == 8  # 2 shards x .ds, .index, .loss, .metadata
+    assert outputs["in_memory"] == outputs["multi_processing"]
+
+
+def test_unshuffled_tokenize_then_merge_keeps_input_order(corpus, gpt2_path, tmp_path):
+    folder, texts = corpus
+    gpt2 = Tokenizer.from_file(gpt2_path)
+    expected = [np.array([*e.ids, EOS], dtype="<u2").tobytes() for e in gpt2.encode_batch(texts)]
+    first = tmp_path / "first"
+    assert _tokenize(folder, first, "--tokenizer", gpt2_path, "--max_tokens_per_file", "40000") == 0
+    parts = sorted(first.glob("*.ds"))
+    assert len(parts) > 2
+    assert [tokens for tokens, _ in _documents(first)] == expected  # <file>/<row> ids: input order
+
+    merged = tmp_path / "merged"
+    assert _run("merge_tokens", "--input", str(first), "--output", str(merged)) == 0
+    assert [p.name for p in merged.glob("*.ds")] == ["tokens_00000_00000.ds"]
+    assert [tokens for tokens, _ in _documents(merged)] == expected
+    assert (merged / "tokens_00000_00000.ds.metadata").read_text().splitlines()[0] == f"{gpt2_path}|2"
+
+    shuffled = tmp_path / "shuffled"
+    options = ("--num_shards", "2", "--shuffle_seed", "1")
+    assert _run("merge_tokens", "--input", str(first), "--output", str(shuffled), *options) == 0
+    documents = [tokens for tokens, _ in _documents(shuffled)]
+    assert collections.Counter(documents) == collections.Counter(expected) and documents != expected
+
+
+def test_bad_configuration_fails_before_the_run_with_what_to_fix(corpus, gpt2_path, tmp_path, capsys, data_dir):
+    jsonl = corpus[0] / "*.jsonl"
+    assert _tokenize(jsonl, tmp_path) == 2
+    assert "--tokenizer" in capsys.readouterr().err
+    assert _tokenize(jsonl, tmp_path, "--tokenizer", gpt2_path, "--eos_token", "</s>") == 2
+    assert "--eos_token" in capsys.readouterr().err
+    warc = require(data_dir / "warc" / "clueweb09-ja_quirk.warc.gz")
+    assert _tokenize(warc, tmp_path, "--tokenizer", gpt2_path) == 2
+    assert "not WARC" in capsys.readouterr().err
+    assert _tokenize(jsonl, tmp_path / "t", "--tokenizer", gpt2_path) == 0
+    assert _tokenize(jsonl, tmp_path / "t", "--tokenizer", gpt2_path) == 2
+    assert "--overwrite" in capsys.readouterr().err
