@@ -16,11 +16,51 @@ import subprocess
 import sys
 from collections.abc import Iterator
 
-__all__ = ["SHARED", "TOKENIZER", "extracted_texts", "prepare_documents"]
+__all__ = ["SHARED", "TOKENIZER", "datatrove_tokenize_command", "extracted_texts", "prepare_documents"]
 
 SHARED = pathlib.Path(__file__).resolve().parents[2] / "shared"
 TOKENIZER = SHARED / "data" / "tokenizers" / "gpt2" / "tokenizer.json"
 _MAKE_WARC = SHARED / "tools" / "make_warc.py"
+
+# Runs in DataTrove's venv: argv = JSONL folder, output folder, tokenizer, tasks, shuffle and save loss ("1"/"0").
+_DATATROVE_TOKENIZE = """
+import sys
+from datatrove.executor import LocalPipelineExecutor
+from datatrove.pipeline.readers import JsonlReader
+from datatrove.pipeline.tokens import DocumentTokenizer
+
+source, output, tokenizer, tasks, shuffle, loss = sys.argv[1:7]
+LocalPipelineExecutor(
+    pipeline=[
+        JsonlReader(source, glob_pattern="*.jsonl"),
+        DocumentTokenizer(
+            output_folder=output,
+            tokenizer_name_or_path=tokenizer,
+            eos_token="<|endoftext|>",
+            shuffle_documents=shuffle == "1",
+            seed=1,
+            save_loss_metadata=loss == "1",
+        ),
+    ],
+    tasks=int(tasks),
+    workers=min(int(tasks), 2),
+    logging_dir=output + "-logs",
+).run()
+"""
+
+
+def datatrove_tokenize_command(
+    python: pathlib.Path,
+    source: pathlib.Path,
+    output: pathlib.Path,
+    *,
+    tasks: int = 1,
+    shuffle: bool = False,
+    loss: bool = False,
+) -> list[str]:
+    """The command running DataTrove's JsonlReader → DocumentTokenizer (GPT-2, EOS) on LocalPipelineExecutor."""
+    flags = ["1" if shuffle else "0", "1" if loss else "0"]
+    return [str(python), "-c", _DATATROVE_TOKENIZE, str(source), str(output), str(TOKENIZER), str(tasks), *flags]
 
 
 def _extract(workdir: pathlib.Path, records: int, files: int, seed: int) -> pathlib.Path:

@@ -39,31 +39,7 @@ from beamtrove.fs import InputFile
 from beamtrove.transforms.tokens import TokenizedDocument, TokenShardParser, load_tokenizer
 from benchmarks.datatrove_env import DEFAULT_VENV, datatrove_python
 from benchmarks.measure import run_measured
-from benchmarks.token_inputs import TOKENIZER, prepare_documents
-
-# Runs in DataTrove's venv: argv = input JSONL folder, output folder, tokenizer, save loss ("1"/"0").
-_DATATROVE_TOKENIZE = """
-import sys
-from datatrove.executor import LocalPipelineExecutor
-from datatrove.pipeline.readers import JsonlReader
-from datatrove.pipeline.tokens import DocumentTokenizer
-
-source, output, tokenizer, loss = sys.argv[1:5]
-LocalPipelineExecutor(
-    pipeline=[
-        JsonlReader(source, glob_pattern="*.jsonl"),
-        DocumentTokenizer(
-            output_folder=output,
-            tokenizer_name_or_path=tokenizer,
-            eos_token="<|endoftext|>",
-            shuffle_documents=False,
-            save_loss_metadata=loss == "1",
-        ),
-    ],
-    tasks=1,
-    logging_dir=output + "-logs",
-).run()
-"""
+from benchmarks.token_inputs import TOKENIZER, datatrove_tokenize_command, prepare_documents
 
 # Runs in DataTrove's venv: argv = folder of .ds shards, a scratch folder, loss ("1"/"0").
 # Prints a JSON digest of everything DataTrove's readers got out of the shards.
@@ -115,14 +91,29 @@ def _datatrove_read(python: pathlib.Path, folder: pathlib.Path, with_loss: bool)
     return json.loads(result.stdout.splitlines()[-1])
 
 
+def _read_shard(shard: pathlib.Path) -> list:
+    """What beamtrove's reader gets out of ``shard``."""
+    file = InputFile(url=str(shard), name=shard.name, size=shard.stat().st_size)
+    with shard.open("rb") as stream:
+        return list(TokenShardParser().parse(file, stream, "roundtrip"))
+
+
+def _contents(shard: pathlib.Path) -> list[tuple]:
+    """``(tokens, loss mask)`` bytes of each document beamtrove's reader gets (ids name the file, so they differ)."""
+    return [
+        (d.tokens.tobytes(), None if d.loss_mask is None else d.loss_mask.tobytes())
+        if isinstance(d, TokenizedDocument)
+        else ("dead letter", d.reason)
+        for d in _read_shard(shard)
+    ]
+
+
 def _roundtrip_mismatches(shard: pathlib.Path, documents: pathlib.Path) -> tuple[int, int]:
     """``(documents, mismatches)``: beamtrove's reading of ``shard`` against the tokenizer's encoding of each text."""
     tokenizer = load_tokenizer(str(TOKENIZER))
     with documents.open(encoding="utf-8") as lines:
         texts = [json.loads(line)["text"] for line in lines]
-    file = InputFile(url=str(shard), name=shard.name, size=shard.stat().st_size)
-    with shard.open("rb") as stream:
-        read = list(TokenShardParser().parse(file, stream, "roundtrip"))
+    read = _read_shard(shard)
     mismatches = sum(
         not isinstance(document, TokenizedDocument)
         or not np.array_equal(document.tokens, np.array(encoding.ids, dtype=np.uint16))
@@ -150,8 +141,8 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(run_dir, ignore_errors=True)
         run_dir.mkdir(parents=True)
         dt_out, bt_out = run_dir / "datatrove", run_dir / "beamtrove"
-        datatrove = [str(python), "-c", _DATATROVE_TOKENIZE, str(documents.parent), str(dt_out), str(TOKENIZER)]
-        run_measured([*datatrove, "1" if with_loss else "0"], run_dir / "datatrove.log")
+        datatrove = datatrove_tokenize_command(python, documents.parent, dt_out, loss=with_loss)
+        run_measured(datatrove, run_dir / "datatrove.log")
         command = ["beamtrove", "run", "tokenize", "--input", str(documents), "--output", str(bt_out)]
         command += ["--tokenizer", str(TOKENIZER), "--num_shards", "1", "--progress_interval", "0"]
         run_measured(command + (["--loss_mask"] if with_loss else []), run_dir / "beamtrove.log")
@@ -173,6 +164,13 @@ def main(argv: list[str] | None = None) -> int:
             f"  {'PASS' if same else 'FAIL'} DataTrove's DatatroveFileDataset ({ours_read['windows']} windows of 1025 "
             "tokens, ids and positions) and DocumentTokenizerMerger read the same from beamtrove's files as from "
             "DataTrove's"
+        )
+        theirs_docs, ours_docs = _contents(dt_shard), _contents(bt_shard)
+        same = theirs_docs == ours_docs and not any(d[0] == "dead letter" for d in ours_docs)
+        failures += not same
+        print(
+            f"  {'PASS' if same else 'FAIL'} beamtrove's reader gets the same {len(theirs_docs)} documents "
+            "(tokens and loss masks) from DataTrove's files as from its own"
         )
         if not with_loss:
             read, mismatches = _roundtrip_mismatches(bt_shard, documents)
