@@ -95,6 +95,8 @@ class _SpooledDocument:
     token_digest: bytes
     offset: int
     length: int
+    #: Where its loss mask starts in the loss spool; None when it has none (every token counts).
+    loss_offset: int | None
 
 
 def _assign_shard(document: TokenizedDocument, spec: _ShardSpec) -> tuple[int, TokenizedDocument]:
@@ -111,17 +113,17 @@ class _WriteShardFn(beam.DoFn):
     def process(self, keyed: tuple[int, Iterable[TokenizedDocument]]) -> Iterator[WrittenFile]:
         shard, documents = keyed
         with tempfile.TemporaryFile() as token_spool, tempfile.TemporaryFile() as loss_spool:
-            spooled, dtype, with_loss = self._spool(documents, token_spool, loss_spool)
+            spooled, dtype = self._spool(documents, token_spool, loss_spool)
             if not spooled:
                 return
+            with_loss = any(document.loss_offset is not None for document in spooled)
             spooled.sort(key=lambda doc: (doc.order, doc.token_digest, doc.offset))
             for part, documents_of_part in enumerate(self._split(spooled)):
                 yield self._write_part(shard, part, documents_of_part, token_spool, loss_spool, dtype, with_loss)
 
-    def _spool(self, documents, token_spool, loss_spool) -> tuple[list[_SpooledDocument], np.dtype | None, bool]:
+    def _spool(self, documents, token_spool, loss_spool) -> tuple[list[_SpooledDocument], np.dtype | None]:
         spooled: list[_SpooledDocument] = []
         dtype = None
-        with_loss = False
         offset = 0
         for document in documents:
             self._metrics.received()
@@ -134,15 +136,15 @@ class _WriteShardFn(beam.DoFn):
                 )
             token_bytes = document.tokens.astype(dtype, copy=False).tobytes()
             token_spool.write(token_bytes)
-            if document.loss_mask is None:
-                loss_spool.write(b"\x01" * len(document.tokens))
-            else:
+            loss_offset = None
+            if document.loss_mask is not None:
+                loss_offset = loss_spool.tell()
                 loss_spool.write(document.loss_mask.astype(np.uint8, copy=False).tobytes())
-                with_loss = True
             digest = hashlib.blake2b(token_bytes, digest_size=8).digest()
-            spooled.append(_SpooledDocument(self._spec.order_key(document.id), digest, offset, len(document.tokens)))
+            order = self._spec.order_key(document.id)
+            spooled.append(_SpooledDocument(order, digest, offset, len(document.tokens), loss_offset))
             offset += len(document.tokens)
-        return spooled, dtype, with_loss
+        return spooled, dtype
 
     def _split(self, spooled: list[_SpooledDocument]) -> Iterator[list[_SpooledDocument]]:
         limit = self._spec.max_tokens_per_file
@@ -171,8 +173,10 @@ class _WriteShardFn(beam.DoFn):
             token_spool.seek(document.offset * dtype.itemsize)
             token_bytes = token_spool.read(document.length * dtype.itemsize)
             loss_bytes = None
-            if with_loss:
-                loss_spool.seek(document.offset)
+            if with_loss and document.loss_offset is None:
+                loss_bytes = b"\x01" * document.length
+            elif with_loss:
+                loss_spool.seek(document.loss_offset)
                 loss_bytes = loss_spool.read(document.length)
             writer.append(token_bytes, loss_bytes)
         writer.close()

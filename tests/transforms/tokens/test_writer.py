@@ -96,6 +96,16 @@ def test_loss_masks_go_to_a_loss_file_aligned_with_the_tokens(tokenized, tmp_pat
     assert (tmp_path / "tokens_00000_00000.ds.loss").read_bytes() == expected
 
 
+def test_documents_without_a_mask_count_every_token_in_a_shard_with_masks(tokenized, tmp_path):
+    mixed = [
+        TokenizedDocument(d.id, d.tokens, np.zeros(len(d.tokens), dtype=np.uint8) if n % 2 else None)
+        for n, d in enumerate(tokenized[:6])
+    ]
+    _write(mixed, tmp_path)
+    expected = b"".join((b"\x00" if n % 2 else b"\x01") * len(d.tokens) for n, d in enumerate(mixed))
+    assert (tmp_path / "tokens_00000_00000.ds.loss").read_bytes() == expected
+
+
 def test_an_earlier_run_is_refused_unless_overwritten_then_replaced_entirely(tokenized, tmp_path):
     _write(tokenized, tmp_path, num_shards=3)
     assert len(list(tmp_path.glob("*.ds"))) == 3
