@@ -55,9 +55,8 @@ from beamtrove.stats import read_stats
 from beamtrove.transforms.readers.warc import WarcParser
 from benchmarks.datatrove_env import DEFAULT_VENV, datatrove_python
 from benchmarks.measure import TreeMonitor, run_measured
+from benchmarks.warc_sets import MAKE_WARC, SHARED, warc_set
 
-SHARED = pathlib.Path(__file__).resolve().parents[2] / "shared"
-MAKE_WARC = SHARED / "tools" / "make_warc.py"
 LID_MODEL = SHARED / "data" / "models" / "lid176" / "lid.176.ftz"
 URL_BLOCKLIST = SHARED / "data" / "blocklists" / "ut1"
 
@@ -472,23 +471,7 @@ def main() -> None:
     workdir = args.workdir.resolve()
     workdir.mkdir(parents=True, exist_ok=True)
 
-    warc_dir = workdir / f"warc-r{args.records}-f{args.files}-s{args.seed}"
-    if not (warc_dir / "manifest.jsonl").exists():
-        print(f"building {warc_dir}", file=sys.stderr)
-        subprocess.run(
-            [
-                sys.executable,
-                str(MAKE_WARC),
-                str(warc_dir),
-                "--records",
-                str(args.records),
-                "--files",
-                str(args.files),
-                "--seed",
-                str(args.seed),
-            ],
-            check=True,
-        )
+    warc_dir = warc_set(workdir, args.records, args.files, args.seed)
     files = sorted(glob.glob(str(warc_dir / "*.warc.gz")))
 
     try:

@@ -16,11 +16,11 @@ import subprocess
 import sys
 from collections.abc import Iterator
 
+from benchmarks.warc_sets import SHARED, warc_set
+
 __all__ = ["SHARED", "TOKENIZER", "datatrove_tokenize_command", "extracted_texts", "prepare_documents"]
 
-SHARED = pathlib.Path(__file__).resolve().parents[2] / "shared"
 TOKENIZER = SHARED / "data" / "tokenizers" / "gpt2" / "tokenizer.json"
-_MAKE_WARC = SHARED / "tools" / "make_warc.py"
 
 # Runs in DataTrove's venv: argv = JSONL folder, output folder, tokenizer, tasks, shuffle and save loss ("1"/"0").
 _DATATROVE_TOKENIZE = """
@@ -64,23 +64,8 @@ def datatrove_tokenize_command(
 
 
 def _extract(workdir: pathlib.Path, records: int, files: int, seed: int) -> pathlib.Path:
-    warc_dir = workdir / f"warc-r{records}-f{files}-s{seed}"
+    warc_dir = warc_set(workdir, records, files, seed)
     extracted = workdir / f"extracted-r{records}-f{files}-s{seed}"
-    if not (warc_dir / "manifest.jsonl").exists():
-        subprocess.run(
-            [
-                sys.executable,
-                str(_MAKE_WARC),
-                str(warc_dir),
-                "--records",
-                str(records),
-                "--files",
-                str(files),
-                "--seed",
-                str(seed),
-            ],
-            check=True,
-        )
     if not (extracted / "stats.json").exists():
         print(f"extracting {warc_dir} (once)", file=sys.stderr)
         subprocess.run(

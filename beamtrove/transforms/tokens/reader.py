@@ -9,7 +9,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from beamtrove.dead_letter import DeadLetter
-from beamtrove.fs import InputFile, filesystem, open_url
+from beamtrove.fs import InputFile, open_url
 from beamtrove.transforms.readers.base import FileReader, RecordParser
 from beamtrove.transforms.tokens.format import (
     INDEX_SUFFIX,
@@ -25,21 +25,17 @@ from beamtrove.transforms.tokens.format import (
 __all__ = ["ReadTokenShards", "TokenShardParser", "shard_tokenizer"]
 
 
-def _exists(url: str, storage_options: Mapping[str, Any] | None) -> bool:
-    fs, path = filesystem(url, storage_options)
-    return fs.exists(path)
-
-
 def shard_tokenizer(url: str, storage_options: Mapping[str, Any] | None = None) -> tuple[str, int] | None:
     """``(tokenizer, token size)`` from the ``.ds.metadata`` beside shard ``url``; None without one.
 
     Raises:
         ValueError: The metadata file is malformed.
     """
-    if not _exists(url + METADATA_SUFFIX, storage_options):
+    try:
+        with open_url(url + METADATA_SUFFIX, "rb", storage_options) as stream:
+            tokenizer, token_size, _ = parse_metadata(stream.read().decode("utf-8"))
+    except FileNotFoundError:
         return None
-    with open_url(url + METADATA_SUFFIX, "rb", storage_options) as stream:
-        tokenizer, token_size, _ = parse_metadata(stream.read().decode("utf-8"))
     return tokenizer, token_size
 
 
@@ -70,11 +66,11 @@ class TokenShardParser(RecordParser):
         except ValueError as exc:
             yield DeadLetter(step, "invalid_shard", str(exc), file=file.url)
             return
-        loss_url = file.url + LOSS_SUFFIX
         with contextlib.ExitStack() as stack:
-            loss = None
-            if _exists(loss_url, self._storage_options):
-                loss = stack.enter_context(open_url(loss_url, "rb", self._storage_options))
+            try:
+                loss = stack.enter_context(open_url(file.url + LOSS_SUFFIX, "rb", self._storage_options))
+            except FileNotFoundError:
+                loss = None
             yield from self._documents(file, stream, loss, doc_ends, dtype, step)
 
     @staticmethod
