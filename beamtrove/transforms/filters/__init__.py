@@ -9,6 +9,7 @@ from beamtrove.transforms.filters.base import (
     Drop,
     Filter,
     Verdict,
+    excluded_output,
     load_once,
 )
 from beamtrove.transforms.filters.basic import LambdaFilter, LengthFilter, RegexFilter, SamplerFilter
@@ -38,5 +39,6 @@ __all__ = [
     "SamplerFilter",
     "URLFilter",
     "Verdict",
+    "excluded_output",
     "load_once",
 ]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import apache_beam as beam
 from apache_beam import pvalue
@@ -24,7 +24,17 @@ from beamtrove.metrics import StepMetrics
 from beamtrove.resources import load_once
 from beamtrove.transforms.batching import BatchDoFn
 
-__all__ = ["DEAD_LETTERS", "EXCLUDED", "DocumentFilter", "DocumentFormatter", "Drop", "Filter", "Verdict", "load_once"]
+__all__ = [
+    "DEAD_LETTERS",
+    "EXCLUDED",
+    "DocumentFilter",
+    "DocumentFormatter",
+    "Drop",
+    "Filter",
+    "Verdict",
+    "excluded_output",
+    "load_once",
+]
 
 EXCLUDED = "excluded"
 DEAD_LETTERS = "dead_letters"
@@ -44,6 +54,12 @@ class Drop:
 
     reason: str
     document: Document | None = None
+
+
+def excluded_output(document: Document, reason: str, **metadata: Any) -> pvalue.TaggedOutput:
+    """``document`` for a step's ``excluded`` output, with ``filter_reason`` and ``metadata`` added."""
+    metadata = {**document.metadata, **metadata, FILTER_REASON_KEY: reason}
+    return pvalue.TaggedOutput(EXCLUDED, dataclasses.replace(document, metadata=metadata))
 
 
 #: What a filter returns: the document to keep (the input or a rewritten copy) or a ``Drop``.
@@ -112,9 +128,7 @@ class _FilterFn(BatchDoFn):
         for document, verdict in zip(documents, verdicts, strict=True):
             if isinstance(verdict, Drop):
                 self._metrics.dropped(verdict.reason)
-                excluded = verdict.document or document
-                metadata = {**excluded.metadata, FILTER_REASON_KEY: verdict.reason}
-                outputs.append(pvalue.TaggedOutput(EXCLUDED, dataclasses.replace(excluded, metadata=metadata)))
+                outputs.append(excluded_output(verdict.document or document, verdict.reason))
             else:
                 self._metrics.emitted()
                 outputs.append(verdict)

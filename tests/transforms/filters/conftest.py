@@ -5,45 +5,12 @@ from __future__ import annotations
 import bz2
 import json
 import re
-import zipfile
 
 import apache_beam as beam
 import pytest
 
 from beamtrove.transforms.filters import FILTER_REASON_KEY
 from tests.conftest import require
-
-
-def _zip_texts(path) -> dict[str, str]:
-    """``{member name without folder and .txt: text}`` of an NLTK corpus zip.
-
-    A few State of the Union files (Nixon's, 1954-Eisenhower) and inaugural/2005-Bush hold stray Big5
-    punctuation bytes, which are decoded as U+FFFD.
-    """
-    with zipfile.ZipFile(require(path)) as archive:
-        return {
-            name.split("/", 1)[1][: -len(".txt")]: archive.read(name).decode("utf-8", "replace")
-            for name in sorted(archive.namelist())
-            if name.endswith(".txt")
-        }
-
-
-@pytest.fixture(scope="session")
-def movie_reviews(data_dir) -> dict[str, str]:
-    """The 2,000 NLTK movie reviews, keyed ``neg/cv000_29416`` and so on (lower-cased, pre-tokenized text)."""
-    return _zip_texts(data_dir / "text-corpora" / "nltk_data" / "movie_reviews.zip")
-
-
-@pytest.fixture(scope="session")
-def state_union(data_dir) -> dict[str, str]:
-    """The 65 State of the Union addresses, keyed ``2006-GWBush`` and so on."""
-    return _zip_texts(data_dir / "text-corpora" / "nltk_data" / "state_union.zip")
-
-
-@pytest.fixture(scope="session")
-def inaugural(data_dir) -> dict[str, str]:
-    """The 59 inaugural addresses, keyed ``1789-Washington`` and so on."""
-    return _zip_texts(data_dir / "text-corpora" / "nltk_data" / "inaugural.zip")
 
 
 @pytest.fixture(scope="session")
