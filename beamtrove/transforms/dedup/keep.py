@@ -1,0 +1,86 @@
+"""Which document of a duplicate group survives, and how the others leave.
+
+Every dedup transform orders documents the same way: by a metadata field
+when ``keep_by`` names one (``"date"`` keeps the earliest, ``"-score"`` the
+highest), then by id. The order is a plain sortable value, the *node* of the
+document, so groups and graph components pick their survivor with ``min``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, NamedTuple
+
+from beamtrove.document import Document
+
+__all__ = ["ClusterMember", "DedupOutputs", "KeepOrder"]
+
+# Documents whose keep_by value is a number sort before those with a string, which sort before those without one.
+_NUMBER, _STRING, _MISSING = 0, 1, 2
+
+
+@dataclasses.dataclass(frozen=True)
+class KeepOrder:
+    """The order in which duplicates are preferred; the first one is kept.
+
+    Attributes:
+        keep_by: A metadata field to prefer the smallest value of, or with a
+            leading ``-`` the largest; ``None`` to prefer the smallest id.
+            Documents without the field come last; ties go to the smallest id.
+    """
+
+    keep_by: str | None = None
+
+    def __post_init__(self):
+        if self.keep_by is not None and not self.keep_by.lstrip("-"):
+            raise ValueError(f"keep_by must name a metadata field, optionally after '-' (got {self.keep_by!r}).")
+
+    def node(self, document: Document) -> Any:
+        """The document's sort key: its id, or ``(kind, value, id)`` with ``keep_by``."""
+        if self.keep_by is None:
+            return document.id
+        descending = self.keep_by.startswith("-")
+        value = document.metadata.get(self.keep_by.lstrip("-"))
+        if isinstance(value, bool) or not isinstance(value, int | float | str):
+            return (_MISSING, 0, document.id)
+        if isinstance(value, str):
+            # Negated code points, then a terminator above them all, reverse the string order.
+            return (_STRING, (*(-ord(char) for char in value), 1) if descending else value, document.id)
+        return (_NUMBER, -value if descending else value, document.id)
+
+    @staticmethod
+    def document_id(node: Any) -> str:
+        """The id inside a node."""
+        return node[-1] if isinstance(node, tuple) else node
+
+
+class ClusterMember(NamedTuple):
+    """A removed duplicate and the document kept in its place.
+
+    Attributes:
+        id: The removed document.
+        kept_id: The document kept for its group.
+        cluster_size: Documents in the group, the kept one included.
+    """
+
+    id: str
+    kept_id: str
+    cluster_size: int
+
+    def to_row(self) -> dict[str, Any]:
+        """The member as a JSON object."""
+        return self._asdict()
+
+
+class DedupOutputs(NamedTuple):
+    """What a dedup transform returns.
+
+    Attributes:
+        kept: The documents kept.
+        excluded: The removed documents, with ``filter_reason`` and ``duplicate_of`` in their metadata.
+        clusters: One :class:`ClusterMember` per removed document.
+    """
+
+    kept: Any
+    excluded: Any
+    clusters: Any

@@ -1,0 +1,113 @@
+"""Text normalization and word n-gram shingles for near-duplicate detection.
+
+Two pages that differ in case, punctuation, spacing, accents or the digits of
+a date are the same text to a reader, so they are compared after
+:func:`normalize_text` folds those differences away. A shingle is the 64-bit
+hash of n consecutive words of the normalized text; the hashes are computed
+for all n-grams at once with numpy (a polynomial hash over the UTF-8 bytes,
+taken from prefix sums, then mixed), so the cost per document is a handful of
+array operations rather than a Python call per n-gram. The same text gives
+the same shingles on every worker, runner and Python process.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+import numpy as np
+import regex
+
+__all__ = ["normalize_text", "shingle_hashes"]
+
+_COMBINING_MARKS = regex.compile(r"\p{Mn}+")
+_NUMBER = regex.compile(r"\p{Nd}+(?:[.,]\p{Nd}+)*")
+# Punctuation, symbols, control characters and whitespace all separate words.
+_SEPARATORS = regex.compile(r"[\p{P}\p{S}\p{C}\s]+")
+
+# Odd, so that its powers are invertible modulo 2**64.
+_BASE = np.uint64(0x9E3779B97F4A7C15)
+_INVERSE_BASE = np.uint64(pow(int(_BASE), -1, 1 << 64))
+_SPACE = ord(" ")
+
+
+def normalize_text(text: str) -> str:
+    """Lowercase words separated by single spaces, without accents, punctuation or symbols; numbers become ``0``.
+
+    Example: ``"Café  déjà-vu: 3.14 €!"`` becomes ``"cafe deja vu 0"``.
+    """
+    text = unicodedata.normalize("NFD", text.lower())
+    text = _COMBINING_MARKS.sub("", text)
+    text = _NUMBER.sub("0", text)
+    return _SEPARATORS.sub(" ", text).strip()
+
+
+class _Powers:
+    """``base**i`` and ``base**-i`` modulo 2**64 for i < length, grown on demand."""
+
+    def __init__(self):
+        self.forward = np.ones(1, dtype=np.uint64)
+        self.inverse = np.ones(1, dtype=np.uint64)
+
+    def upto(self, length: int) -> tuple[np.ndarray, np.ndarray]:
+        if length > len(self.forward):
+            size = max(length, 2 * len(self.forward))
+            self.forward = _geometric(_BASE, size)
+            self.inverse = _geometric(_INVERSE_BASE, size)
+        return self.forward[:length], self.inverse[:length]
+
+
+def _geometric(ratio: np.uint64, size: int) -> np.ndarray:
+    powers = np.empty(size, dtype=np.uint64)
+    powers[0] = 1
+    # Doubling: each step multiplies the filled prefix by ratio**filled.
+    filled, step = 1, ratio
+    with np.errstate(over="ignore"):
+        while filled < size:
+            take = min(filled, size - filled)
+            powers[filled : filled + take] = powers[:take] * step
+            step = step * step
+            filled += take
+    return powers
+
+
+_POWERS = _Powers()
+
+
+def _mix(values: np.ndarray) -> np.ndarray:
+    """A bijective 64-bit finalizer (splitmix64's), so that similar inputs get unrelated hashes."""
+    values = values ^ (values >> np.uint64(30))
+    values *= np.uint64(0xBF58476D1CE4E5B9)
+    values ^= values >> np.uint64(27)
+    values *= np.uint64(0x94D049BB133111EB)
+    values ^= values >> np.uint64(31)
+    return values
+
+
+def shingle_hashes(normalized: str, n_grams: int) -> np.ndarray:
+    """The 64-bit hashes of every run of ``n_grams`` consecutive words of a normalized text, in order.
+
+    Args:
+        normalized: Output of :func:`normalize_text` (words separated by single spaces).
+        n_grams: Words per shingle.
+
+    Returns:
+        A ``uint64`` array with one hash per n-gram; empty when the text has fewer than ``n_grams`` words.
+    """
+    data = np.frombuffer(normalized.encode("utf-8", "surrogatepass"), dtype=np.uint8)
+    if not len(data):
+        return np.empty(0, dtype=np.uint64)
+    spaces = np.flatnonzero(data == _SPACE)
+    if len(spaces) + 1 < n_grams:
+        return np.empty(0, dtype=np.uint64)
+    starts = np.concatenate(([0], spaces + 1))
+    ends = np.concatenate((spaces, [len(data)]))
+    first, last = starts[: len(starts) - n_grams + 1], ends[n_grams - 1 :]
+    forward, inverse = _POWERS.upto(len(data))
+    # prefix[i] = sum of (byte + 1) * base**j for j < i: the hash of bytes [s, e) is
+    # (prefix[e] - prefix[s]) * base**-s, whatever the position of the n-gram.
+    prefix = np.zeros(len(data) + 1, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        np.cumsum((data.astype(np.uint64) + np.uint64(1)) * forward, out=prefix[1:])
+        hashes = (prefix[last] - prefix[first]) * inverse[first]
+        hashes ^= (last - first).astype(np.uint64)
+        return _mix(hashes)

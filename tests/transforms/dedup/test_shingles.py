@@ -1,0 +1,68 @@
+"""Text normalization and vectorized n-gram shingles."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from beamtrove.transforms.dedup import normalize_text, shingle_hashes
+
+
+@pytest.mark.parametrize(
+    ("text", "normalized"),
+    [
+        ("Café  déjà-vu: 3.14 €!", "cafe deja vu 0"),
+        ("THE END.\n\n\tThe   end…", "the end the end"),
+        ("Price: 1,299.00 USD (was 1.499,00)", "price 0 usd was 0"),
+        ("Ünïcödé — “quotes” and «guillemets»", "unicode quotes and guillemets"),
+        # Kana voicing marks decompose into combining marks and go, as accents do.
+        ("日本語のテキスト、です。", "日本語のテキスト てす"),
+        ("", ""),
+    ],
+)
+def test_normalize_text_folds_case_accents_punctuation_spacing_and_numbers(text, normalized):
+    assert normalize_text(text) == normalized
+
+
+def test_shingles_of_real_reviews_are_one_hash_per_distinct_five_gram(reviews):
+    seen: dict[str, int] = {}
+    for document in reviews:
+        normalized = normalize_text(document.text)
+        words = normalized.split()
+        hashes = shingle_hashes(normalized, 5)
+        grams = [" ".join(words[i : i + 5]) for i in range(len(words) - 4)]
+        assert len(hashes) == len(grams) > 0
+        for gram, value in zip(grams, hashes.tolist(), strict=True):
+            assert seen.setdefault(gram, value) == value
+    # No two different n-grams share a hash.
+    assert len(set(seen.values())) == len(seen) > 100_000
+
+
+def test_texts_shorter_than_the_ngram_have_no_shingles():
+    assert shingle_hashes("four words are here", 5).size == 0
+    assert shingle_hashes("", 5).size == 0
+    assert shingle_hashes("five words are here now", 5).size == 1
+
+
+def test_shingles_do_not_depend_on_the_python_process(reviews):
+    text = normalize_text(reviews[0].text)
+    code = (
+        "import sys; from beamtrove.transforms.dedup import shingle_hashes;"
+        "print(shingle_hashes(sys.stdin.read(), 5).tolist())"
+    )
+    outputs = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            input=text,
+            capture_output=True,
+            text=True,
+            check=True,
+            env={"PYTHONHASHSEED": seed},
+        ).stdout
+        for seed in ("1", "2")
+    }
+    assert outputs == {str(shingle_hashes(text, 5).tolist()) + "\n"}
+    assert shingle_hashes(text, 5).dtype == np.uint64
