@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import random
 import subprocess
 import sys
 import zipfile
@@ -13,6 +14,7 @@ import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
+from beamtrove.document import Document
 from beamtrove.stats import collect_stats
 
 SHARED = pathlib.Path(__file__).resolve().parents[1].parent / "shared"
@@ -87,6 +89,20 @@ def state_union(data_dir) -> dict[str, str]:
 def inaugural(data_dir) -> dict[str, str]:
     """The 59 inaugural addresses, keyed ``1789-Washington`` and so on."""
     return zip_texts(data_dir / "text-corpora" / "nltk_data" / "inaugural.zip")
+
+
+def near_copy(text: str, fraction: float, seed: int) -> str:
+    """``text`` with ``fraction`` of its words replaced by other words of the same text (as make_warc.py does)."""
+    rng = random.Random(seed)
+    words = text.split()
+    return " ".join(rng.choice(words) if rng.random() < fraction else word for word in words)
+
+
+@pytest.fixture(scope="session")
+def reviews(movie_reviews) -> list[Document]:
+    """200 real movie reviews, ids ``review-000`` and on."""
+    texts = list(movie_reviews.values())[:200]
+    return [Document(text, f"review-{number:03d}") for number, text in enumerate(texts)]
 
 
 def run_and_collect(build) -> dict:

@@ -12,7 +12,7 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from beamtrove.document import Document
 from beamtrove.transforms.dedup import ClusterMember, MinHashConfig, MinHashDedup, MinHasher, sketch_agreement
-from tests.transforms.dedup.conftest import near_copy
+from tests.conftest import near_copy
 
 
 def test_signatures_are_deterministic_and_shaped_by_the_config(reviews):

@@ -1,0 +1,149 @@
+"""Exact-content and URL dedup: documents grouped by a key, the first of each group kept.
+
+Both shuffle whole documents once (a ``GroupByKey`` on a hash of the key), so
+they scale with the runner's shuffle and need no side input.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import urllib.parse
+from collections.abc import Callable
+
+import apache_beam as beam
+
+from beamtrove.document import Document
+from beamtrove.metrics import StepMetrics
+from beamtrove.transforms.dedup.keep import ClusterMember, DedupOutputs, KeepOrder
+from beamtrove.transforms.dedup.minhash import CLUSTERS
+from beamtrove.transforms.dedup.shingles import normalize_text
+from beamtrove.transforms.filters.base import EXCLUDED, excluded_output
+
+__all__ = ["ExactDedup", "UrlDedup", "normalize_url"]
+
+_DEFAULT_PORTS = {"http": "80", "https": "443"}
+
+
+def normalize_url(url: str) -> str:
+    """``url`` with the differences that do not change the page folded away.
+
+    Lowercases scheme and host, drops default ports, the fragment, a
+    ``www.`` prefix and a trailing slash, and sorts the query parameters.
+    Text that does not parse as a URL is only stripped.
+    """
+    url = url.strip()
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return url
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").removeprefix("www.")
+    if port is not None and str(port) != _DEFAULT_PORTS.get(scheme):
+        host = f"{host}:{port}"
+    query = urllib.parse.urlencode(sorted(urllib.parse.parse_qsl(parts.query, keep_blank_values=True)))
+    return urllib.parse.urlunsplit((scheme, host, parts.path.rstrip("/"), query, ""))
+
+
+class _KeyDocumentsFn(beam.DoFn):
+    def __init__(self, key_of: Callable[[Document], str | None], metrics: StepMetrics):
+        self._key_of = key_of
+        self._metrics = metrics
+
+    def process(self, document: Document):
+        self._metrics.received()
+        key = self._key_of(document)
+        if key is None:
+            self._metrics.inc("no_key")
+            self._metrics.emitted()
+            yield document
+            return
+        digest = hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        yield beam.pvalue.TaggedOutput("keyed", (digest, document))
+
+
+class _KeepFirstFn(beam.DoFn):
+    def __init__(self, order: KeepOrder, reason: str, metrics: StepMetrics):
+        self._order = order
+        self._reason = reason
+        self._metrics = metrics
+
+    def process(self, grouped):
+        _, documents = grouped
+        documents = sorted(documents, key=self._order.node)
+        first = documents[0]
+        self._metrics.emitted()
+        yield first
+        for duplicate in documents[1:]:
+            self._metrics.dropped(self._reason)
+            yield beam.pvalue.TaggedOutput(CLUSTERS, ClusterMember(duplicate.id, first.id, len(documents)))
+            yield excluded_output(duplicate, self._reason, duplicate_of=first.id)
+
+
+class _KeepFirstPerKey(beam.PTransform):
+    def __init__(self, key_of: Callable[[Document], str | None], keep_by: str | None, reason: str, step: str):
+        super().__init__()
+        self._key_of = key_of
+        self._order = KeepOrder(keep_by)
+        self._reason = reason
+        self._metrics = StepMetrics(step)
+
+    def expand(self, documents):
+        unkeyed, keyed = documents | "Key" >> beam.ParDo(_KeyDocumentsFn(self._key_of, self._metrics)).with_outputs(
+            "keyed", main="unkeyed"
+        )
+        first = (
+            keyed
+            | "GroupByKey" >> beam.GroupByKey()
+            | "KeepFirst"
+            >> beam.ParDo(_KeepFirstFn(self._order, self._reason, self._metrics)).with_outputs(
+                EXCLUDED, CLUSTERS, main="kept"
+            )
+        )
+        kept = (first.kept, unkeyed) | "Kept" >> beam.Flatten()
+        return DedupOutputs(kept, first.excluded, first.clusters)
+
+
+class ExactDedup(_KeepFirstPerKey):
+    """Keeps one document per distinct text; the others go to ``excluded`` with reason ``exact_duplicate``.
+
+    Returns :class:`DedupOutputs`. Removed documents get ``duplicate_of``.
+    Counters: ``beamtrove/<step>``: ``in``, ``out``, ``dropped.exact_duplicate``.
+
+    Args:
+        normalized: Compare texts after :func:`normalize_text` (case,
+            punctuation, spacing, accents and digits ignored) rather than as they are.
+        keep_by: See :class:`KeepOrder`.
+        step: Stats name.
+    """
+
+    def __init__(self, normalized: bool = False, keep_by: str | None = None, step: str = "exact_dedup"):
+        key_of = _normalized_text if normalized else _text
+        super().__init__(key_of, keep_by, "exact_duplicate", step)
+
+
+class UrlDedup(_KeepFirstPerKey):
+    """Keeps one document per :func:`normalize_url` of its ``url`` metadata; reason ``url_duplicate``.
+
+    Documents without a URL are kept (counter ``no_key``). Returns :class:`DedupOutputs`.
+
+    Args:
+        keep_by: See :class:`KeepOrder` (for example ``"-date"`` keeps the latest crawl of a URL).
+        step: Stats name.
+    """
+
+    def __init__(self, keep_by: str | None = None, step: str = "url_dedup"):
+        super().__init__(_normalized_url, keep_by, "url_duplicate", step)
+
+
+def _text(document: Document) -> str:
+    return document.text
+
+
+def _normalized_text(document: Document) -> str:
+    return normalize_text(document.text)
+
+
+def _normalized_url(document: Document) -> str | None:
+    url = document.metadata.get("url")
+    return normalize_url(url) if isinstance(url, str) and url.strip() else None

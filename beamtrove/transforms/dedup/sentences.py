@@ -1,0 +1,161 @@
+"""C4-style span dedup: sentence spans repeated across the corpus are cut out of all but one document.
+
+Boilerplate that survives extraction (cookie notices, newsletter pitches,
+"all rights reserved" blocks) repeats verbatim over thousands of pages. As in
+C4, every run of ``span_sentences`` consecutive sentences is hashed after
+:func:`~beamtrove.transforms.dedup.shingles.normalize_text` (sentences of
+punctuation alone are skipped); a span seen more
+than once is kept where it first occurs (the first document in
+:class:`KeepOrder`, then the first position) and removed everywhere else,
+inside the same document too. Documents left with fewer than
+``min_doc_words`` words are dropped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+
+import apache_beam as beam
+import regex
+
+from beamtrove.document import Document
+from beamtrove.metrics import StepMetrics
+from beamtrove.text import TERMINAL_PUNCTUATION
+from beamtrove.transforms.dedup.keep import KeepOrder
+from beamtrove.transforms.dedup.shingles import normalize_text
+from beamtrove.transforms.filters.base import EXCLUDED, excluded_output
+
+__all__ = ["SentenceDedup", "split_sentences"]
+
+# A sentence ends after terminal punctuation (and the quotes or brackets closing
+# it) followed by whitespace, or at a line break.
+_SENTENCE_END = regex.compile(
+    "[" + regex.escape("".join(TERMINAL_PUNCTUATION)) + "]+[\"'\u201d\u2019\u00bb)\\]]*\\s+|\\n\\s*",
+)
+
+
+def split_sentences(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` character offsets of the sentences of ``text``, trailing whitespace included.
+
+    The sentences tile the text: joining the slices gives ``text`` back.
+    """
+    bounds = []
+    start = 0
+    for match in _SENTENCE_END.finditer(text):
+        if match.end() > start:
+            bounds.append((start, match.end()))
+            start = match.end()
+    if start < len(text):
+        bounds.append((start, len(text)))
+    return bounds
+
+
+def _worded_sentences(text: str) -> list[tuple[int, int, str]]:
+    """``(start, end, normalized text)`` of the sentences that hold words.
+
+    A sentence of punctuation alone (the dots of an ellipsis written
+    ``. . .``) would make spans that differ only by it look equal.
+    """
+    sentences = []
+    for start, end in split_sentences(text):
+        normalized = normalize_text(text[start:end])
+        if normalized:
+            sentences.append((start, end, normalized))
+    return sentences
+
+
+class _SpanKeysFn(beam.DoFn):
+    def __init__(self, span_sentences: int, order: KeepOrder):
+        self._span_sentences = span_sentences
+        self._order = order
+
+    def process(self, document: Document):
+        node = self._order.node(document)
+        yield beam.pvalue.TaggedOutput("documents", (node, document))
+        sentences = [normalized for _, _, normalized in _worded_sentences(document.text)]
+        for first in range(len(sentences) - self._span_sentences + 1):
+            span = "\n".join(sentences[first : first + self._span_sentences])
+            yield hashlib.blake2b(span.encode("utf-8", "surrogatepass"), digest_size=12).digest(), (node, first)
+
+
+def _repeats(grouped):
+    _, occurrences = grouped
+    occurrences = sorted(set(occurrences))
+    yield from occurrences[1:]
+
+
+class _CutRepeatsFn(beam.DoFn):
+    def __init__(self, span_sentences: int, min_doc_words: int, metrics: StepMetrics):
+        self._span_sentences = span_sentences
+        self._min_doc_words = min_doc_words
+        self._metrics = metrics
+
+    def process(self, joined):
+        _, (documents, repeated_spans) = joined
+        repeated_spans = set(repeated_spans)
+        for document in documents:
+            self._metrics.received()
+            if not repeated_spans:
+                self._metrics.emitted()
+                yield document
+                continue
+            sentences = _worded_sentences(document.text)
+            cut = sorted({number for first in repeated_spans for number in range(first, first + self._span_sentences)})
+            pieces, position = [], 0
+            for number in cut:
+                start, end, _ = sentences[number]
+                pieces.append(document.text[position:start])
+                position = end
+            pieces.append(document.text[position:])
+            text = "".join(pieces)
+            self._metrics.inc("spans_removed", len(repeated_spans))
+            self._metrics.inc("chars_removed", len(document.text) - len(text))
+            if len(text.split()) < self._min_doc_words:
+                self._metrics.dropped("sentence_dedup_too_short")
+                yield excluded_output(document, "sentence_dedup_too_short")
+                continue
+            self._metrics.emitted()
+            yield dataclasses.replace(document, text=text)
+
+
+class SentenceDedup(beam.PTransform):
+    """Cuts sentence spans repeated across documents out of all but their first occurrence.
+
+    Returns a ``DoOutputsTuple``: ``.kept`` (documents, shortened where spans
+    were cut) and ``.excluded`` (documents left with fewer than
+    ``min_doc_words`` words, reason ``sentence_dedup_too_short``). Counters:
+    ``beamtrove/<step>``: ``in``, ``out``, ``dropped.sentence_dedup_too_short``,
+    ``spans_removed``, ``chars_removed``.
+
+    Args:
+        span_sentences: Sentences per span (C4 used 3).
+        min_doc_words: Drop documents with fewer whitespace-separated words once cut.
+        keep_by: See :class:`KeepOrder`: where a repeated span survives.
+        step: Stats name.
+    """
+
+    def __init__(
+        self, span_sentences: int = 3, min_doc_words: int = 50, keep_by: str | None = None, step: str = "sentence_dedup"
+    ):
+        super().__init__()
+        if span_sentences < 1:
+            raise ValueError(f"span_sentences must be at least 1 (got {span_sentences}).")
+        self._span_sentences = span_sentences
+        self._min_doc_words = min_doc_words
+        self._order = KeepOrder(keep_by)
+        self._metrics = StepMetrics(step)
+
+    def expand(self, documents):
+        spans, keyed_documents = documents | "SpanKeys" >> beam.ParDo(
+            _SpanKeysFn(self._span_sentences, self._order)
+        ).with_outputs("documents", main="spans")
+        repeated = spans | "GroupBySpan" >> beam.GroupByKey() | "Repeats" >> beam.FlatMap(_repeats)
+        return (
+            (keyed_documents, repeated)
+            | "JoinRepeats" >> beam.CoGroupByKey()
+            | "CutRepeats"
+            >> beam.ParDo(_CutRepeatsFn(self._span_sentences, self._min_doc_words, self._metrics)).with_outputs(
+                EXCLUDED, main="kept"
+            )
+        )
