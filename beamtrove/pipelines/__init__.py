@@ -16,6 +16,7 @@ __all__ = ["PIPELINES", "load_pipeline"]
 
 PIPELINES = {
     "convert": "beamtrove.pipelines.convert",
+    "dedup": "beamtrove.pipelines.dedup",
     "extract": "beamtrove.pipelines.extract",
     "fineweb": "beamtrove.pipelines.fineweb",
     "merge_tokens": "beamtrove.pipelines.merge_tokens",

@@ -1,0 +1,110 @@
+"""The dedup pipeline through the CLI: every step, its exclusions, cluster map and stats."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import pathlib
+
+import pytest
+
+from beamtrove.cli import main
+from tests.conftest import near_copy
+
+BOILERPLATE = "Subscribe to our newsletter. Reviews are the opinion of their authors. All rights reserved. "
+
+
+def _rows(folder: pathlib.Path) -> list[dict]:
+    rows = []
+    for path in sorted(folder.glob("*.jsonl.gz")):
+        with gzip.open(path, "rt", encoding="utf-8") as lines:
+            rows.extend(json.loads(line) for line in lines)
+    return rows
+
+
+@pytest.fixture(scope="module")
+def corpus(reviews, tmp_path_factory) -> pathlib.Path:
+    """80 reviews with URLs, 3 exact copies, 3 near copies, a URL duplicate, boilerplate on two of them."""
+    rows = [{"id": d.id, "text": d.text, "metadata": {"url": f"https://reviews.example/{d.id}"}} for d in reviews[:80]]
+    rows += [
+        {**rows[n], "id": f"{rows[n]['id']}-exact", "metadata": {"url": f"https://mirror.example/{n}"}}
+        for n in range(3)
+    ]
+    rows += [
+        {
+            "id": f"{rows[n]['id']}-near",
+            "text": near_copy(rows[n]["text"], 0.01, seed=n),
+            "metadata": {"url": f"https://near.example/{n}"},
+        }
+        for n in range(10, 13)
+    ]
+    rows.append(
+        {
+            "id": "review-050-again",
+            "text": reviews[150].text,
+            "metadata": {"url": "https://www.REVIEWS.example/review-050/"},
+        }
+    )
+    rows[20]["text"] = BOILERPLATE + rows[20]["text"]
+    rows[30]["text"] = BOILERPLATE + rows[30]["text"]
+    folder = tmp_path_factory.mktemp("dedup-input")
+    with (folder / "part-0.jsonl").open("w", encoding="utf-8") as out:
+        out.writelines(json.dumps(row) + "\n" for row in rows)
+    return folder
+
+
+def test_every_step_removes_its_duplicates_and_says_why(corpus, tmp_path):
+    output = tmp_path / "out"
+    argv = ["run", "dedup", "--input", str(corpus / "*.jsonl"), "--output", str(output), "--cluster_map"]
+    assert main([*argv, "--dedup", "sentence,minhash,url,exact", "--progress_interval", "0"]) == 0
+    excluded = {
+        step: sorted(row["id"] for row in _rows(output / "excluded" / step)) for step in ("exact", "url", "minhash")
+    }
+    assert excluded == {
+        "exact": ["review-000-exact", "review-001-exact", "review-002-exact"],
+        "url": ["review-050-again"],
+        "minhash": ["review-010-near", "review-011-near", "review-012-near"],
+    }
+    clusters = sorted(
+        (row["id"], row["kept_id"], row["cluster_size"]) for row in _rows(output / "clusters" / "minhash")
+    )
+    assert clusters == [(f"review-0{n}-near", f"review-0{n}", 2) for n in (10, 11, 12)]
+    kept = {row["id"]: row["text"] for row in _rows(output / "documents")}
+    assert len(kept) == 80
+    # The boilerplate stays in the first review that has it.
+    assert kept["review-020"].startswith(BOILERPLATE) and not kept["review-030"].startswith("Subscribe")
+    steps = json.loads((output / "stats.json").read_text())["steps"]
+    assert steps["exact_dedup"]["counters"]["dropped.exact_duplicate"] == 3
+    assert steps["minhash_remove"]["counters"] == {"in": 83, "out": 80, "dropped.minhash_duplicate": 3}
+    # The boilerplate, and a real repeat: review-010 spells "l . i . e ." twice (one-letter sentences).
+    assert steps["sentence_dedup"]["counters"]["spans_removed"] == 2
+
+
+def test_minhash_alone_reads_the_input_twice_and_agrees(corpus, tmp_path):
+    output = tmp_path / "out"
+    argv = ["run", "dedup", "--input", str(corpus / "*.jsonl"), "--output", str(output), "--minhash_threshold", "0.8"]
+    assert main([*argv, "--progress_interval", "0"]) == 0
+    removed = sorted(row["id"] for row in _rows(output / "excluded" / "minhash"))
+    assert removed == [
+        "review-000-exact",
+        "review-001-exact",
+        "review-002-exact",
+        "review-010-near",
+        "review-011-near",
+        "review-012-near",
+    ]
+    assert len(_rows(output / "documents")) == 81
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        (["--dedup", "minhash,fuzzy"], "--dedup takes"),
+        (["--keep_by", "-"], "keep_by must name"),
+        (["--minhash_threshold", "2"], "threshold must be in"),
+    ],
+)
+def test_bad_options_fail_before_running(corpus, tmp_path, capsys, option, message):
+    argv = ["run", "dedup", "--input", str(corpus / "*.jsonl"), "--output", str(tmp_path / "out"), *option]
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
