@@ -18,7 +18,14 @@ from collections.abc import Iterator
 
 from benchmarks.warc_sets import SHARED, warc_set
 
-__all__ = ["SHARED", "TOKENIZER", "datatrove_tokenize_command", "extracted_texts", "prepare_documents"]
+__all__ = [
+    "SHARED",
+    "TOKENIZER",
+    "datatrove_tokenize_command",
+    "extract_warc_set",
+    "extracted_texts",
+    "prepare_documents",
+]
 
 TOKENIZER = SHARED / "data" / "tokenizers" / "gpt2" / "tokenizer.json"
 
@@ -63,9 +70,14 @@ def datatrove_tokenize_command(
     return [str(python), "-c", _DATATROVE_TOKENIZE, str(source), str(output), str(TOKENIZER), str(tasks), *flags]
 
 
-def _extract(workdir: pathlib.Path, records: int, files: int, seed: int) -> pathlib.Path:
+def extract_warc_set(
+    workdir: pathlib.Path, records: int, files: int, seed: int, extractor: str = "trafilatura"
+) -> pathlib.Path:
+    """``beamtrove run extract``'s output folder for a make_warc set, extracted once per work directory."""
     warc_dir = warc_set(workdir, records, files, seed)
-    extracted = workdir / f"extracted-r{records}-f{files}-s{seed}"
+    # Trafilatura's folder keeps its original name, so that earlier work directories are reused.
+    flavour = "" if extractor == "trafilatura" else f"{extractor}-"
+    extracted = workdir / f"extracted-{flavour}r{records}-f{files}-s{seed}"
     if not (extracted / "stats.json").exists():
         print(f"extracting {warc_dir} (once)", file=sys.stderr)
         subprocess.run(
@@ -79,6 +91,8 @@ def _extract(workdir: pathlib.Path, records: int, files: int, seed: int) -> path
                 str(extracted),
                 "--progress_interval",
                 "0",
+                "--extractor",
+                extractor,
             ],
             check=True,
             stdout=subprocess.DEVNULL,
@@ -108,7 +122,7 @@ def prepare_documents(
     workdir: pathlib.Path, *, records: int = 3000, files: int = 4, seed: int = 1, repeat: int = 1
 ) -> pathlib.Path:
     """``<workdir>/.../documents.jsonl``: the extracted texts ``repeat`` times over, some with ``no_loss_ranges``."""
-    extracted = _extract(workdir, records, files, seed)
+    extracted = extract_warc_set(workdir, records, files, seed)
     ordered = workdir / f"ordered-r{records}-f{files}-s{seed}-x{repeat}" / "documents.jsonl"
     if ordered.exists():
         return ordered

@@ -1,0 +1,149 @@
+"""MinHash dedup accuracy against exact Jaccard, and parity with DataTrove's four MinHash stages.
+
+On a make_warc.py set (real pages plus exact and near copies) extracted by
+``beamtrove run extract`` (trafilatura), this:
+
+* runs ``beamtrove run dedup --dedup minhash --cluster_map`` twice (5-grams,
+  14 buckets x 8 hashes): by default, which links every pair sharing a
+  bucket as DataTrove does, and with ``--minhash_threshold`` (the
+  ``--threshold`` below), which verifies each link on the whole signature;
+* computes, by brute force, the exact Jaccard similarity of the sets of
+  word 5-grams of every pair of documents that could reach the threshold
+  (a pair's Jaccard is at most the ratio of its set sizes, so only pairs
+  within that ratio are compared), on the same normalized words;
+* prints, for both runs, pair recall (true pairs, Jaccard >= ``--threshold``,
+  that ended in one cluster) and pair precision (pairs of one cluster whose
+  Jaccard is >= the threshold); goals (with the threshold): recall >= 0.95,
+  precision >= 0.99;
+* runs DataTrove 0.10.1's MinhashDedupSignature → Buckets → Cluster →
+  Filter on the same JSONL files (LocalPipelineExecutor, 4 tasks, 2
+  workers) and compares its removed-document count with the default run's
+  (same algorithm; goal: within 1 %).
+
+Usage:
+    python -m benchmarks.dedup_accuracy [--records 3000] [--threshold 0.85] [--workdir DIR] [--datatrove-venv PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import gzip
+import itertools
+import json
+import pathlib
+import shutil
+import subprocess
+import sys
+
+from beamtrove.transforms.dedup import normalize_text
+from benchmarks.datatrove_env import DEFAULT_VENV, datatrove_python
+from benchmarks.dedup_inputs import datatrove_minhash_command, datatrove_removed_ids, excluded_ids, split_documents
+
+PRECISION_GOAL = 0.99
+RECALL_GOAL = 0.95
+COUNT_GOAL = 0.01
+N_GRAMS = 5
+
+
+def _shingle_sets(folder: pathlib.Path) -> dict[str, frozenset[str]]:
+    shingles = {}
+    for path in sorted(folder.glob("*.jsonl.gz")):
+        with gzip.open(path, "rt", encoding="utf-8") as lines:
+            for line in lines:
+                row = json.loads(line)
+                words = normalize_text(row["text"]).split()
+                grams = range(len(words) - N_GRAMS + 1)
+                shingles[row["id"]] = frozenset(" ".join(words[i : i + N_GRAMS]) for i in grams)
+    return shingles
+
+
+def _jaccard(first: frozenset, second: frozenset) -> float:
+    shared = len(first & second)
+    return shared / (len(first) + len(second) - shared)
+
+
+def _true_pairs(shingles: dict[str, frozenset[str]], threshold: float) -> set[tuple[str, str]]:
+    """Pairs with Jaccard >= threshold; only pairs whose size ratio allows it are compared."""
+    by_size = sorted((len(grams), doc_id) for doc_id, grams in shingles.items() if grams)
+    pairs = set()
+    for position, (size, doc_id) in enumerate(by_size):
+        for other_size, other_id in itertools.islice(by_size, position + 1, None):
+            if size < threshold * other_size:
+                break
+            if _jaccard(shingles[doc_id], shingles[other_id]) >= threshold:
+                pairs.add(tuple(sorted((doc_id, other_id))))
+    return pairs
+
+
+def _cluster_pairs(cluster_map: pathlib.Path) -> set[tuple[str, str]]:
+    clusters = collections.defaultdict(set)
+    for path in sorted(cluster_map.glob("*.jsonl*")):
+        with gzip.open(path, "rt", encoding="utf-8") as lines:
+            for line in lines:
+                row = json.loads(line)
+                clusters[row["kept_id"]].update((row["id"], row["kept_id"]))
+    return {tuple(sorted(pair)) for members in clusters.values() for pair in itertools.combinations(members, 2)}
+
+
+def _run_beamtrove(source: pathlib.Path, output: pathlib.Path, *options: str) -> None:
+    shutil.rmtree(output, ignore_errors=True)
+    command = ["beamtrove", "run", "dedup", "--input", str(source / "*.jsonl.gz"), "--output", str(output)]
+    subprocess.run(
+        [*command, "--cluster_map", "--progress_interval", "0", *options], check=True, stdout=subprocess.DEVNULL
+    )
+
+
+def _score(name: str, output: pathlib.Path, shingles, truth, threshold: float) -> tuple[float, float]:
+    """Prints and returns pair recall and precision of one run's clusters."""
+    found = _cluster_pairs(output / "clusters" / "minhash")
+    similarity = {pair: _jaccard(shingles[pair[0]], shingles[pair[1]]) for pair in found}
+    recall = len(truth & found) / len(truth)
+    precision = sum(value >= threshold for value in similarity.values()) / len(found)
+    low = sorted(value for value in similarity.values() if value < threshold)
+    print(f"{name}: {len(found)} clustered pairs; recall {recall:.4f}, missed {len(truth - found)};")
+    print(f"    precision {precision:.4f}; {len(low)} pairs below {threshold}", end="")
+    print(f" (Jaccard {low[0]:.3f} to {low[-1]:.3f})" if low else "")
+    return recall, precision
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--records", type=int, default=3000)
+    parser.add_argument("--threshold", type=float, default=0.85)
+    parser.add_argument("--workdir", type=pathlib.Path, default=pathlib.Path("/tmp/beamtrove-tok"))
+    parser.add_argument("--datatrove-venv", type=pathlib.Path, default=DEFAULT_VENV)
+    args = parser.parse_args()
+
+    source = split_documents(args.workdir, records=args.records, files=4)
+    default = args.workdir / f"dedup-accuracy-r{args.records}"
+    verified = args.workdir / f"dedup-accuracy-verified-r{args.records}"
+    _run_beamtrove(source, default)
+    _run_beamtrove(source, verified, "--minhash_threshold", str(args.threshold))
+
+    shingles = _shingle_sets(source)
+    truth = _true_pairs(shingles, args.threshold)
+    print(f"documents: {len(shingles)}; pairs with Jaccard >= {args.threshold}: {len(truth)}")
+    _score("default (links every pair sharing a bucket)", default, shingles, truth, args.threshold)
+    recall, precision = _score(f"--minhash_threshold {args.threshold}", verified, shingles, truth, args.threshold)
+    print(f"goals with the threshold: recall >= {RECALL_GOAL}, precision >= {PRECISION_GOAL}")
+
+    work = args.workdir / f"dedup-accuracy-datatrove-r{args.records}"
+    shutil.rmtree(work, ignore_errors=True)
+    python = datatrove_python(args.datatrove_venv)
+    with (args.workdir / f"{work.name}.log").open("w") as log:
+        subprocess.run(datatrove_minhash_command(python, source, work, 4), check=True, stdout=log, stderr=log)
+    theirs = datatrove_removed_ids(work)
+    removed = excluded_ids(default / "excluded" / "minhash")
+    verified_removed = excluded_ids(verified / "excluded" / "minhash")
+    difference = abs(len(removed) - len(theirs)) / len(theirs)
+    print(f"removed: DataTrove {len(theirs)}; beamtrove default {len(removed)}, difference {difference:.2%}", end="")
+    print(f" (goal {COUNT_GOAL:.0%}); beamtrove with the threshold {len(verified_removed)}")
+    print(f"removed by both: {len(removed & theirs)} (the rest differ in which member of a cluster is kept)")
+    passed = recall >= RECALL_GOAL and precision >= PRECISION_GOAL and difference <= COUNT_GOAL
+    print("PASS" if passed else "FAIL")
+    return 0 if passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
