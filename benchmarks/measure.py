@@ -20,13 +20,15 @@ class TreeMonitor:
     Attributes:
         peak_pss: Highest summed PSS of the process and its descendants, bytes.
         peak_rss: Highest summed RSS, bytes (counts shared pages once per process).
+        peak_process_pss: Highest PSS of any single process of the tree, bytes:
+            the memory one worker needs.
         other_cores: Mean CPU cores busy outside the tree: other work on the
             machine slows the run and makes extraction time out.
     """
 
     def __init__(self, root: int):
         self.root = root
-        self.peak_pss = self.peak_rss = 0
+        self.peak_pss = self.peak_rss = self.peak_process_pss = 0
         self.other_cores = 0.0
         self._tree_ticks: dict[int, int] = {}
         self._stop = threading.Event()
@@ -89,6 +91,7 @@ class TreeMonitor:
             sizes = [self._memory(pid) for pid in self._tree()]
             self.peak_pss = max(self.peak_pss, sum(pss for pss, _ in sizes))
             self.peak_rss = max(self.peak_rss, sum(rss for _, rss in sizes))
+            self.peak_process_pss = max(self.peak_process_pss, *(pss for pss, _ in sizes), 0)
             self._stop.wait(SAMPLE_SECONDS)
 
 
