@@ -9,6 +9,7 @@ document, so groups and graph components pick their survivor with ``min``.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any, NamedTuple
 
 from beamtrove.document import Document
@@ -17,6 +18,10 @@ __all__ = ["ClusterMember", "DedupOutputs", "KeepOrder"]
 
 # Documents whose keep_by value is a number sort before those with a string, which sort before those without one.
 _NUMBER, _STRING, _MISSING = 0, 1, 2
+
+
+def _is_nan(value: float | int | str) -> bool:
+    return isinstance(value, float) and math.isnan(value)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,7 +46,8 @@ class KeepOrder:
             return document.id
         descending = self.keep_by.startswith("-")
         value = document.metadata.get(self.keep_by.lstrip("-"))
-        if isinstance(value, bool) or not isinstance(value, int | float | str):
+        # NaN compares false with everything and would break the order; it counts as missing.
+        if isinstance(value, bool) or not isinstance(value, int | float | str) or _is_nan(value):
             return (_MISSING, 0, document.id)
         if isinstance(value, str):
             # Negated code points, then a terminator above them all, reverse the string order.

@@ -25,8 +25,10 @@ def test_keep_by_orders_numbers_then_strings_then_missing_ties_by_id():
         Document("", "numeric", metadata={"date": 20230101}),
         Document("", "b-tie", metadata={"date": "2023-01-15"}),
         Document("", "bool", metadata={"date": True}),
+        Document("", "nan", metadata={"date": float("nan")}),
     ]
-    assert _sorted_ids(KeepOrder("date"), documents) == ["numeric", "b-tie", "early", "late", "bool", "missing"]
+    expected = ["numeric", "b-tie", "early", "late", "bool", "missing", "nan"]
+    assert _sorted_ids(KeepOrder("date"), documents) == expected
 
 
 def test_a_leading_minus_prefers_the_largest_value():
