@@ -69,15 +69,26 @@ class _KeepFirstFn(beam.DoFn):
         self._metrics = metrics
 
     def process(self, grouped):
+        # Two passes over the group rather than a sorted copy: a group can be huge (every empty page).
         _, documents = grouped
-        documents = sorted(documents, key=self._order.node)
-        first = documents[0]
-        self._metrics.emitted()
-        yield first
-        for duplicate in documents[1:]:
+        size = 0
+        first_node = None
+        for document in documents:
+            size += 1
+            node = self._order.node(document)
+            if first_node is None or node < first_node:
+                first_node = node
+        first_id = KeepOrder.document_id(first_node)
+        first_seen = False
+        for document in documents:
+            if not first_seen and self._order.node(document) == first_node:
+                first_seen = True
+                self._metrics.emitted()
+                yield document
+                continue
             self._metrics.dropped(self._reason)
-            yield beam.pvalue.TaggedOutput(CLUSTERS, ClusterMember(duplicate.id, first.id, len(documents)))
-            yield excluded_output(duplicate, self._reason, duplicate_of=first.id)
+            yield beam.pvalue.TaggedOutput(CLUSTERS, ClusterMember(document.id, first_id, size))
+            yield excluded_output(document, self._reason, duplicate_of=first_id)
 
 
 class _KeepFirstPerKey(beam.PTransform):

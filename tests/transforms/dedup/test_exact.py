@@ -60,6 +60,16 @@ def test_normalize_url(url, normalized):
     assert normalize_url(url) == normalized
 
 
+def test_exact_dedup_keeps_by_priority_in_large_groups(reviews):
+    dated = [dataclasses.replace(reviews[7], id=f"mirror-{n:03d}", metadata={"score": n % 37}) for n in range(300)]
+    with TestPipeline() as pipeline:
+        result = pipeline | beam.Create(dated) | ExactDedup(keep_by="-score")
+        # Scores 36 go to ids 36, 73, ...: the smallest id among the highest scores survives.
+        assert_that(_ids(result.kept, "KeptIds"), equal_to(["mirror-036"]))
+        sizes = result.clusters | beam.Map(lambda member: (member.kept_id, member.cluster_size))
+        assert_that(sizes | beam.Distinct(), equal_to([("mirror-036", 300)]), label="Sizes")
+
+
 def test_url_dedup_keeps_by_priority_and_passes_documents_without_url(reviews):
     documents = [
         dataclasses.replace(reviews[0], metadata={"url": "http://www.site.com/page/", "date": "2024-01-01"}),
