@@ -28,6 +28,8 @@ _SEPARATORS = regex.compile(r"[\p{P}\p{S}\p{C}\s]+")
 _BASE = np.uint64(0x9E3779B97F4A7C15)
 _INVERSE_BASE = np.uint64(pow(int(_BASE), -1, 1 << 64))
 _SPACE = ord(" ")
+# Powers kept per process: enough for documents up to 1 MiB of UTF-8.
+_CACHED_POWERS = 1 << 20
 
 
 def normalize_text(text: str) -> str:
@@ -49,8 +51,11 @@ class _Powers:
         self.inverse = np.ones(1, dtype=np.uint64)
 
     def upto(self, length: int) -> tuple[np.ndarray, np.ndarray]:
+        if length > _CACHED_POWERS:
+            # A rare huge document gets its own powers rather than growing the cache for good.
+            return _geometric(_BASE, length), _geometric(_INVERSE_BASE, length)
         if length > len(self.forward):
-            size = max(length, 2 * len(self.forward))
+            size = min(max(length, 2 * len(self.forward)), _CACHED_POWERS)
             self.forward = _geometric(_BASE, size)
             self.inverse = _geometric(_INVERSE_BASE, size)
         return self.forward[:length], self.inverse[:length]

@@ -66,3 +66,15 @@ def test_shingles_do_not_depend_on_the_python_process(reviews):
     }
     assert outputs == {str(shingle_hashes(text, 5).tolist()) + "\n"}
     assert shingle_hashes(text, 5).dtype == np.uint64
+
+
+def test_documents_beyond_the_cached_powers_hash_the_same_ngrams_alike(reviews):
+    words = normalize_text(reviews[5].text).split()
+    repeats = (1 << 20) // len(" ".join(words)) + 2
+    text = " ".join(words * repeats)
+    assert len(text.encode()) > 1 << 20
+    hashes = shingle_hashes(text, 5)
+    period = len(words)
+    # The same 5-gram recurs every len(words) positions, before and after the first MiB.
+    assert np.array_equal(hashes[period:], hashes[:-period])
+    assert np.array_equal(hashes[: period - 4], shingle_hashes(" ".join(words), 5))
