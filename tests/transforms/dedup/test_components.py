@@ -68,7 +68,7 @@ def test_chains_of_10000_nodes_in_any_label_order_form_one_component_each():
     assert _last_round_changes(stats, 30) == 0
 
 
-def test_stars_and_random_graph_with_singletons_match_union_find():
+def test_stars_giant_component_and_random_graph_with_singletons_match_union_find():
     rng = random.Random(7)
     edges = []
     # Stars whose centre is the largest, the smallest or a middle node, edges in both directions.
@@ -77,6 +77,8 @@ def test_stars_and_random_graph_with_singletons_match_union_find():
     edges += [(7500, leaf) for leaf in range(7000, 8000) if leaf != 7500]
     # A sparse random graph: many pairs and small trees, most of its 20,000 nodes isolated (and absent).
     edges += [(rng.randrange(20_000, 40_000), rng.randrange(20_000, 40_000)) for _ in range(3000)]
+    # A dense random graph: one giant component of about 2000 nodes.
+    edges += [(rng.randrange(50_000, 52_000), rng.randrange(50_000, 52_000)) for _ in range(8000)]
     # Repeated edges and self-loops change nothing.
     edges += edges[:500] + [(node, node) for node in range(100, 200)]
     pipeline, result = _components(edges)
