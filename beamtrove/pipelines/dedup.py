@@ -22,6 +22,7 @@ from beamtrove.pipelines.inputs import RowInputOptions, document_reader
 from beamtrove.pipelines.warc_text import write_documents
 from beamtrove.transforms.dedup import (
     ClusterMember,
+    DedupOutputs,
     ExactDedup,
     MinHashClusters,
     MinHashConfig,
@@ -126,7 +127,7 @@ def build(pipeline: beam.Pipeline, options: PipelineOptions) -> None:
             result = documents | "MinHashDedup" >> RemoveClustered(clusters, own.keep_by)
         else:
             result = documents | "SentenceDedup" >> SentenceDedup(own.span_sentences, own.min_doc_words, own.keep_by)
-        _write_removed(result, step, output, options)  # sentence dedup has no cluster map
+        _write_removed(result, step, output, options)
         documents = result.kept
     write_documents(documents, [read_errors], output, options)
 
@@ -137,7 +138,8 @@ def _write_removed(result, step: str, output: str, options: PipelineOptions) -> 
         "part-${shard}.jsonl.gz",
         max_file_size=options.view_as(BeamtroveOptions).max_file_size,
     )
-    if options.view_as(Options).cluster_map and step != "sentence":
+    # Sentence dedup shortens documents rather than grouping them: it has no cluster map.
+    if options.view_as(Options).cluster_map and isinstance(result, DedupOutputs):
         result.clusters | f"WriteClusters_{step}" >> WriteFiles(
             join(output, CLUSTERS_DIR, step),
             "part-${shard}.jsonl.gz",
