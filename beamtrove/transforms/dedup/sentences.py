@@ -80,9 +80,12 @@ class _SpanKeysFn(beam.DoFn):
 
 
 def _repeats(grouped):
+    # Two passes rather than a sorted copy: boilerplate spans occur on millions of pages.
     _, occurrences = grouped
-    occurrences = sorted(set(occurrences))
-    yield from occurrences[1:]
+    first = min(occurrences)
+    for occurrence in occurrences:
+        if occurrence != first:
+            yield occurrence
 
 
 class _CutRepeatsFn(beam.DoFn):

@@ -44,21 +44,23 @@ def normalize_text(text: str) -> str:
 
 
 class _Powers:
-    """``base**i`` and ``base**-i`` modulo 2**64 for i < length, grown on demand."""
+    """``base**i`` and ``base**-i`` modulo 2**64 for i < length, grown on demand.
+
+    Both arrays are swapped in as one tuple, so DoFn threads sharing the cache never see them out of step.
+    """
 
     def __init__(self):
-        self.forward = np.ones(1, dtype=np.uint64)
-        self.inverse = np.ones(1, dtype=np.uint64)
+        self._arrays = (np.ones(1, dtype=np.uint64), np.ones(1, dtype=np.uint64))
 
     def upto(self, length: int) -> tuple[np.ndarray, np.ndarray]:
         if length > _CACHED_POWERS:
             # A rare huge document gets its own powers rather than growing the cache for good.
             return _geometric(_BASE, length), _geometric(_INVERSE_BASE, length)
-        if length > len(self.forward):
-            size = min(max(length, 2 * len(self.forward)), _CACHED_POWERS)
-            self.forward = _geometric(_BASE, size)
-            self.inverse = _geometric(_INVERSE_BASE, size)
-        return self.forward[:length], self.inverse[:length]
+        forward, inverse = self._arrays
+        if length > len(forward):
+            size = min(max(length, 2 * len(forward)), _CACHED_POWERS)
+            forward, inverse = self._arrays = (_geometric(_BASE, size), _geometric(_INVERSE_BASE, size))
+        return forward[:length], inverse[:length]
 
 
 def _geometric(ratio: np.uint64, size: int) -> np.ndarray:
