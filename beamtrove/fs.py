@@ -8,6 +8,7 @@ the same way.
 from __future__ import annotations
 
 import dataclasses
+import json
 import posixpath
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -16,7 +17,17 @@ import fsspec
 from fsspec.core import url_to_fs
 from fsspec.implementations.local import LocalFileSystem
 
-__all__ = ["InputFile", "filesystem", "join", "match_inputs", "move", "open_url", "read_lines"]
+__all__ = [
+    "InputFile",
+    "filesystem",
+    "join",
+    "match_inputs",
+    "move",
+    "open_url",
+    "read_input_ranges",
+    "read_lines",
+    "write_input_ranges",
+]
 
 _GLOB_CHARS = "*?["
 
@@ -30,12 +41,25 @@ class InputFile:
         name: The path relative to the directory the pattern started from, with
             ``/`` separators. Ids derived from it survive moving a dataset
             between buckets or machines.
-        size: Size in bytes when matched.
+        size: Bytes to read: the file's size when matched, or the length of
+            its byte range.
+        start: Where the byte range starts, when ``end`` is set.
+        end: When set, only the bytes ``[start, end)`` of the (uncompressed)
+            file are read: the records that elastic shard workers were given.
+        first_index: The 0-based index, in the whole file, of the first line
+            or row the range holds, so row numbers and the ids derived from
+            them are those of a read of the whole file.
     """
 
     url: str
     name: str
     size: int
+    start: int = 0
+    end: int | None = None
+    first_index: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
 
 
 def filesystem(url: str, storage_options: Mapping[str, Any] | None = None):
@@ -96,7 +120,8 @@ def match_inputs(
 
     Args:
         patterns: One or more files, directories (searched recursively for
-            names ending in ``suffixes``) or glob patterns, as paths or URLs.
+            names ending in ``suffixes``) or glob patterns, as paths or URLs;
+            or already matched :class:`InputFile` entries, taken as they are.
         suffixes: File name endings accepted when a pattern is a directory.
         storage_options: Passed to the fsspec filesystem (credentials, ...).
 
@@ -104,12 +129,13 @@ def match_inputs(
         FileNotFoundError: A pattern matches nothing or a path does not exist;
             raised at pipeline construction, before any work starts.
     """
-    if isinstance(patterns, str):
+    if isinstance(patterns, (str, InputFile)):
         patterns = [patterns]
-    found: dict[str, InputFile] = {}
+    found: dict[tuple[str, int], InputFile] = {}
     for pattern in patterns:
-        for file in _match_one(pattern, suffixes, storage_options):
-            found.setdefault(file.url, file)
+        matched = [pattern] if isinstance(pattern, InputFile) else _match_one(pattern, suffixes, storage_options)
+        for file in matched:
+            found.setdefault((file.url, file.start), file)
     if not found:
         raise FileNotFoundError("No input patterns were given.")
     return sorted(found.values())
@@ -146,3 +172,27 @@ def read_lines(url: str, storage_options: Mapping[str, Any] | None = None) -> li
     """The lines of a UTF-8 text file (undecodable bytes replaced), without line ends."""
     with open_url(url, "rb", storage_options) as raw:
         return raw.read().decode("utf-8", "replace").splitlines()
+
+
+def write_input_ranges(files: Iterable[InputFile], url: str) -> None:
+    """Writes the input files (and their byte ranges) that ``--input_ranges`` reads back."""
+    with open_url(url, "w") as out:
+        json.dump([file.to_json() for file in files], out, indent=1)
+
+
+def read_input_ranges(url: str, storage_options: Mapping[str, Any] | None = None) -> list[InputFile]:
+    """The input files listed by :func:`write_input_ranges`.
+
+    Raises:
+        FileNotFoundError: ``url`` does not exist.
+        ValueError: The file does not hold such a list.
+    """
+    with open_url(url, "rb", storage_options) as raw:
+        try:
+            entries = json.loads(raw.read())
+            files = [InputFile(**entry) for entry in entries]
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"{url} is not a list of input files with url, name and size: {exc}") from exc
+    if not files:
+        raise ValueError(f"{url} lists no input file.")
+    return files

@@ -35,6 +35,12 @@ class BeamtroveOptions(PipelineOptions):
             help="Input files, directories or glob patterns (local paths or fsspec URLs such as gs://...). "
             "Repeat the option for several inputs.",
         )
+        add_option(
+            parser,
+            "input_ranges",
+            help="A JSON file listing input files, and byte ranges of plain JSONL files, to read instead of --input "
+            "(what `beamtrove elastic worker` passes each shard).",
+        )
         add_option(parser, "output", help="Output directory (local path or fsspec URL); stats.json is written here.")
         add_option(
             parser,

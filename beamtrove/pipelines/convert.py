@@ -12,7 +12,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from beamtrove.dead_letter import DEAD_LETTER_DIR
 from beamtrove.fs import join
 from beamtrove.options import BeamtroveOptions, add_option
-from beamtrove.pipelines.inputs import RowInputOptions, document_reader
+from beamtrove.pipelines.inputs import RowInputOptions, document_reader, input_files
 from beamtrove.transforms.writers import WriteDeadLetters, WriteJsonl, WriteParquet
 
 __all__ = ["DESCRIPTION", "SHARED_OPTIONS", "Options", "build"]
@@ -44,7 +44,7 @@ def build(pipeline: beam.Pipeline, options: PipelineOptions) -> None:
     """
     common = options.view_as(BeamtroveOptions)
     own = options.view_as(Options)
-    if not common.input or not common.output:
+    if not input_files(options) or not common.output:
         raise ValueError("convert needs --input and --output.")
     reader = document_reader(options)
     if own.output_format == "parquet":

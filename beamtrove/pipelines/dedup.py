@@ -18,7 +18,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from beamtrove.fs import join
 from beamtrove.options import BeamtroveOptions, add_option
 from beamtrove.pipelines.fineweb import EXCLUDED_DIR
-from beamtrove.pipelines.inputs import RowInputOptions, document_reader
+from beamtrove.pipelines.inputs import RowInputOptions, document_reader, input_files
 from beamtrove.pipelines.warc_text import write_documents
 from beamtrove.transforms.dedup import (
     ClusterMember,
@@ -104,7 +104,7 @@ def build(pipeline: beam.Pipeline, options: PipelineOptions) -> None:
     """
     common = options.view_as(BeamtroveOptions)
     own = options.view_as(Options)
-    if not common.input or not common.output:
+    if not input_files(options) or not common.output:
         raise ValueError("dedup needs --input and --output.")
     steps = _steps(own)
     config = MinHashConfig(

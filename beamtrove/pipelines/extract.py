@@ -11,6 +11,7 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beamtrove.options import BeamtroveOptions
+from beamtrove.pipelines.inputs import input_files
 from beamtrove.pipelines.warc_text import ExtractionOptions, extract_text, read_pages, write_documents
 
 __all__ = ["DESCRIPTION", "SHARED_OPTIONS", "Options", "build"]
@@ -31,8 +32,9 @@ def build(pipeline: beam.Pipeline, options: PipelineOptions) -> None:
         FileNotFoundError: The input matches no file.
     """
     common = options.view_as(BeamtroveOptions)
-    if not common.input or not common.output:
+    inputs = input_files(options)
+    if not inputs or not common.output:
         raise ValueError("extract needs --input and --output.")
-    pages, read_errors = read_pages(pipeline, common.input, options)
+    pages, read_errors = read_pages(pipeline, inputs, options)
     documents, extract_errors = extract_text(pages, options)
     write_documents(documents, [read_errors, extract_errors], common.output, options)

@@ -19,6 +19,7 @@ from beamtrove.assets import default_lid_model, default_url_blocklist
 from beamtrove.document import Document
 from beamtrove.fs import join
 from beamtrove.options import BeamtroveOptions, add_option
+from beamtrove.pipelines.inputs import input_files
 from beamtrove.pipelines.warc_text import ExtractionOptions, extract_text, read_pages, write_documents
 from beamtrove.transforms.filters import (
     C4QualityFilter,
@@ -112,7 +113,7 @@ def build(pipeline: beam.Pipeline, options: PipelineOptions) -> None:
     """
     common = options.view_as(BeamtroveOptions)
     own = options.view_as(Options)
-    inputs, output = common.input, common.output
+    inputs, output = input_files(options), common.output
     if not output:
         raise ValueError("fineweb needs --output.")
     if own.dump:

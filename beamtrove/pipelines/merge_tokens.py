@@ -14,6 +14,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from beamtrove.dead_letter import DEAD_LETTER_DIR
 from beamtrove.fs import join
 from beamtrove.options import BeamtroveOptions, add_option
+from beamtrove.pipelines.inputs import input_files
 from beamtrove.pipelines.tokenize import ShardOptions, shard_writer
 from beamtrove.transforms.tokens import ReadTokenShards, shard_tokenizer
 from beamtrove.transforms.writers import WriteDeadLetters
@@ -63,10 +64,11 @@ def build(pipeline: beam.Pipeline, options: PipelineOptions) -> None:
     """
     common = options.view_as(BeamtroveOptions)
     own = options.view_as(Options)
-    if not common.input or not common.output:
+    inputs = input_files(options)
+    if not inputs or not common.output:
         raise ValueError("merge_tokens needs --input (.ds files or directories) and --output.")
     reader = ReadTokenShards(
-        common.input,
+        inputs,
         token_size=own.token_size,
         skip=common.skip,
         limit=common.limit,

@@ -15,7 +15,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from beamtrove.dead_letter import DEAD_LETTER_DIR
 from beamtrove.fs import join
 from beamtrove.options import BeamtroveOptions, add_option
-from beamtrove.pipelines.inputs import RowInputOptions, document_reader
+from beamtrove.pipelines.inputs import RowInputOptions, document_reader, input_files
 from beamtrove.transforms.tokens import DEFAULT_EOS_TOKEN, Tokenize, WriteTokenShards
 from beamtrove.transforms.writers import WriteDeadLetters
 
@@ -114,7 +114,7 @@ def build(pipeline: beam.Pipeline, options: PipelineOptions) -> None:
     """
     common = options.view_as(BeamtroveOptions)
     own = options.view_as(Options)
-    if not common.input or not common.output or not own.tokenizer:
+    if not input_files(options) or not common.output or not own.tokenizer:
         raise ValueError("tokenize needs --input, --output and --tokenizer.")
     reader = document_reader(options, allow_warc=False)
     tokenize = Tokenize(

@@ -11,6 +11,7 @@ as emitted, skipped with a reason, or errored with a reason (a
 from __future__ import annotations
 
 import dataclasses
+import io
 import logging
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, BinaryIO
@@ -18,6 +19,7 @@ from typing import Any, BinaryIO
 import apache_beam as beam
 from apache_beam.io import iobase
 from apache_beam.io.range_trackers import OffsetRangeTracker, UnsplittableRangeTracker
+from fsspec.utils import infer_compression
 
 from beamtrove.dead_letter import DeadLetter
 from beamtrove.document import Document, Media
@@ -51,13 +53,18 @@ Outcome = Any
 class RecordParser:
     """Turns the bytes of one input file into outcomes, one per record read.
 
-    Subclasses set ``suffixes`` (file endings picked from directory inputs)
-    and ``compression`` (``"infer"`` to let fsspec decompress by file name, or
-    None when the parser reads the raw bytes itself).
+    Subclasses set ``suffixes`` (file endings picked from directory inputs),
+    ``compression`` (``"infer"`` to let fsspec decompress by file name, or
+    None when the parser reads the raw bytes itself) and, when they can read
+    part of a file, ``reads_byte_ranges``.
     """
 
     suffixes: tuple[str, ...] = ()
     compression: str | None = None
+    #: Whether the parser reads a byte range of a file (see ``InputFile.end``):
+    #: records must not straddle range ends, and must be numbered from
+    #: ``InputFile.first_index``.
+    reads_byte_ranges: bool = False
 
     def parse(self, file: InputFile, stream: BinaryIO, step: str) -> Iterator[Outcome]:
         """Yields a record, a Skip or a DeadLetter for every record of ``file``."""
@@ -211,10 +218,34 @@ class _FileRecordSource(iobase.BoundedSource):
 
     def _outcomes(self, file: InputFile) -> Iterator[Outcome]:
         try:
-            with open_url(file.url, "rb", self._storage_options, self._parser.compression) as stream:
-                yield from self._parser.parse(file, stream, self._step)
+            if file.end is None:
+                with open_url(file.url, "rb", self._storage_options, self._parser.compression) as stream:
+                    yield from self._parser.parse(file, stream, self._step)
+                return
+            with open_url(file.url, "rb", self._storage_options) as stream:
+                stream.seek(file.start)
+                yield from self._parser.parse(file, _ByteRange(stream, file.end - file.start), self._step)
         except Exception as exc:  # an unopenable file or a parser's unforeseen failure must not end the run
             yield DeadLetter(self._step, "read_failed", f"{type(exc).__name__}: {exc}", file=file.url)
+
+
+class _ByteRange(io.RawIOBase):
+    """Reads at most ``length`` bytes of ``stream`` from where it stands."""
+
+    def __init__(self, stream: BinaryIO, length: int):
+        self._stream = stream
+        self._left = length
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        if self._left <= 0:
+            return 0
+        with memoryview(buffer) as view:
+            read = self._stream.readinto(view[: self._left])
+        self._left -= read
+        return read
 
 
 def _bundle_sources(unused_impulse, source: _FileRecordSource) -> Iterator[_FileRecordSource]:
@@ -249,6 +280,17 @@ class _SplitDeadLetters(beam.DoFn):
         yield beam.pvalue.TaggedOutput(DEAD_LETTERS, outcome)
 
 
+def _check_byte_ranges(files: tuple[InputFile, ...], parser: RecordParser) -> None:
+    ranged = [file for file in files if file.end is not None]
+    if ranged and not parser.reads_byte_ranges:
+        raise ValueError(f"{type(parser).__name__} reads whole files; byte ranges are for JSONL input.")
+    for file in ranged:
+        if infer_compression(file.url) is not None:
+            raise ValueError(f"Cannot read a byte range of the compressed file {file.url}; pass the whole file.")
+        if not 0 <= file.start <= file.end:
+            raise ValueError(f"Byte range [{file.start}, {file.end}) of {file.url} is not a range.")
+
+
 class FileReader(beam.PTransform):
     """Base of the file readers: matches inputs at construction, reads them.
 
@@ -264,7 +306,7 @@ class FileReader(beam.PTransform):
 
     def __init__(
         self,
-        paths: str | Iterable[str],
+        paths: str | InputFile | Iterable[str | InputFile],
         parser: RecordParser,
         *,
         skip: int = 0,
@@ -275,7 +317,8 @@ class FileReader(beam.PTransform):
         """Matches the input files now, so a wrong path fails before any work.
 
         Args:
-            paths: Files, directories or glob patterns (paths or fsspec URLs).
+            paths: Files, directories or glob patterns (paths or fsspec URLs),
+                or matched :class:`~beamtrove.fs.InputFile` entries.
             parser: Turns one file into records.
             skip: Documents to skip at the start of the input (in sorted file
                 order), counted as ``skipped.skip_option``.
@@ -287,12 +330,14 @@ class FileReader(beam.PTransform):
 
         Raises:
             FileNotFoundError: A path does not exist or a pattern matches no file.
-            ValueError: ``skip`` or ``limit`` is negative.
+            ValueError: ``skip`` or ``limit`` is negative, or a byte range is
+                given for a parser or a file that cannot be read in part.
         """
         super().__init__()
         if skip < 0 or (limit is not None and limit < 0):
             raise ValueError(f"skip and limit must not be negative (got skip={skip}, limit={limit}).")
         self.files = tuple(match_inputs(paths, parser.suffixes, storage_options))
+        _check_byte_ranges(self.files, parser)
         self._parser = parser
         self._skip = skip
         self._limit = limit

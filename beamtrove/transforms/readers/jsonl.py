@@ -24,13 +24,14 @@ class JsonlParser(RecordParser):
 
     suffixes = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".jsonl.bz2", ".jsonl.xz", ".json.gz")
     compression = "infer"
+    reads_byte_ranges = True
 
     def __init__(self, fields: RowFields = RowFields()):
         self._fields = fields
 
     def parse(self, file: InputFile, stream: BinaryIO, step: str) -> Iterator[Outcome]:
         # Some decompressors (zstd) cannot read lines themselves.
-        for index, line in enumerate(io.BufferedReader(stream, 1 << 20)):
+        for index, line in enumerate(io.BufferedReader(stream, 1 << 20), start=file.first_index):
             if not line.strip():
                 continue
             try:

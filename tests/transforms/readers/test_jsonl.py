@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 
 import apache_beam as beam
@@ -12,6 +13,7 @@ import zstandard
 from apache_beam.testing.util import assert_that, equal_to
 
 from beamtrove.document import Document, Media
+from beamtrove.fs import InputFile
 from beamtrove.transforms.readers import ReadJsonl
 from tests.conftest import run_and_collect
 
@@ -158,3 +160,47 @@ def test_malformed_media_costs_only_its_line(tmp_path, udhr_texts):
 
     stats = run_and_collect(build)
     assert stats["ReadJsonl"]["counters"]["errors.malformed_media"] == 2
+
+
+def test_byte_ranges_read_as_the_whole_file_does(tmp_path, udhr_texts):
+    # Rows without ids (named by line index), blank lines between them and a malformed row: the parts
+    # must give the same documents, ids and dead-letter line numbers as one read of the whole file.
+    languages = sorted(udhr_texts)[:30]
+    lines = [json.dumps({"text": udhr_texts[lang], "lang": lang}, ensure_ascii=False) for lang in languages]
+    lines[7:7] = ["", "{not json"]
+    data = ("\n".join(lines) + "\n\n").encode("utf-8")
+    path = tmp_path / "udhr.jsonl"
+    path.write_bytes(data)
+    line_starts = [0, *[i + 1 for i, byte in enumerate(data) if byte == ord("\n")][:-1]]
+    cuts = [0, line_starts[5], line_starts[8], line_starts[20], len(data)]
+    parts = [
+        InputFile(str(path), "udhr.jsonl", end - start, start, end, line_starts.index(start))
+        for start, end in itertools.pairwise(cuts)
+    ]
+    expected = [
+        Document(
+            text=udhr_texts[lang],
+            id=f"udhr.jsonl/{index + 2 if index >= 7 else index}",
+            metadata={"lang": lang, "file_path": str(path)},
+        )
+        for index, lang in enumerate(languages)
+    ]
+
+    def build(pipeline):
+        for label, paths in (("Whole", str(path)), ("Ranged", parts)):
+            documents, errors = pipeline | label >> ReadJsonl(paths).with_dead_letters()
+            assert_that(documents, equal_to(expected), label=f"{label}Documents")
+            errors = errors | f"{label}Where" >> beam.Map(lambda letter: (letter.reason, letter.line))
+            assert_that(errors, equal_to([("malformed_json", 9)]), label=f"{label}Errors")
+
+    stats = run_and_collect(build)
+    assert stats["Ranged"]["counters"]["out"] == 30
+    assert stats["Ranged"]["counters"]["files"] == 4
+    assert stats["Ranged"]["counters"]["bytes"] == len(data)
+
+
+def test_byte_ranges_of_compressed_files_are_refused(tmp_path):
+    path = tmp_path / "rows.jsonl.gz"
+    path.write_bytes(gzip.compress(b'{"text": "x"}\n'))
+    with pytest.raises(ValueError, match="compressed file"):
+        ReadJsonl([InputFile(str(path), path.name, 5, 0, 5)])
