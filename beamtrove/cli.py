@@ -5,7 +5,8 @@ the Beam options name (DirectRunner by default), waits for it and writes
 ``stats.json`` into ``--output``. ``beamtrove stats PATH`` prints a
 ``stats.json`` as a table. ``beamtrove assets fetch`` downloads the
 language-ID model and URL blocklist into the asset cache; ``beamtrove assets
-path`` shows where they are.
+path`` shows where they are. ``beamtrove elastic ...`` runs shard-safe
+pipelines as independent workers over a shared job directory.
 """
 
 from __future__ import annotations
@@ -21,13 +22,13 @@ from apache_beam.options.pipeline_options import (
     DirectOptions,
     PipelineOptions,
     StandardOptions,
-    _BeamArgumentParser,
 )
 from apache_beam.runners.runner import PipelineState
 
 from beamtrove import __version__
 from beamtrove.assets import ASSET_NAMES, asset_path, asset_present, fetch_assets
-from beamtrove.options import BeamtroveOptions
+from beamtrove.elastic.cli import main as elastic_main
+from beamtrove.options import BeamtroveOptions, unknown_options
 from beamtrove.pipelines import PIPELINES, load_pipeline
 from beamtrove.stats import collect_stats, format_stats, read_stats, write_stats
 
@@ -82,13 +83,6 @@ def _pipeline_help(name: str, module) -> str:
     return parser.format_help()
 
 
-def _unknown_options(argv: list[str]) -> list[str]:
-    parser = _BeamArgumentParser(allow_abbrev=False)
-    for options_class in {str(c): c for c in PipelineOptions.__subclasses__()}.values():
-        options_class._add_argparse_args(parser)
-    return parser.parse_known_args(argv)[1]
-
-
 def _run(name: str | None, argv: list[str]) -> int:
     if name is None:
         listing = "\n".join(f"  {n:<13} {load_pipeline(n).DESCRIPTION}" for n in sorted(PIPELINES))
@@ -102,7 +96,7 @@ def _run(name: str | None, argv: list[str]) -> int:
     if any(flag in argv for flag in _HELP_FLAGS):
         print(_pipeline_help(name, module))
         return 0
-    unknown = _unknown_options(argv)
+    unknown = unknown_options(argv)
     if unknown:
         message = f"unknown options {' '.join(unknown)} (see beamtrove run {name} --help)"
         print(f"beamtrove: error: {message}", file=sys.stderr)
@@ -186,6 +180,15 @@ def main(argv: list[str] | None = None) -> int:
     fetch.add_argument("--only", choices=ASSET_NAMES, help="fetch only this asset")
     fetch.add_argument("--force", action="store_true", help="fetch again even when present")
     assets_commands.add_parser("path", help="print where each asset is and whether it is present")
+    commands.add_parser(
+        "elastic",
+        add_help=False,
+        help="independent shard workers over a shared directory (beamtrove elastic --help)",
+    )
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["elastic"]:
+        _configure_logging()
+        return elastic_main(argv[1:])
     args, rest = parser.parse_known_args(argv)
 
     _configure_logging()

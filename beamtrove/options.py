@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import argparse
 
-from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.options.pipeline_options import PipelineOptions, _BeamArgumentParser
 
-__all__ = ["BeamtroveOptions", "add_option"]
+__all__ = ["BeamtroveOptions", "add_option", "option_owners", "unknown_options"]
 
 
 def add_option(parser: argparse.ArgumentParser, name: str, **kwargs) -> None:
@@ -52,3 +52,28 @@ class BeamtroveOptions(PipelineOptions):
         add_option(parser, "skip", type=int, default=0, help="Documents to skip at the start of the input.")
         add_option(parser, "limit", type=int, help="Read at most this many documents.")
         add_option(parser, "max_file_size", type=int, help="Start a new output file past this many bytes.")
+
+
+def _option_classes() -> list[type[PipelineOptions]]:
+    # Subclasses defined twice (re-imported modules) count once.
+    return list({str(c): c for c in PipelineOptions.__subclasses__()}.values())
+
+
+def unknown_options(argv: list[str]) -> list[str]:
+    """The arguments of ``argv`` that no imported ``PipelineOptions`` class takes."""
+    parser = _BeamArgumentParser(allow_abbrev=False)
+    for options_class in _option_classes():
+        options_class._add_argparse_args(parser)
+    return parser.parse_known_args(argv)[1]
+
+
+def option_owners() -> dict[str, type[PipelineOptions]]:
+    """Maps every flag (``--input``, ``--input-format``, ...) of the imported option classes to its class."""
+    owners = {}
+    for options_class in _option_classes():
+        parser = argparse.ArgumentParser(add_help=False)
+        options_class._add_argparse_args(parser)
+        for action in parser._actions:
+            for flag in action.option_strings:
+                owners.setdefault(flag, options_class)
+    return owners

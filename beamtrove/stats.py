@@ -12,7 +12,7 @@ from __future__ import annotations
 import collections
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import apache_beam as beam
@@ -21,7 +21,7 @@ from apache_beam.pipeline import PipelineVisitor
 from beamtrove.fs import filesystem, join, open_url
 from beamtrove.metrics import NAMESPACE_PREFIX, OUTCOME_PREFIXES
 
-__all__ = ["STATS_FILE", "collect_stats", "format_stats", "read_stats", "write_stats"]
+__all__ = ["STATS_FILE", "collect_stats", "format_stats", "merge_stats", "read_stats", "write_stats"]
 
 STATS_FILE = "stats.json"
 
@@ -71,22 +71,43 @@ def collect_stats(result: beam.runners.runner.PipelineResult, pipeline: beam.Pip
         step, value = _step_of(distribution), _value(distribution)
         if step is None or value is None or not value.count:
             continue
-        merged = steps[step]["distributions"].setdefault(
-            distribution.key.metric.name, {"count": 0, "sum": 0, "min": math.inf, "max": -math.inf}
+        _add_distribution(
+            steps[step]["distributions"], distribution.key.metric.name, value.count, value.sum, value.min, value.max
         )
-        merged["count"] += value.count
-        merged["sum"] += value.sum
-        merged["min"] = min(merged["min"], value.min)
-        merged["max"] = max(merged["max"], value.max)
-    for entry in steps.values():
-        for merged in entry["distributions"].values():
-            merged["mean"] = merged["sum"] / merged["count"]
     order: dict[str, int] = {}
     if pipeline is not None:
         visitor = _StepOrder()
         pipeline.visit(visitor)
         order = visitor.order
     return {step: steps[step] for step in sorted(steps, key=lambda s: (order.get(s, math.inf), s))}
+
+
+def _add_distribution(
+    distributions: dict[str, dict], name: str, count: int, total: float, low: float, high: float
+) -> None:
+    merged = distributions.setdefault(name, {"count": 0, "sum": 0, "min": math.inf, "max": -math.inf})
+    merged["count"] += count
+    merged["sum"] += total
+    merged["min"] = min(merged["min"], low)
+    merged["max"] = max(merged["max"], high)
+    merged["mean"] = merged["sum"] / merged["count"]
+
+
+def merge_stats(runs: Iterable[Mapping[str, Any]]) -> dict:
+    """Adds up the per-step stats of several runs (the ``steps`` of their ``stats.json``).
+
+    Counters are summed; distributions merge their count, sum, min and max.
+    Steps keep the order in which they first appear.
+    """
+    steps: dict[str, dict] = {}
+    for run in runs:
+        for step, entry in run.items():
+            merged = steps.setdefault(step, {"counters": {}, "distributions": {}})
+            for name, value in entry.get("counters", {}).items():
+                merged["counters"][name] = merged["counters"].get(name, 0) + value
+            for name, d in entry.get("distributions", {}).items():
+                _add_distribution(merged["distributions"], name, d["count"], d["sum"], d["min"], d["max"])
+    return steps
 
 
 def write_stats(stats: Mapping[str, Any], output_dir: str, storage_options: Mapping[str, Any] | None = None) -> str:

@@ -5,6 +5,13 @@ Each pipeline module defines ``Options`` (a ``PipelineOptions`` subclass),
 its help), ``DESCRIPTION`` and ``build(pipeline, options)``, which applies its steps to
 a pipeline and raises ``ValueError``/``FileNotFoundError`` for bad
 configuration before anything runs.
+
+A pipeline made of per-document steps only, whose result over a whole input
+is the union of its results over parts of it, also defines
+``documents_path(options)``: where under ``--output`` it writes its kept
+documents as JSONL part files. ``beamtrove elastic`` runs only such
+pipelines; the others define ``GLOBAL_STEPS``, saying which of their steps
+need the whole input at once.
 """
 
 from __future__ import annotations

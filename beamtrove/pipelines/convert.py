@@ -15,7 +15,7 @@ from beamtrove.options import BeamtroveOptions, add_option
 from beamtrove.pipelines.inputs import RowInputOptions, document_reader, input_files
 from beamtrove.transforms.writers import WriteDeadLetters, WriteJsonl, WriteParquet
 
-__all__ = ["DESCRIPTION", "SHARED_OPTIONS", "Options", "build"]
+__all__ = ["DESCRIPTION", "SHARED_OPTIONS", "Options", "build", "documents_path"]
 
 DESCRIPTION = "Read WARC/JSONL/Parquet/CSV files and write the documents as JSONL or Parquet."
 SHARED_OPTIONS = (RowInputOptions,)
@@ -33,6 +33,19 @@ class Options(PipelineOptions):
             help="Output file names relative to --output, with ${shard} and any ${metadata_key}. "
             "Default: part-${shard}.jsonl.gz or part-${shard}.parquet.",
         )
+
+
+def documents_path(options: PipelineOptions) -> str:
+    """Where the documents land: JSONL part files directly under ``--output``.
+
+    Raises:
+        ValueError: The output is Parquet or uses a file name template, which
+            shard workers cannot merge.
+    """
+    own = options.view_as(Options)
+    if own.output_format != "jsonl" or own.filename_template:
+        raise ValueError("Shard outputs are merged as JSONL part files: drop --output_format and --filename_template.")
+    return options.view_as(BeamtroveOptions).output
 
 
 def build(pipeline: beam.Pipeline, options: PipelineOptions) -> None:

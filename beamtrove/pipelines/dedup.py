@@ -32,13 +32,16 @@ from beamtrove.transforms.dedup import (
 )
 from beamtrove.transforms.writers import JsonlFormat, WriteFiles, WriteJsonl
 
-__all__ = ["CLUSTERS_DIR", "DESCRIPTION", "SHARED_OPTIONS", "STEPS", "Options", "build"]
+__all__ = ["CLUSTERS_DIR", "DESCRIPTION", "GLOBAL_STEPS", "SHARED_OPTIONS", "STEPS", "Options", "build"]
 
 DESCRIPTION = "Remove exact, URL, MinHash near-duplicate and repeated-sentence duplicates from documents."
 SHARED_OPTIONS = (RowInputOptions,)
 #: The dedup steps, in the order they run.
 STEPS = ("exact", "url", "minhash", "sentence")
 CLUSTERS_DIR = "clusters"
+
+
+GLOBAL_STEPS = "every dedup step compares documents across the whole input"
 
 
 class Options(PipelineOptions):

@@ -10,11 +10,12 @@ from __future__ import annotations
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from beamtrove.fs import join
 from beamtrove.options import BeamtroveOptions
 from beamtrove.pipelines.inputs import input_files
-from beamtrove.pipelines.warc_text import ExtractionOptions, extract_text, read_pages, write_documents
+from beamtrove.pipelines.warc_text import DOCUMENTS_DIR, ExtractionOptions, extract_text, read_pages, write_documents
 
-__all__ = ["DESCRIPTION", "SHARED_OPTIONS", "Options", "build"]
+__all__ = ["DESCRIPTION", "SHARED_OPTIONS", "Options", "build", "documents_path"]
 
 DESCRIPTION = "Extract the main text of the HTML pages in WARC files and write it as JSONL."
 SHARED_OPTIONS = (ExtractionOptions,)
@@ -22,6 +23,11 @@ SHARED_OPTIONS = (ExtractionOptions,)
 
 class Options(PipelineOptions):
     """The extract pipeline has no options beyond the extraction ones."""
+
+
+def documents_path(options: PipelineOptions) -> str:
+    """Where the extracted documents land: ``<output>/documents/``."""
+    return join(options.view_as(BeamtroveOptions).output, DOCUMENTS_DIR)
 
 
 def build(pipeline: beam.Pipeline, options: PipelineOptions) -> None:

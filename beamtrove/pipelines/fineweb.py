@@ -20,7 +20,7 @@ from beamtrove.document import Document
 from beamtrove.fs import join
 from beamtrove.options import BeamtroveOptions, add_option
 from beamtrove.pipelines.inputs import input_files
-from beamtrove.pipelines.warc_text import ExtractionOptions, extract_text, read_pages, write_documents
+from beamtrove.pipelines.warc_text import DOCUMENTS_DIR, ExtractionOptions, extract_text, read_pages, write_documents
 from beamtrove.transforms.filters import (
     C4QualityFilter,
     DocumentFilter,
@@ -33,7 +33,7 @@ from beamtrove.transforms.filters import (
 )
 from beamtrove.transforms.writers import WriteJsonl
 
-__all__ = ["DESCRIPTION", "EXCLUDED_DIR", "SHARED_OPTIONS", "Options", "build", "dump_paths"]
+__all__ = ["DESCRIPTION", "EXCLUDED_DIR", "SHARED_OPTIONS", "Options", "build", "documents_path", "dump_paths"]
 
 DESCRIPTION = (
     "FineWeb's filtering stack: URL blocklist, trafilatura extraction, language ID, Gopher repetition and quality, "
@@ -85,6 +85,14 @@ class Options(PipelineOptions):
 def dump_paths(dump: str, cc_base: str, output: str) -> tuple[str, str]:
     """The WARC glob of a Common Crawl dump and the output folder for it."""
     return join(cc_base, "crawl-data", dump, "segments", "*", "warc", "*.warc.gz"), join(output, dump)
+
+
+def documents_path(options: PipelineOptions) -> str:
+    """Where the kept documents land: ``documents/`` under the output, or under the dump's folder with --dump."""
+    common = options.view_as(BeamtroveOptions)
+    own = options.view_as(Options)
+    output = dump_paths(own.dump, own.cc_base, common.output)[1] if own.dump else common.output
+    return join(output, DOCUMENTS_DIR)
 
 
 def _with_dump(document: Document, dump: str) -> Document:

@@ -19,10 +19,13 @@ from beamtrove.pipelines.tokenize import ShardOptions, shard_writer
 from beamtrove.transforms.tokens import ReadTokenShards, shard_tokenizer
 from beamtrove.transforms.writers import WriteDeadLetters
 
-__all__ = ["DESCRIPTION", "SHARED_OPTIONS", "Options", "build"]
+__all__ = ["DESCRIPTION", "GLOBAL_STEPS", "SHARED_OPTIONS", "Options", "build"]
 
 DESCRIPTION = "Merge .ds token shards (beamtrove's or DataTrove's) into a chosen number of shuffled shards."
 SHARED_OPTIONS = (ShardOptions,)
+
+
+GLOBAL_STEPS = "merging rewrites token shards across the whole input"
 
 
 class Options(PipelineOptions):

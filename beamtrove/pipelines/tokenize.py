@@ -19,9 +19,12 @@ from beamtrove.pipelines.inputs import RowInputOptions, document_reader, input_f
 from beamtrove.transforms.tokens import DEFAULT_EOS_TOKEN, Tokenize, WriteTokenShards
 from beamtrove.transforms.writers import WriteDeadLetters
 
-__all__ = ["DESCRIPTION", "SHARED_OPTIONS", "Options", "ShardOptions", "build", "shard_writer"]
+__all__ = ["DESCRIPTION", "GLOBAL_STEPS", "SHARED_OPTIONS", "Options", "ShardOptions", "build", "shard_writer"]
 
 DESCRIPTION = "Tokenize JSONL/Parquet/CSV documents into DataTrove-compatible .ds token shards."
+
+
+GLOBAL_STEPS = "token shards are cut, and optionally shuffled, across the whole input"
 
 
 class ShardOptions(PipelineOptions):

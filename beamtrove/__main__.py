@@ -1,0 +1,7 @@
+"""``python -m beamtrove``: the ``beamtrove`` command."""
+
+import sys
+
+from beamtrove.cli import main
+
+sys.exit(main())

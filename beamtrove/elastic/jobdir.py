@@ -1,0 +1,276 @@
+"""The job directory: its layout, the verified manifest, shard locks and once-only records.
+
+Everything here relies only on POSIX semantics that shared file systems such
+as NFS and Lustre keep: ``O_CREAT|O_EXCL`` creation, ``link`` failing on an
+existing name, and ``rename``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import json
+import os
+import pathlib
+import threading
+import time
+import uuid
+from typing import Any
+
+from beamtrove import __version__
+
+__all__ = [
+    "ElasticError",
+    "JobDir",
+    "ShardLock",
+    "config_sha256",
+    "file_sha256",
+    "publish_once",
+    "sha256_of",
+    "write_atomically",
+]
+
+MANIFEST = "manifest.json"
+MANIFEST_CHECKSUM = "manifest.sha256"
+FORMAT_VERSION = 1
+SUBDIRS = ("locks", "attempts", "done", "failed", "history")
+
+
+class ElasticError(Exception):
+    """A refused or failed elastic operation; the message says what to do."""
+
+
+def sha256_of(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as source:
+        while chunk := source.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def config_sha256(pipeline: str, args: list[str]) -> str:
+    """The SHA-256 identifying a pipeline configuration: its name and arguments."""
+    return sha256_of(json.dumps({"pipeline": pipeline, "args": args}, separators=(",", ":")).encode())
+
+
+def _temporary_beside(path: pathlib.Path) -> pathlib.Path:
+    return path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+
+
+def _write_synced(path: pathlib.Path, data: bytes) -> None:
+    with open(path, "wb") as out:
+        out.write(data)
+        out.flush()
+        os.fsync(out.fileno())
+
+
+def write_atomically(path: pathlib.Path, data: bytes) -> None:
+    """Writes ``data`` under a temporary name, then renames it to ``path`` (replacing it)."""
+    temporary = _temporary_beside(path)
+    _write_synced(temporary, data)
+    os.replace(temporary, path)
+
+
+def publish_once(path: pathlib.Path, record: dict[str, Any]) -> bool:
+    """Publishes ``record`` as ``path`` unless it exists; True when this call published it.
+
+    The record is complete before it has its name (a hard link from a
+    temporary file), so readers never see half of one, and of racing
+    publishers exactly one wins.
+    """
+    temporary = _temporary_beside(path)
+    _write_synced(temporary, json.dumps(record, indent=1).encode())
+    try:
+        os.link(temporary, path)
+        return True
+    except FileExistsError:
+        return False
+    finally:
+        temporary.unlink()
+
+
+def read_json(path: pathlib.Path) -> dict[str, Any] | None:
+    """The JSON object in ``path``; None when it is missing or not (yet) complete."""
+    try:
+        return json.loads(path.read_bytes())
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+def _age(path: pathlib.Path) -> float | None:
+    try:
+        return time.time() - path.stat().st_mtime
+    except FileNotFoundError:
+        return None
+
+
+@dataclasses.dataclass
+class ShardLock:
+    """A held claim on a shard: ``locks/<shard>.lock``, created with ``O_CREAT|O_EXCL``.
+
+    While :meth:`heartbeat` runs, the lock's mtime is refreshed every fifth of
+    the lock timeout, so only the locks of dead or stuck workers go stale.
+    """
+
+    path: pathlib.Path
+    token: str
+    _stop: threading.Event = dataclasses.field(default_factory=threading.Event)
+
+    def owned(self) -> bool:
+        """Whether the lock file is still this claim (not taken over)."""
+        content = read_json(self.path)
+        return content is not None and content.get("token") == self.token
+
+    @contextlib.contextmanager
+    def heartbeat(self, interval: float):
+        def beat():
+            while not self._stop.wait(interval):
+                with contextlib.suppress(FileNotFoundError):
+                    if self.owned():
+                        os.utime(self.path)
+
+        thread = threading.Thread(target=beat, name=f"heartbeat-{self.path.stem}", daemon=True)
+        self._stop.clear()
+        thread.start()
+        try:
+            yield self
+        finally:
+            self._stop.set()
+            thread.join()
+
+    def release(self) -> None:
+        """Removes the lock file if it is still this claim."""
+        if self.owned():
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()
+
+
+class JobDir:
+    """Paths and operations of one job directory."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = pathlib.Path(path).absolute()
+
+    def lock_path(self, shard_id: str) -> pathlib.Path:
+        return self.path / "locks" / f"{shard_id}.lock"
+
+    def attempts_dir(self, shard_id: str) -> pathlib.Path:
+        return self.path / "attempts" / shard_id
+
+    def done_path(self, shard_id: str) -> pathlib.Path:
+        return self.path / "done" / f"{shard_id}.json"
+
+    def failed_path(self, shard_id: str) -> pathlib.Path:
+        return self.path / "failed" / f"{shard_id}.json"
+
+    def _new_history_dir(self, shard_id: str) -> pathlib.Path:
+        directory = self.path / "history" / shard_id / f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
+        directory.mkdir(parents=True)
+        return directory
+
+    def archive(self, paths: list[pathlib.Path], shard_id: str) -> None:
+        """Moves ``paths`` together into a new ``history/<shard>/<time>-<random>/`` directory."""
+        destination = self._new_history_dir(shard_id)
+        for path in paths:
+            os.rename(path, destination / path.name)
+
+    def manifest(self) -> dict[str, Any]:
+        """The manifest, after checking it is intact and meant for this beamtrove.
+
+        Raises:
+            ElasticError: No job here, or the manifest was modified, or it was
+                prepared by another beamtrove version.
+        """
+        try:
+            data = (self.path / MANIFEST).read_bytes()
+            recorded = (self.path / MANIFEST_CHECKSUM).read_text().split()[0]
+        except (FileNotFoundError, IndexError):
+            raise ElasticError(
+                f"{self.path} is not a prepared elastic job (no {MANIFEST} with its checksum): "
+                "run `beamtrove elastic prepare` first."
+            ) from None
+        if sha256_of(data) != recorded:
+            raise ElasticError(
+                f"{self.path / MANIFEST} does not match {MANIFEST_CHECKSUM}: the manifest was modified after "
+                "prepare. Prepare a new job directory instead of editing it."
+            )
+        manifest = json.loads(data)
+        pipeline = manifest["pipeline"]
+        if (
+            manifest.get("format") != FORMAT_VERSION
+            or config_sha256(pipeline["name"], pipeline["args"]) != pipeline["sha256"]
+        ):
+            raise ElasticError(f"{self.path / MANIFEST} is inconsistent: its pipeline checksum does not match.")
+        if manifest["beamtrove_version"] != __version__:
+            raise ElasticError(
+                f"The job was prepared with beamtrove {manifest['beamtrove_version']}, this is {__version__}: "
+                "run its workers with the same version, so every shard is processed alike."
+            )
+        return manifest
+
+    def try_lock(self, shard_id: str, host: str) -> ShardLock | None:
+        """Claims ``shard_id``; None when another worker holds it."""
+        token = uuid.uuid4().hex
+        path = self.lock_path(shard_id)
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            return None
+        claim = {"host": host, "pid": os.getpid(), "token": token, "acquired_at": time.time()}
+        with os.fdopen(fd, "wb") as out:
+            out.write(json.dumps(claim).encode())
+            out.flush()
+            os.fsync(out.fileno())
+        return ShardLock(path, token)
+
+    def lock_state(self, shard_id: str, timeout: float) -> tuple[str, dict[str, Any] | None]:
+        """``("free" | "running" | "stale", claim)`` of the shard's lock."""
+        path = self.lock_path(shard_id)
+        age = _age(path)
+        if age is None:
+            return "free", None
+        return ("stale" if age >= timeout else "running"), read_json(path)
+
+    def take_over_stale(self, shard_id: str, timeout: float) -> bool:
+        """Archives the shard's lock if it is stale; True when the shard can now be claimed.
+
+        A short-lived ``.takeover`` guard, itself created with ``O_EXCL``,
+        makes the check and the archiving one step: without it, a worker could
+        archive the fresh lock another worker just took over.
+        """
+        lock = self.lock_path(shard_id)
+        guard = lock.with_suffix(".takeover")
+        try:
+            os.close(os.open(guard, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+        except FileExistsError:
+            # A guard is held for milliseconds; one as old as the timeout belongs to a worker that died holding it.
+            guard_age = _age(guard)
+            if guard_age is not None and guard_age >= timeout:
+                with contextlib.suppress(FileNotFoundError):
+                    guard.unlink()
+            return False
+        try:
+            age = _age(lock)
+            if age is None:
+                return True
+            if age < timeout:
+                return False
+            self.archive([lock], shard_id)
+            return True
+        finally:
+            guard.unlink()
+
+    def attempts(self, shard_id: str) -> list[pathlib.Path]:
+        """The shard's attempt directories, oldest first."""
+        directory = self.attempts_dir(shard_id)
+        return sorted(p for p in directory.iterdir() if p.is_dir()) if directory.exists() else []
+
+    def requeue(self, shard_id: str) -> None:
+        """Archives the shard's failure, attempts and stale lock, so workers start it afresh."""
+        paths = (self.failed_path(shard_id), self.attempts_dir(shard_id), self.lock_path(shard_id))
+        self.archive([path for path in paths if path.exists()], shard_id)
