@@ -176,7 +176,6 @@ class _Worker:
             "started_at": started,
             "status": "running",
         }
-        write_atomically(attempt_dir / ATTEMPT_FILE, orjson.dumps(record))
         self.echo(f"{shard_id}: attempt {attempt_dir.name} started ({shard['records']} records, {shard['bytes']} B)")
         with open(log, "wb") as log_file:
             # No other thread runs during this fork: the heartbeat starts after it.
@@ -186,6 +185,8 @@ class _Worker:
                 stderr=subprocess.STDOUT,
                 preexec_fn=_die_with_parent,  # noqa: PLW1509
             )
+        record["child_pid"] = child.pid
+        write_atomically(attempt_dir / ATTEMPT_FILE, orjson.dumps(record))
         try:
             with lock.heartbeat(self.timeout / 5):
                 exit_code = child.wait()

@@ -1,0 +1,92 @@
+"""Inputs and process helpers of the elastic tests: real reviews as JSONL, real pages as WARC."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import pathlib
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.conftest import DATA, make_warc_set, require
+
+LID_MODEL = DATA / "models" / "lid176" / "lid.176.ftz"
+BLOCKLIST = DATA / "blocklists" / "ut1"
+
+
+@pytest.fixture(scope="session")
+def review_jsonl(movie_reviews, tmp_path_factory) -> pathlib.Path:
+    """600 real movie reviews in 3 plain JSONL files, rows without ids, with blank lines and one malformed row."""
+    directory = tmp_path_factory.mktemp("reviews")
+    texts = list(movie_reviews.items())[:600]
+    for number in range(3):
+        lines = [json.dumps({"text": text, "review": name}) for name, text in texts[number * 200 : (number + 1) * 200]]
+        lines[50:50] = [""] * 2
+        if number == 1:
+            lines[120:120] = ['{"text": "an unfinished row']
+        (directory / f"reviews-{number}.jsonl").write_text("\n".join(lines) + "\n\n")
+    return directory
+
+
+@pytest.fixture(scope="session")
+def warc_set(tmp_path_factory) -> pathlib.Path:
+    """make_warc.py: 150 real responses in 6 WARC files."""
+    directory = tmp_path_factory.mktemp("warcs")
+    make_warc_set(directory, "--records", "150", "--files", "6", "--seed", "3")
+    return directory
+
+
+def fineweb_assets() -> list[str]:
+    return ["--lid_model", str(require(LID_MODEL)), "--url_blocklist", str(require(BLOCKLIST))]
+
+
+def beamtrove(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    """Runs the ``beamtrove`` command in a new process."""
+    return subprocess.run(
+        [sys.executable, "-m", "beamtrove", *args], capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def start_worker(job: pathlib.Path, host: str, *args: str) -> subprocess.Popen:
+    """Starts ``beamtrove elastic worker`` in a new process, its output in ``<job>/../worker-<host>.log``."""
+    log = open(job.parent / f"worker-{host}.log", "ab")  # noqa: SIM115 - the child process owns it
+    return subprocess.Popen(
+        [sys.executable, "-m", "beamtrove", "elastic", "worker", "--job-dir", str(job), "--host", host, *args],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+
+
+def wait_for(condition, timeout: float = 120, what: str = "condition"):
+    """Polls ``condition()`` until it returns something truthy; returns it."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def jsonl_lines(paths) -> list[bytes]:
+    """Every line of the given gzipped JSONL files."""
+    return [line for path in paths for line in gzip.open(path, "rb")]
+
+
+def single_run_lines(pipeline: str, inputs: str, output: pathlib.Path, *args: str) -> list[bytes]:
+    """The documents of one ``beamtrove run`` over the whole input, as sorted JSONL lines."""
+    result = beamtrove("run", pipeline, "--input", inputs, "--output", str(output), *args)
+    assert result.returncode == 0, result.stderr[-3000:]
+    documents = output / "documents" if (output / "documents").is_dir() else output
+    return sorted(jsonl_lines(sorted(documents.glob("*.jsonl.gz"))))
+
+
+def process_state(pid: int) -> str | None:
+    """The kernel's state letter of ``pid`` (``Z`` for a zombie), None when it is gone."""
+    try:
+        return pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return None
