@@ -12,6 +12,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Sequence
+from types import ModuleType
 from typing import Any
 
 import apache_beam as beam
@@ -261,15 +262,23 @@ def _split_arguments(pipeline_args: Sequence[str]) -> tuple[list[str], list[str]
     return config, runner
 
 
-def _check_pipeline(name: str, args: list[str], runner_args: list[str], manifest: dict[str, Any]) -> None:
-    """Refuses pipelines with global steps, and configurations that would fail on every shard."""
-    module = load_pipeline(name)
+def _shard_safe_pipeline(name: str) -> ModuleType:
+    """The pipeline's module; refuses pipelines with steps that need the whole input."""
+    try:
+        module = load_pipeline(name)
+    except ValueError as exc:
+        raise ElasticError(str(exc)) from None
     if not hasattr(module, "documents_path"):
         reason = getattr(module, "GLOBAL_STEPS", "it has steps that need the whole input")
         raise ElasticError(
             f"The {name} pipeline is not shard-safe: {reason}. Run it once, with `beamtrove run {name}`, "
             "over the merged output of a shard-safe pipeline."
         )
+    return module
+
+
+def _check_configuration(module: ModuleType, args: list[str], runner_args: list[str], manifest: dict) -> None:
+    """Builds the pipeline over the first shard without running it, so bad options fail now, not on every shard."""
     with tempfile.TemporaryDirectory(prefix="beamtrove-prepare-") as scratch:
         ranges = os.path.join(scratch, "inputs.json")
         write_input_ranges(shard_inputs(manifest, manifest["shards"][0]), ranges)
@@ -278,6 +287,7 @@ def _check_pipeline(name: str, args: list[str], runner_args: list[str], manifest
             module.documents_path(options)
             module.build(beam.Pipeline(options=options), options)
         except (ValueError, FileNotFoundError, FileExistsError) as exc:
+            name = manifest["pipeline"]["name"]
             raise ElasticError(f"The {name} pipeline cannot run with these options: {exc}") from None
 
 
@@ -353,6 +363,8 @@ def prepare_job(
     job = JobDir(job_dir)
     if job.path.exists() and any(job.path.iterdir()) and not (job.path / MANIFEST).exists():
         raise ElasticError(f"{job.path} exists and is not an elastic job directory: choose a new --job-dir.")
+    module = _shard_safe_pipeline(pipeline)
+    # After the pipeline's import, which registers its options.
     config, runner_args = _split_arguments(pipeline_args)
     input_format, input_entries, units = _scan_inputs(list(inputs))
     manifest = {
@@ -368,7 +380,7 @@ def prepare_job(
         "inputs": input_entries,
         "shards": _shards(input_entries, units, num_shards),
     }
-    _check_pipeline(pipeline, config, runner_args, manifest)
+    _check_configuration(module, config, runner_args, manifest)
     if _publish(job, manifest):
         return manifest, True
     existing = job.manifest()

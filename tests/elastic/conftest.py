@@ -72,8 +72,12 @@ def wait_for(condition, timeout: float = 120, what: str = "condition"):
 
 
 def jsonl_lines(paths) -> list[bytes]:
-    """Every line of the given gzipped JSONL files."""
-    return [line for path in paths for line in gzip.open(path, "rb")]
+    """Every line of the given JSONL files (gzipped when their name ends in .gz)."""
+    lines = []
+    for path in paths:
+        with (gzip.open if str(path).endswith(".gz") else open)(path, "rb") as source:
+            lines.extend(source)
+    return lines
 
 
 def single_run_lines(pipeline: str, inputs: str, output: pathlib.Path, *args: str) -> list[bytes]:
