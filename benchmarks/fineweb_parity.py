@@ -80,7 +80,7 @@ DROP_TOLERANCE = 0.01
 SPEED_GOAL = 1.0
 
 # Runs in DataTrove's venv: argv = WARC folder, output folder, lid model.
-_DATATROVE_FINEWEB = """
+DATATROVE_FINEWEB_SCRIPT = """
 import sys
 
 from datatrove.executor import LocalPipelineExecutor
@@ -265,6 +265,17 @@ def read_outcome(output: pathlib.Path, dead_letters: bool) -> Outcome:
 def fate_of(outcome: Outcome, record_id: str, extract_reason: str) -> tuple[str, str]:
     """A document no output holds was dropped by the extraction step."""
     return outcome.fates.get(record_id, ("extract", extract_reason))
+
+
+def fineweb_prerequisites() -> str:
+    """Exits unless the shared data a FineWeb benchmark needs is there; returns the beamtrove command."""
+    for needed in (MAKE_WARC, LID_MODEL, URL_BLOCKLIST):
+        if not needed.exists():
+            sys.exit(f"{needed} is absent: keep ../shared beside the checkout")
+    beamtrove = shutil.which("beamtrove")
+    if beamtrove is None:
+        sys.exit("the beamtrove command is not on PATH: pip install -e . first")
+    return beamtrove
 
 
 def datatrove_counts(logs: pathlib.Path) -> tuple[int, int]:
@@ -461,12 +472,7 @@ def main() -> None:
     )
     parser.add_argument("--datatrove-venv", type=pathlib.Path, default=DEFAULT_VENV)
     args = parser.parse_args()
-    for needed in (MAKE_WARC, LID_MODEL, URL_BLOCKLIST):
-        if not needed.exists():
-            sys.exit(f"{needed} is absent: keep ../shared beside the checkout")
-    beamtrove = shutil.which("beamtrove")
-    if beamtrove is None:
-        sys.exit("the beamtrove command is not on PATH: pip install -e . first")
+    beamtrove = fineweb_prerequisites()
     python = datatrove_python(args.datatrove_venv)
     workdir = args.workdir.resolve()
     workdir.mkdir(parents=True, exist_ok=True)
@@ -485,7 +491,7 @@ def main() -> None:
             shutil.rmtree(out, ignore_errors=True)
             out.mkdir()
         script = workdir / "datatrove_fineweb.py"
-        script.write_text(_DATATROVE_FINEWEB)
+        script.write_text(DATATROVE_FINEWEB_SCRIPT)
 
         print("running DataTrove's FineWeb stack", file=sys.stderr)
         wall, monitor = run_measured(

@@ -273,4 +273,6 @@ class JobDir:
     def requeue(self, shard_id: str) -> None:
         """Archives the shard's failure, attempts and stale lock, so workers start it afresh."""
         paths = (self.failed_path(shard_id), self.attempts_dir(shard_id), self.lock_path(shard_id))
-        self.archive([path for path in paths if path.exists()], shard_id)
+        existing = [path for path in paths if path.exists()]
+        if existing:
+            self.archive(existing, shard_id)

@@ -8,6 +8,7 @@ import json
 import pyarrow.parquet as pq
 
 from beamtrove.cli import main
+from beamtrove.fs import InputFile, write_input_ranges
 
 
 def _jsonl_rows(directory):
@@ -48,3 +49,30 @@ def test_warc_to_parquet_to_jsonl_keeps_every_document(data_dir, tmp_path):
         main(["run", "convert", "--input", str(tmp_path / "pq" / "*.parquet"), "--output", str(tmp_path / "back")]) == 0
     )
     assert _jsonl_rows(tmp_path / "back") == _jsonl_rows(tmp_path / "direct")
+
+
+def test_input_ranges_read_parts_of_files_and_exclude_input(faults_set, tmp_path, capsys):
+    warcs, _ = faults_set
+    files = sorted(warcs.glob("*.warc.gz"))
+    ranges = tmp_path / "inputs.json"
+    write_input_ranges([InputFile(str(path), path.name, path.stat().st_size) for path in files[1:]], str(ranges))
+    both = ["run", "convert", "--input_ranges", str(ranges), "--input_format", "warc", "--output"]
+    assert main([*both, str(tmp_path / "listed")]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "convert",
+                "--input",
+                str(files[1]),
+                "--input",
+                str(files[2]),
+                "--output",
+                str(tmp_path / "globbed"),
+            ]
+        )
+        == 0
+    )
+    assert _jsonl_rows(tmp_path / "listed") == _jsonl_rows(tmp_path / "globbed")
+    assert main([*both, str(tmp_path / "x"), "--input", str(files[0])]) == 2
+    assert "--input_ranges replaces --input" in capsys.readouterr().err
