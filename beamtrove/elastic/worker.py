@@ -34,7 +34,7 @@ from beamtrove.fs import write_input_ranges
 from beamtrove.pipelines import load_pipeline
 from beamtrove.stats import STATS_FILE
 
-__all__ = ["ATTEMPT_FILE", "SHARD_DOCUMENTS", "attempt_status", "run_worker"]
+__all__ = ["ATTEMPT_FILE", "SHARD_DOCUMENTS", "run_worker"]
 
 ATTEMPT_FILE = "attempt.json"
 SHARD_DOCUMENTS = "documents.jsonl.gz"
@@ -50,7 +50,7 @@ def _raise_interrupted(signum, frame):
     raise _Interrupted(signal.Signals(signum).name)
 
 
-def attempt_status(attempt_dir: pathlib.Path) -> str:
+def _attempt_status(attempt_dir: pathlib.Path) -> str:
     """``running``, ``succeeded``, ``failed`` or ``interrupted``; an attempt whose worker died stays ``running``."""
     record = read_json(attempt_dir / ATTEMPT_FILE)
     return record.get("status", "running") if record else "running"
@@ -135,7 +135,7 @@ class _Worker:
         shard_id = shard["id"]
         attempts = self.job.attempts(shard_id)
         # We hold the lock, so an attempt still "running" belongs to a worker that died.
-        counted = [a for a in attempts if attempt_status(a) in ("failed", "running")]
+        counted = [a for a in attempts if _attempt_status(a) in ("failed", "running")]
         allowed = 1 + self.manifest["max_retries"]
         if len(counted) >= allowed:
             self.fail(shard_id, len(counted), "no attempt left (the last ones were abandoned by dead workers)")

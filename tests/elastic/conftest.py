@@ -32,6 +32,12 @@ def review_jsonl(movie_reviews, tmp_path_factory) -> pathlib.Path:
 
 
 @pytest.fixture(scope="session")
+def single_convert(review_jsonl, tmp_path_factory) -> list[bytes]:
+    """The documents of one ``beamtrove run convert`` over all the reviews, as sorted JSONL lines."""
+    return single_run_lines("convert", str(review_jsonl / "*.jsonl"), tmp_path_factory.mktemp("single"))
+
+
+@pytest.fixture(scope="session")
 def warc_set(tmp_path_factory) -> pathlib.Path:
     """make_warc.py: 150 real responses in 6 WARC files."""
     directory = tmp_path_factory.mktemp("warcs")

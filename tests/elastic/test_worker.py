@@ -60,11 +60,6 @@ def _ids_in_shard_order(job: pathlib.Path, merged: list[bytes]) -> None:
     assert position == len(merged)
 
 
-@pytest.fixture(scope="module")
-def single_convert(review_jsonl, tmp_path_factory) -> list[bytes]:
-    return single_run_lines("convert", str(review_jsonl / "*.jsonl"), tmp_path_factory.mktemp("single"))
-
-
 def test_racing_workers_do_every_shard_once_and_merge_to_the_single_run(review_jsonl, single_convert, tmp_path):
     job = tmp_path / "job"
     _prepare(job, "convert", str(review_jsonl), 6)
