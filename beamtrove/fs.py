@@ -58,9 +58,6 @@ class InputFile:
     end: int | None = None
     first_index: int = 0
 
-    def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
 
 def filesystem(url: str, storage_options: Mapping[str, Any] | None = None):
     """Returns ``(filesystem, path)`` for ``url``."""
@@ -177,7 +174,7 @@ def read_lines(url: str, storage_options: Mapping[str, Any] | None = None) -> li
 def write_input_ranges(files: Iterable[InputFile], url: str) -> None:
     """Writes the input files (and their byte ranges) that ``--input_ranges`` reads back."""
     with open_url(url, "w") as out:
-        json.dump([file.to_json() for file in files], out, indent=1)
+        json.dump([dataclasses.asdict(file) for file in files], out, indent=1)
 
 
 def read_input_ranges(url: str, storage_options: Mapping[str, Any] | None = None) -> list[InputFile]:
