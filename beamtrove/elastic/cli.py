@@ -28,7 +28,7 @@ def _parser() -> argparse.ArgumentParser:
         "prepare",
         help="cut the input into shards and publish the job directory",
         usage="beamtrove elastic prepare --pipeline NAME --input PATH --job-dir DIR --num-shards N "
-        "[--lock-timeout S] [--max-retries R] [-- PIPELINE AND RUNNER OPTIONS]",
+        "[--lock-timeout S] [--max-retries R] [--attempt-timeout S] [-- PIPELINE AND RUNNER OPTIONS]",
         description="Scans the input (plain JSONL: one unit per record; WARC or compressed JSONL: one unit per "
         "file), cuts N contiguous byte-balanced shards in sorted path order and publishes the job directory "
         "atomically. Options after -- go to the pipeline (as `beamtrove run PIPELINE` takes them) and to the "
@@ -46,6 +46,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     prepare.add_argument(
         "--max-retries", type=int, default=2, help="failed attempts retried before a shard fails (default: 2)"
+    )
+    prepare.add_argument(
+        "--attempt-timeout",
+        type=float,
+        help="seconds one attempt may run before it is stopped and counted as failed (default: no limit)",
     )
     worker = commands.add_parser("worker", help="claim and process shards until none is left")
     worker.add_argument("--job-dir", required=True)
@@ -128,6 +133,7 @@ def main(argv: list[str]) -> int:
                 pipeline_args,
                 lock_timeout=args.lock_timeout,
                 max_retries=args.max_retries,
+                attempt_timeout=args.attempt_timeout,
             )
             records = sum(shard["records"] for shard in manifest["shards"])
             verb = "prepared" if created else "already prepared identically; nothing changed:"

@@ -329,6 +329,7 @@ def prepare_job(
     *,
     lock_timeout: float = 300.0,
     max_retries: int = 2,
+    attempt_timeout: float | None = None,
 ) -> tuple[dict[str, Any], bool]:
     """Scans the input, cuts it into shards and publishes the job directory atomically.
 
@@ -347,6 +348,9 @@ def prepare_job(
         lock_timeout: Seconds without a heartbeat after which a shard's lock is
             stale and another worker takes the shard over.
         max_retries: Failed attempts of a shard retried before it is failed.
+        attempt_timeout: Seconds an attempt may run before it is stopped and
+            counted as failed (a hung pipeline keeps its heartbeat, so only
+            this frees its shard); None for no limit.
 
     Returns:
         ``(manifest, created)``; ``created`` is False when an identical job
@@ -358,8 +362,8 @@ def prepare_job(
     """
     if num_shards < 1:
         raise ElasticError(f"--num-shards must be at least 1 (got {num_shards}).")
-    if lock_timeout <= 0 or max_retries < 0:
-        raise ElasticError("--lock-timeout must be positive and --max-retries at least 0.")
+    if lock_timeout <= 0 or max_retries < 0 or (attempt_timeout is not None and attempt_timeout <= 0):
+        raise ElasticError("--lock-timeout and --attempt-timeout must be positive, --max-retries at least 0.")
     job = JobDir(job_dir)
     if job.path.exists() and any(job.path.iterdir()) and not (job.path / MANIFEST).exists():
         raise ElasticError(f"{job.path} exists and is not an elastic job directory: choose a new --job-dir.")
@@ -376,6 +380,7 @@ def prepare_job(
         "runner_args": runner_args,
         "lock_timeout": float(lock_timeout),
         "max_retries": int(max_retries),
+        "attempt_timeout": None if attempt_timeout is None else float(attempt_timeout),
         "input_format": input_format,
         "inputs": input_entries,
         "shards": _shards(input_entries, units, num_shards),

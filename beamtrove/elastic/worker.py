@@ -187,9 +187,15 @@ class _Worker:
             )
         record["child_pid"] = child.pid
         write_atomically(attempt_dir / ATTEMPT_FILE, orjson.dumps(record))
+        limit = self.manifest["attempt_timeout"]
+        timed_out = False
         try:
             with lock.heartbeat(self.timeout / 5):
-                exit_code = child.wait()
+                exit_code = child.wait(timeout=limit)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            exit_code = child.wait()
+            timed_out = True
         except _Interrupted:
             child.kill()
             child.wait()
@@ -197,7 +203,10 @@ class _Worker:
             write_atomically(attempt_dir / ATTEMPT_FILE, orjson.dumps(record))
             raise
         record.update(exit_code=exit_code, finished_at=time.time(), seconds=round(time.time() - started, 3))
-        if exit_code == 0:
+        if timed_out:
+            error = f"stopped after the attempt timeout of {limit:g} s; end of {log}:\n{_log_tail(log)}"
+            record.update(status="failed", error=error)
+        elif exit_code == 0:
             try:
                 result = self.publish(shard, attempt_dir, output, started)
                 record.update(status="succeeded", **result)

@@ -115,7 +115,7 @@ def test_the_manifest_records_configuration_runner_and_limits(review_jsonl, tmp_
     assert manifest["runner_args"] == ["--direct_num_workers", "1"]
     expected = json.dumps({"pipeline": "convert", "args": ["--id_key", "review"]}, separators=(",", ":"))
     assert manifest["pipeline"]["sha256"] == hashlib.sha256(expected.encode()).hexdigest()
-    assert (manifest["lock_timeout"], manifest["max_retries"]) == (30.0, 1)
+    assert (manifest["lock_timeout"], manifest["max_retries"], manifest["attempt_timeout"]) == (30.0, 1, None)
     assert JobDir(tmp_path / "job").manifest() == manifest
     leftovers = [p.name for p in tmp_path.iterdir() if p.name != "job"]
     assert leftovers == [], "the staging directory must be renamed into place"

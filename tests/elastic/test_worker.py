@@ -251,3 +251,15 @@ def test_workers_refuse_a_tampered_manifest_or_changed_input(review_jsonl, tmp_p
     assert start_worker(job, "y").wait(timeout=120) == 2
     assert "reviews-0.jsonl changed since prepare" in (tmp_path / "worker-y.log").read_text()
     assert not list((job / "done").iterdir())
+
+
+def test_an_attempt_over_its_time_limit_is_stopped_and_counted_as_failed(review_jsonl, tmp_path):
+    job = tmp_path / "job"
+    # No pipeline process even starts within 0.5 s here, so every attempt hits the limit.
+    _prepare(job, "convert", str(review_jsonl), 1, "--attempt-timeout", "0.5", "--max-retries", "1")
+    assert start_worker(job, "slow").wait(timeout=120) == 2
+    runs = _attempts(job)["shard-00000"]
+    assert [run["status"] for run in runs] == ["failed", "failed"]
+    assert all("stopped after the attempt timeout of 0.5 s" in run["error"] for run in runs)
+    assert all(process_state(run["child_pid"]) in (None, "Z") for run in runs)
+    assert json.loads((job / "failed" / "shard-00000.json").read_text())["attempts"] == 2
