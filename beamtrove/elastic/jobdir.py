@@ -114,7 +114,8 @@ class ShardLock:
     """A held claim on a shard: ``locks/<shard>.lock``, created with ``O_CREAT|O_EXCL``.
 
     While :meth:`heartbeat` runs, the lock's mtime is refreshed every fifth of
-    the lock timeout, so only the locks of dead or stuck workers go stale.
+    the lock timeout, so only the locks of dead or frozen workers go stale (a
+    hung pipeline does not stop the heartbeat: ``--attempt-timeout`` covers it).
     """
 
     path: pathlib.Path

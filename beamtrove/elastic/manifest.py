@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import array
 import hashlib
+import io
 import json
 import os
 import shutil
@@ -13,12 +14,13 @@ import time
 import uuid
 from collections.abc import Sequence
 from types import ModuleType
-from typing import Any
+from typing import Any, BinaryIO
 
 import apache_beam as beam
-import fsspec
+import fsspec.compression
 import numpy as np
 from apache_beam.options.pipeline_options import PipelineOptions
+from fsspec.utils import infer_compression
 from warcio.archiveiterator import ArchiveIterator
 
 from beamtrove import __version__
@@ -30,7 +32,6 @@ from beamtrove.elastic.jobdir import (
     ElasticError,
     JobDir,
     config_sha256,
-    file_sha256,
     sha256_of,
 )
 from beamtrove.fs import InputFile, match_inputs, write_input_ranges
@@ -111,20 +112,39 @@ def _scan_plain_jsonl(path: str, file_index: int, size: int, units: _Units) -> t
     return digest.hexdigest(), len(ends)
 
 
-def _count_records(path: str, is_warc: bool) -> tuple[int, str | None]:
-    """Records of a whole-file unit: WARC records or non-blank JSONL lines, and why counting stopped early."""
-    count = 0
-    try:
-        if is_warc:
-            with open(path, "rb") as source:
-                for _ in ArchiveIterator(source, arc2warc=True):
-                    count += 1
-        else:
-            with fsspec.open(path, "rb", compression="infer") as source:
-                count = sum(1 for line in source if line.strip())
-    except Exception as exc:  # damaged files are the pipeline's to count as errors; the scan notes them
-        return count, f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
-    return count, None
+class _HashingReader(io.RawIOBase):
+    """Hashes every byte read through it, so a file is counted and hashed in one read."""
+
+    def __init__(self, raw: BinaryIO):
+        self._raw = raw
+        self.digest = hashlib.sha256()
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        read = self._raw.readinto(buffer)
+        self.digest.update(memoryview(buffer)[:read])
+        return read
+
+
+def _scan_whole_file(path: str, is_warc: bool) -> tuple[str, int, str | None]:
+    """SHA-256 and records (WARC records, or non-blank JSONL lines) of a whole-file unit, and why counting stopped."""
+    count, error = 0, None
+    with open(path, "rb") as raw:
+        hashing = _HashingReader(raw)
+        stream = io.BufferedReader(hashing, _CHUNK)
+        try:
+            if is_warc:
+                count = sum(1 for _ in ArchiveIterator(stream, arc2warc=True))
+            else:
+                with fsspec.compression.compr[infer_compression(path)](stream, mode="rb") as lines:
+                    count = sum(1 for line in lines if line.strip())
+        except Exception as exc:  # damaged files are the pipeline's to count as errors; the scan notes them
+            error = f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
+        while stream.read(_CHUNK):  # the checksum covers the bytes no record was read from
+            pass
+    return hashing.digest.hexdigest(), count, error
 
 
 def _scan_inputs(patterns: list[str]) -> tuple[str, list[dict[str, Any]], dict[str, np.ndarray]]:
@@ -156,8 +176,7 @@ def _scan_inputs(patterns: list[str]) -> tuple[str, list[dict[str, Any]], dict[s
         if splittable:
             entry["sha256"], entry["records"] = _scan_plain_jsonl(file.url, index, stat.st_size, units)
         else:
-            entry["sha256"] = file_sha256(file.url)
-            entry["records"], scan_error = _count_records(file.url, input_format == "warc")
+            entry["sha256"], entry["records"], scan_error = _scan_whole_file(file.url, input_format == "warc")
             if scan_error:
                 entry["scan_error"] = scan_error
             units.add(index, 0, stat.st_size, 0, entry["records"])
@@ -179,16 +198,34 @@ def shard_inputs(manifest: dict[str, Any], shard: dict[str, Any]) -> list[InputF
     return files
 
 
-def shard_sha256(manifest: dict[str, Any], shard: dict[str, Any]) -> str:
-    """SHA-256 of the bytes ``shard`` covers, read now from its input files."""
+def _range_sha256(path: str, start: int, end: int) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as source:
+        source.seek(start)
+        left = end - start
+        while left > 0 and (chunk := source.read(min(_CHUNK, left))):
+            digest.update(chunk)
+            left -= len(chunk)
+    return digest.hexdigest()
+
+
+def shard_sha256(manifest: dict[str, Any], shard: dict[str, Any], *, trust_file_hashes: bool = False) -> str:
+    """The SHA-256 of the SHA-256s of the byte ranges ``shard`` covers, read now from its input files.
+
+    Args:
+        manifest: The job's manifest.
+        shard: One of its shards.
+        trust_file_hashes: Take a range covering a whole file from the
+            manifest's file checksum instead of reading it (prepare has just
+            computed those; workers must read).
+    """
     digest = hashlib.sha256()
     for segment in shard["segments"]:
-        with open(manifest["inputs"][segment["input"]]["url"], "rb") as source:
-            source.seek(segment["start"])
-            left = segment["end"] - segment["start"]
-            while left > 0 and (chunk := source.read(min(_CHUNK, left))):
-                digest.update(chunk)
-                left -= len(chunk)
+        source = manifest["inputs"][segment["input"]]
+        if trust_file_hashes and (segment["start"], segment["end"]) == (0, source["size"]):
+            digest.update(bytes.fromhex(source["sha256"]))
+        else:
+            digest.update(bytes.fromhex(_range_sha256(source["url"], segment["start"], segment["end"])))
     return digest.hexdigest()
 
 
@@ -224,7 +261,7 @@ def _shards(inputs: list[dict[str, Any]], units: dict[str, np.ndarray], num_shar
             "records": int(units["records"][first:last].sum()),
             "segments": segments,
         }
-        shard["sha256"] = shard_sha256({"inputs": inputs}, shard)
+        shard["sha256"] = shard_sha256({"inputs": inputs}, shard, trust_file_hashes=True)
         shards.append(shard)
     return shards
 

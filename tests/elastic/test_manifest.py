@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import itertools
 import json
@@ -160,6 +161,9 @@ def test_warc_files_are_whole_units_with_their_record_counts(faults_set, tmp_pat
         # Every record make_warc wrote, faults and the record cut short at the end included.
         assert entry["records"] == shard["records"] == sum(row["file"] == entry["name"] for row in rows)
         assert "scan_error" not in entry
+        assert entry["sha256"] == hashlib.sha256((warcs / entry["name"]).read_bytes()).hexdigest()
+        # Prepare took the whole file's checksum; a worker reads the bytes again and must agree.
+        assert shard_sha256(manifest, shard) == shard["sha256"]
     with pytest.raises(ElasticError, match="3 shard units"):
         prepare_job(tmp_path / "job4", "fineweb", [str(warcs / "*.warc.gz")], 4, fineweb_assets())
 
@@ -173,3 +177,16 @@ def test_an_unreadable_warc_is_a_unit_whose_scan_says_why(faults_set, tmp_path):
     manifest, _ = prepare_job(tmp_path / "job", "extract", [str(inputs)], 2)
     assert manifest["inputs"][1]["records"] == 0 and "scan_error" in manifest["inputs"][1]
     assert [shard["segments"][0]["input"] for shard in manifest["shards"]] == [0, 1]
+
+
+def test_compressed_jsonl_files_are_whole_units(review_jsonl, tmp_path):
+    inputs = tmp_path / "inputs"
+    inputs.mkdir()
+    for name in ("reviews-0.jsonl", "reviews-1.jsonl"):
+        (inputs / f"{name}.gz").write_bytes(gzip.compress((review_jsonl / name).read_bytes()))
+    manifest, _ = prepare_job(tmp_path / "job", "convert", [str(inputs)], 2)
+    assert [entry["records"] for entry in manifest["inputs"]] == [200, 201]
+    for entry, shard in zip(manifest["inputs"], manifest["shards"], strict=True):
+        assert not entry["splittable"] and "scan_error" not in entry
+        assert entry["sha256"] == hashlib.sha256((inputs / entry["name"]).read_bytes()).hexdigest()
+        assert shard["records"] == entry["records"] and shard_sha256(manifest, shard) == shard["sha256"]
