@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import pathlib
 import random
 import subprocess
 import sys
+import time
 import zipfile
 
 import apache_beam as beam
@@ -129,3 +131,30 @@ def assert_same_documents(first: beam.PCollection, second: beam.PCollection, lab
     }
     differences = keyed | f"{label}Join" >> beam.CoGroupByKey() | f"{label}Diff" >> beam.FlatMap(_differences)
     assert_that(differences, equal_to([]), label=label)
+
+
+def beamtrove(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    """Runs the ``beamtrove`` command in a new process."""
+    return subprocess.run(
+        [sys.executable, "-m", "beamtrove", *args], capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def wait_for(condition, timeout: float = 120, what: str = "condition"):
+    """Polls ``condition()`` until it returns something truthy; returns it."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def jsonl_lines(paths) -> list[bytes]:
+    """Every line of the given JSONL files (gzipped when their name ends in .gz)."""
+    lines = []
+    for path in paths:
+        with (gzip.open if str(path).endswith(".gz") else open)(path, "rb") as source:
+            lines.extend(source)
+    return lines

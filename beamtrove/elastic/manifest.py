@@ -288,6 +288,8 @@ def _split_arguments(pipeline_args: Sequence[str]) -> tuple[list[str], list[str]
             )
         if flag in _WHOLE_INPUT_OPTIONS:
             raise ElasticError(f"{flag} counts documents across the whole input, which shards cannot do: drop it.")
+        if flag == "--resumable":
+            raise ElasticError("Elastic jobs resume by shard on their own: drop --resumable.")
         if flag == "--runner" and value not in ("DirectRunner", None):
             raise ElasticError(f"Elastic workers run the pipeline with a local DirectRunner, not {value}.")
         if flag == "--direct_running_mode" and value == "multi_threading":

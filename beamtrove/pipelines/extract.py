@@ -13,12 +13,20 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from beamtrove.fs import join
 from beamtrove.options import BeamtroveOptions
 from beamtrove.pipelines.inputs import input_files
-from beamtrove.pipelines.warc_text import DOCUMENTS_DIR, ExtractionOptions, extract_text, read_pages, write_documents
+from beamtrove.pipelines.warc_text import (
+    DOCUMENTS_DIR,
+    ExtractionOptions,
+    extract_text,
+    process_resumably,
+    read_pages,
+    write_documents,
+)
+from beamtrove.resume import ResumeOptions
 
 __all__ = ["DESCRIPTION", "SHARED_OPTIONS", "Options", "build", "documents_path"]
 
 DESCRIPTION = "Extract the main text of the HTML pages in WARC files and write it as JSONL."
-SHARED_OPTIONS = (ExtractionOptions,)
+SHARED_OPTIONS = (ExtractionOptions, ResumeOptions)
 
 
 class Options(PipelineOptions):
@@ -41,6 +49,9 @@ def build(pipeline: beam.Pipeline, options: PipelineOptions) -> None:
     inputs = input_files(options)
     if not inputs or not common.output:
         raise ValueError("extract needs --input and --output.")
+    if options.view_as(ResumeOptions).resumable:
+        process_resumably(pipeline, "extract", inputs, common.output, options, (Options, ExtractionOptions))
+        return
     pages, read_errors = read_pages(pipeline, inputs, options)
     documents, extract_errors = extract_text(pages, options)
     write_documents(documents, [read_errors, extract_errors], common.output, options)

@@ -20,7 +20,15 @@ from beamtrove.document import Document
 from beamtrove.fs import join
 from beamtrove.options import BeamtroveOptions, add_option
 from beamtrove.pipelines.inputs import input_files
-from beamtrove.pipelines.warc_text import DOCUMENTS_DIR, ExtractionOptions, extract_text, read_pages, write_documents
+from beamtrove.pipelines.warc_text import (
+    DOCUMENTS_DIR,
+    ExtractionOptions,
+    extract_text,
+    process_resumably,
+    read_pages,
+    write_documents,
+)
+from beamtrove.resume import ResumeOptions
 from beamtrove.transforms.filters import (
     C4QualityFilter,
     DocumentFilter,
@@ -31,6 +39,7 @@ from beamtrove.transforms.filters import (
     LanguageFilter,
     URLFilter,
 )
+from beamtrove.transforms.per_input import EXCLUDED_DIR
 from beamtrove.transforms.writers import WriteJsonl
 
 __all__ = ["DESCRIPTION", "EXCLUDED_DIR", "SHARED_OPTIONS", "Options", "build", "documents_path", "dump_paths"]
@@ -39,8 +48,7 @@ DESCRIPTION = (
     "FineWeb's filtering stack: URL blocklist, trafilatura extraction, language ID, Gopher repetition and quality, "
     "C4 quality and FineWeb quality filters, over WARC files."
 )
-SHARED_OPTIONS = (ExtractionOptions,)
-EXCLUDED_DIR = "excluded"
+SHARED_OPTIONS = (ExtractionOptions, ResumeOptions)
 
 
 class Options(PipelineOptions):
@@ -95,8 +103,14 @@ def documents_path(options: PipelineOptions) -> str:
     return join(output, DOCUMENTS_DIR)
 
 
-def _with_dump(document: Document, dump: str) -> Document:
-    return dataclasses.replace(document, metadata={**document.metadata, "dump": dump})
+class _AddDump(beam.DoFn):
+    """Records the Common Crawl dump in each document's metadata."""
+
+    def __init__(self, dump: str):
+        self._dump = dump
+
+    def process(self, document: Document):
+        yield dataclasses.replace(document, metadata={**document.metadata, "dump": self._dump})
 
 
 def _filters(own: Options) -> list[DocumentFilter]:
@@ -134,10 +148,26 @@ def build(pipeline: beam.Pipeline, options: PipelineOptions) -> None:
     # Built here, so a missing model or blocklist fails before anything runs.
     url_filter = URLFilter(own.url_blocklist)
     later_filters = _filters(own)
+    if options.view_as(ResumeOptions).resumable:
+        steps = [Filter(rule) for rule in (url_filter, *later_filters)]
+        process_resumably(
+            pipeline,
+            "fineweb",
+            inputs,
+            output,
+            options,
+            (Options, ExtractionOptions),
+            before_extraction=[
+                *([("AddDump", _AddDump(own.dump))] if own.dump else []),
+                (steps[0].step, steps[0].step_fn()),
+            ],
+            after_extraction=[(step.step, step.step_fn()) for step in steps[1:]],
+        )
+        return
 
     pages, read_errors = read_pages(pipeline, inputs, options)
     if own.dump:
-        pages = pages | "AddDump" >> beam.Map(_with_dump, own.dump)
+        pages = pages | "AddDump" >> beam.ParDo(_AddDump(own.dump))
     dead_letters = [read_errors]
     # Blocked pages are dropped before they cost an extraction.
     pages = _apply(pages, url_filter, output, dead_letters, options)

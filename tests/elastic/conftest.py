@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import gzip
 import json
 import pathlib
 import subprocess
 import sys
-import time
 
 import pytest
 
-from tests.conftest import DATA, make_warc_set, require
+from tests.conftest import DATA, beamtrove, jsonl_lines, make_warc_set, require
 
 LID_MODEL = DATA / "models" / "lid176" / "lid.176.ftz"
 BLOCKLIST = DATA / "blocklists" / "ut1"
@@ -49,13 +47,6 @@ def fineweb_assets() -> list[str]:
     return ["--lid_model", str(require(LID_MODEL)), "--url_blocklist", str(require(BLOCKLIST))]
 
 
-def beamtrove(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    """Runs the ``beamtrove`` command in a new process."""
-    return subprocess.run(
-        [sys.executable, "-m", "beamtrove", *args], capture_output=True, text=True, timeout=timeout, check=False
-    )
-
-
 def start_worker(job: pathlib.Path, host: str, *args: str) -> subprocess.Popen:
     """Starts ``beamtrove elastic worker`` in a new process, its output in ``<job>/../worker-<host>.log``."""
     log = open(job.parent / f"worker-{host}.log", "ab")  # noqa: SIM115 - the child process owns it
@@ -64,26 +55,6 @@ def start_worker(job: pathlib.Path, host: str, *args: str) -> subprocess.Popen:
         stdout=log,
         stderr=subprocess.STDOUT,
     )
-
-
-def wait_for(condition, timeout: float = 120, what: str = "condition"):
-    """Polls ``condition()`` until it returns something truthy; returns it."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-
-
-def jsonl_lines(paths) -> list[bytes]:
-    """Every line of the given JSONL files (gzipped when their name ends in .gz)."""
-    lines = []
-    for path in paths:
-        with (gzip.open if str(path).endswith(".gz") else open)(path, "rb") as source:
-            lines.extend(source)
-    return lines
 
 
 def single_run_lines(pipeline: str, inputs: str, output: pathlib.Path, *args: str) -> list[bytes]:

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from tests.elastic.conftest import beamtrove, jsonl_lines, wait_for
+from tests.conftest import beamtrove, jsonl_lines, wait_for
 
 pytestmark = pytest.mark.slurm
 

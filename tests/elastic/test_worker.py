@@ -16,16 +16,8 @@ import pytest
 
 from beamtrove.elastic import JobDir
 from beamtrove.elastic.worker import ATTEMPT_FILE
-from tests.elastic.conftest import (
-    LID_MODEL,
-    beamtrove,
-    fineweb_assets,
-    jsonl_lines,
-    process_state,
-    single_run_lines,
-    start_worker,
-    wait_for,
-)
+from tests.conftest import beamtrove, jsonl_lines, wait_for
+from tests.elastic.conftest import LID_MODEL, fineweb_assets, process_state, single_run_lines, start_worker
 
 
 def _prepare(job: pathlib.Path, pipeline: str, inputs: str, shards: int, *options: str, args=()) -> None:

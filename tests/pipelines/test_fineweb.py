@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import signal
+import subprocess
+import sys
 
 import pytest
 
 from beamtrove.cli import main
-from tests.conftest import DATA, require
+from tests.conftest import DATA, beamtrove, jsonl_lines, make_warc_set, require, wait_for
 
 LID_MODEL = DATA / "models" / "lid176" / "lid.176.ftz"
 BLOCKLIST = DATA / "blocklists" / "ut1"
@@ -113,3 +117,98 @@ def test_extract_pipeline_keeps_every_page_with_text(data_dir, tmp_path):
         - sum(v for k, v in steps["extract"]["counters"].items() if k.startswith("errors."))
     )
     assert all("<html" not in row["text"].lower() for row in rows)
+
+
+def _lines(directory) -> list[bytes]:
+    return sorted(jsonl_lines(sorted(directory.glob("*.jsonl*")))) if directory.exists() else []
+
+
+def test_resumable_run_equals_the_ordinary_run_and_a_rerun_reads_nothing(fineweb_run, faults_set, tmp_path):
+    warcs, _ = faults_set
+    ordinary, _, _ = fineweb_run
+    out = tmp_path / "resumable"
+    argv = ["run", "fineweb", "--input", str(warcs / "*.warc.gz"), "--output", str(out), "--resumable", *_assets()]
+    assert main(argv) == 0
+    markers = {path.stem: json.loads(path.read_text()) for path in (out / "_completed").glob("*.json")}
+    assert sorted(markers) == sorted(path.name.removesuffix(".warc.gz") for path in warcs.glob("*.warc.gz"))
+    assert sorted(path.name for path in (out / "documents").iterdir()) == sorted(
+        f"{stem}.jsonl.gz" for stem, marker in markers.items() if marker["counts"]["documents"]
+    )
+    # Same documents, exclusions and dead letters as the ordinary run, the truncated file's included.
+    assert _lines(out / "documents") == _lines(ordinary / "documents")
+    for step in FILTERS:
+        assert _lines(out / "excluded" / step) == _lines(ordinary / "excluded" / step), step
+    assert _lines(out / "dead_letters") == _lines(ordinary / "dead_letters")
+    assert _lines(out / "dead_letters"), "the faults set has records that cannot be read"
+    steps = json.loads((out / "stats.json").read_text())["steps"]
+    assert sum(m["counts"]["documents"] for m in markers.values()) == steps["WriteDocuments"]["counters"]["out"]
+    read = steps["ReadWarc"]["counters"]
+    assert sum(m["counts"]["read"] for m in markers.values()) == read["out"] + read.get("errors.truncated", 0) + sum(
+        v for k, v in read.items() if k.startswith("errors.") and k != "errors.truncated"
+    )
+    assert steps["ProcessInputs"]["counters"]["completed"] == 3
+
+    stamps = {path: path.stat().st_mtime_ns for path in out.rglob("*") if path.is_file() and path.name != "stats.json"}
+    assert main(argv) == 0
+    rerun = json.loads((out / "stats.json").read_text())["steps"]
+    assert "ReadWarc" not in rerun and "ProcessInputs" not in rerun
+    assert {path: path.stat().st_mtime_ns for path in stamps} == stamps
+
+
+def test_resumable_output_refuses_another_configuration_unless_restarted(data_dir, tmp_path, capsys):
+    warc = data_dir / "warc" / "cc-main-2020-34_resiliparse_warcfile.warc.gz"
+    argv = ["run", "fineweb", "--input", str(warc), "--output", str(tmp_path), "--resumable", *_assets()]
+    assert main(argv) == 0
+    marker = tmp_path / "_completed" / "cc-main-2020-34_resiliparse_warcfile.json"
+    excluded_before = json.loads(marker.read_text())["counts"]["excluded"]
+    assert excluded_before["language_filter"] > 0
+    any_language = ["--languages", "all", "--language_threshold", "0"]
+    assert main([*argv, *any_language]) == 2
+    message = capsys.readouterr().err
+    assert "another configuration (differing: language_threshold, languages)" in message and "--restart" in message
+    assert json.loads(marker.read_text())["counts"]["excluded"] == excluded_before
+    assert main([*argv, *any_language, "--restart"]) == 0
+    # Every language passes now.
+    assert "language_filter" not in json.loads(marker.read_text())["counts"]["excluded"]
+    assert not (tmp_path / "excluded" / "language_filter").exists()
+    assert json.loads((tmp_path / "_resume.json").read_text())["options"]["languages"] == "all"
+
+
+@pytest.mark.slow
+def test_a_run_killed_midway_resumes_without_redoing_completed_inputs(tmp_path):
+    warcs = tmp_path / "warcs"
+    warcs.mkdir()
+    make_warc_set(warcs, "--records", "240", "--files", "8", "--seed", "11")
+    inputs = ["--input", str(warcs / "*.warc.gz"), *_assets()]
+    out = tmp_path / "resumable"
+    argv = [sys.executable, "-m", "beamtrove", "run", "fineweb", *inputs, "--output", str(out), "--resumable"]
+    with open(tmp_path / "killed.log", "wb") as log:
+        run = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        wait_for(lambda: len(list((out / "_completed").glob("*.json"))) >= 2, timeout=300, what="two completed inputs")
+    finally:
+        os.killpg(run.pid, signal.SIGKILL)
+        run.wait()
+    completed = {path.stem for path in (out / "_completed").glob("*.json")}
+    assert 2 <= len(completed) < 8, "the run was not killed midway"
+    finished = {
+        path: (path.stat().st_ino, path.stat().st_mtime_ns)
+        for path in out.rglob("*")
+        if path.is_file() and path.name.split(".")[0] in completed
+    }
+
+    assert beamtrove("run", "fineweb", *inputs, "--output", str(out), "--resumable").returncode == 0
+    steps = json.loads((out / "stats.json").read_text())["steps"]
+    assert steps["ReadWarc"]["counters"]["files"] == 8 - len(completed)
+    assert steps["ProcessInputs"]["counters"]["completed"] == 8 - len(completed)
+    assert {path: (path.stat().st_ino, path.stat().st_mtime_ns) for path in finished} == finished
+    assert len(list((out / "_completed").glob("*.json"))) == 8
+    assert not list((out / ".beamtrove-resume-tmp").rglob("*")), "temporary files were left behind"
+
+    resumed = _lines(out / "documents")
+    ids = [json.loads(line)["id"] for line in resumed]
+    assert len(ids) == len(set(ids)), "a document was written twice"
+    uninterrupted = tmp_path / "uninterrupted"
+    assert beamtrove("run", "fineweb", *inputs, "--output", str(uninterrupted)).returncode == 0
+    assert resumed == _lines(uninterrupted / "documents")
+    assert resumed, "the FineWeb stack kept nothing from 240 real pages"

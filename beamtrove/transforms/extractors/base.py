@@ -235,8 +235,10 @@ class Extract(beam.PTransform):
         self._dead_letters = True
         return self
 
+    def step_fn(self) -> beam.DoFn:
+        """The DoFn this transform applies, for running the step inside another DoFn."""
+        return _ExtractFn(self._extractor, self._timeout, self._step)
+
     def expand(self, documents):
-        outputs = documents | beam.ParDo(_ExtractFn(self._extractor, self._timeout, self._step)).with_outputs(
-            DEAD_LETTERS, main="documents"
-        )
+        outputs = documents | beam.ParDo(self.step_fn()).with_outputs(DEAD_LETTERS, main="documents")
         return (outputs.documents, outputs[DEAD_LETTERS]) if self._dead_letters else outputs.documents

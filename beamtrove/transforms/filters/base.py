@@ -160,7 +160,14 @@ class Filter(beam.PTransform):
         self._rule = rule
         self._step = step or rule.name
 
+    @property
+    def step(self) -> str:
+        """The step's stats name."""
+        return self._step
+
+    def step_fn(self) -> beam.DoFn:
+        """The DoFn this transform applies, for running the step inside another DoFn."""
+        return _FilterFn(self._rule, self._step)
+
     def expand(self, documents):
-        return documents | beam.ParDo(_FilterFn(self._rule, self._step)).with_outputs(
-            EXCLUDED, DEAD_LETTERS, main="kept"
-        )
+        return documents | beam.ParDo(self.step_fn()).with_outputs(EXCLUDED, DEAD_LETTERS, main="kept")

@@ -248,14 +248,6 @@ class _ByteRange(io.RawIOBase):
         return read
 
 
-def _bundle_sources(unused_impulse, source: _FileRecordSource) -> Iterator[_FileRecordSource]:
-    # Reshuffling the per-file sources spreads the files over all workers; a
-    # plain Read leaves that to the runner, and local runners read every
-    # split of one source in a single bundle.
-    for bundle in source.split(desired_bundle_size=0):
-        yield bundle.source
-
-
 class _SplitDeadLetters(beam.DoFn):
     """Sends records to the main output and dead letters to their own."""
 
@@ -349,6 +341,11 @@ class FileReader(beam.PTransform):
         """Makes the reader return ``(documents, dead_letters)``."""
         self._dead_letters = True
         return self
+
+    def read_file(self, file: InputFile) -> Iterator[Any]:
+        """The records and dead letters of one of :attr:`files`, counted as the transform counts them."""
+        source = self._source()._for_files((file,))
+        return source.read(source.get_range_tracker(0, 1))
 
     def _source(self) -> _FileRecordSource:
         return _FileRecordSource(

@@ -1,0 +1,143 @@
+"""Resumable runs: rerunning into the same output skips the inputs already completed.
+
+With ``--resumable``, a pipeline writes each input file's outputs under names
+derived from the input and a completion marker after them (see
+:mod:`beamtrove.transforms.per_input`). Before the next run into that output,
+:func:`pending_inputs` checks that the configuration is the one the output
+was started with (``_resume.json``), drops the temporary files of killed runs
+and returns the inputs that have no marker yet.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from beamtrove import __version__
+from beamtrove.dead_letter import DEAD_LETTER_DIR
+from beamtrove.fs import InputFile, filesystem, join, open_url
+from beamtrove.options import add_option
+from beamtrove.transforms.per_input import COMPLETED_DIR, DOCUMENTS_DIR, EXCLUDED_DIR, TEMP_DIR, input_stem
+
+__all__ = ["CONFIG_FILE", "ResumeOptions", "configuration", "pending_inputs"]
+
+CONFIG_FILE = "_resume.json"
+_LOGGER = logging.getLogger(__name__)
+
+
+class ResumeOptions(PipelineOptions):
+    """Resumable runs."""
+
+    @classmethod
+    def _add_argparse_args(cls, parser):
+        add_option(
+            parser,
+            "resumable",
+            action="store_true",
+            help="Write each input file's outputs under names derived from it, with a completion marker, so that "
+            "rerunning into the same output skips the inputs already completed. The configuration must stay the "
+            "same between reruns.",
+        )
+        add_option(
+            parser,
+            "restart",
+            action="store_true",
+            help="With --resumable: start the output over under a new configuration, deleting its completed "
+            "outputs and markers, instead of refusing it.",
+        )
+
+
+def configuration(pipeline: str, options: PipelineOptions, option_classes: Iterable[type[PipelineOptions]]) -> dict:
+    """What identifies a run's results: the pipeline, beamtrove's version and the values of ``option_classes``."""
+    values = options.get_all_options(drop_default=False)
+    chosen = {}
+    for options_class in option_classes:
+        parser = argparse.ArgumentParser(add_help=False)
+        options_class._add_argparse_args(parser)
+        for action in parser._actions:
+            if action.dest != "help":
+                chosen[action.dest] = values.get(action.dest)
+    return {"pipeline": pipeline, "beamtrove_version": __version__, "options": dict(sorted(chosen.items()))}
+
+
+def _sha256(record: Mapping[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(record, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def _read_json(url: str, storage_options) -> dict | None:
+    fs, path = filesystem(url, storage_options)
+    if not fs.exists(path):
+        return None
+    with open_url(url, "rb", storage_options) as source:
+        return json.loads(source.read())
+
+
+def pending_inputs(
+    inputs: Sequence[InputFile],
+    output: str,
+    config: Mapping[str, Any],
+    *,
+    restart: bool = False,
+    storage_options: Mapping[str, Any] | None = None,
+) -> tuple[list[InputFile], str]:
+    """The inputs still to process into ``output``, and the configuration's SHA-256.
+
+    Records ``config`` in ``<output>/_resume.json`` on the first run and
+    removes the temporary files that killed runs left. Runs into one output
+    must not overlap.
+
+    Raises:
+        ValueError: The output was started with another configuration (unless
+            ``restart``), or an input differs in size from when it was completed.
+    """
+    fs, root = filesystem(output, storage_options)
+    config_sha256 = _sha256(config)
+    config_url = join(output, CONFIG_FILE)
+    previous = _read_json(config_url, storage_options)
+    if previous is not None and _sha256(previous) != config_sha256:
+        if not restart:
+            changed = sorted(
+                key
+                for key in {*previous["options"], *config["options"]}
+                if previous["options"].get(key) != config["options"].get(key)
+            )
+            if previous.get("beamtrove_version") != config["beamtrove_version"]:
+                changed.append("beamtrove_version")
+            raise ValueError(
+                f"{output} was started with another configuration (differing: {', '.join(changed) or 'pipeline'}); "
+                "rerun with the same options, write to another --output, or pass --restart to delete its "
+                "completed outputs and start over."
+            )
+        for folder in (COMPLETED_DIR, DOCUMENTS_DIR, EXCLUDED_DIR, DEAD_LETTER_DIR):
+            if fs.exists(join(root, folder)):
+                fs.rm(join(root, folder), recursive=True)
+        _LOGGER.warning("--restart: deleted the completed outputs of %s made with another configuration", output)
+    if fs.exists(join(root, TEMP_DIR)):
+        fs.rm(join(root, TEMP_DIR), recursive=True)
+    if previous is None or _sha256(previous) != config_sha256:
+        fs.makedirs(root, exist_ok=True)
+        with open_url(config_url, "wb", storage_options) as out:
+            out.write(json.dumps(config, indent=1, sort_keys=True).encode())
+    pending = []
+    for file in inputs:
+        marker = _read_json(join(output, COMPLETED_DIR, f"{input_stem(file)}.json"), storage_options)
+        if marker is None:
+            pending.append(file)
+        elif marker["size"] != file.size or marker["name"] != file.name:
+            raise ValueError(
+                f"{file.url} ({file.size} bytes) is not the input completed as {marker['name']} ({marker['size']} "
+                "bytes); restore it, or pass --restart to process everything again."
+            )
+    _LOGGER.info(
+        "resuming %s: %d of %d inputs were completed before and are skipped",
+        output,
+        len(inputs) - len(pending),
+        len(inputs),
+    )
+    return pending, config_sha256

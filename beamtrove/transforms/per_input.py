@@ -1,0 +1,269 @@
+"""Runs a chain of per-document steps over each input file and finalizes that file's outputs at once.
+
+``ProcessInputs`` is for resumable runs: a file's documents, excluded
+documents and dead letters are written to temporary files while the file is
+processed; when its last record has passed every step, they are moved to
+names derived from the input (``documents/<stem>.jsonl.gz``,
+``excluded/<step>/<stem>.jsonl.gz``, ``dead_letters/<stem>.jsonl``) and only
+then is the completion marker ``_completed/<stem>.json`` written. A run
+killed at any point leaves every input either completed, with all its outputs
+in place, or without a marker, to be processed again by the next run.
+
+The steps are the very DoFns the ordinary transforms apply (see
+``Filter.step_fn`` and ``Extract.step_fn``), run one after the other inside
+one DoFn per input file, which is what a runner's fusion does with them
+anyway; their counters are the same.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import json
+import posixpath
+import time
+import uuid
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+import apache_beam as beam
+from apache_beam import pvalue
+
+from beamtrove.dead_letter import DEAD_LETTER_DIR, DeadLetter
+from beamtrove.document import Document
+from beamtrove.fs import InputFile, filesystem, join, move, open_url
+from beamtrove.metrics import StepMetrics
+from beamtrove.transforms.batching import BatchDoFn
+from beamtrove.transforms.filters.base import DEAD_LETTERS, EXCLUDED
+from beamtrove.transforms.readers.base import FileReader
+from beamtrove.transforms.writers.jsonl import JsonlFormat, document_row
+
+__all__ = ["COMPLETED_DIR", "DOCUMENTS_DIR", "EXCLUDED_DIR", "TEMP_DIR", "ProcessInputs", "input_stem"]
+
+DOCUMENTS_DIR = "documents"
+EXCLUDED_DIR = "excluded"
+COMPLETED_DIR = "_completed"
+TEMP_DIR = ".beamtrove-resume-tmp"
+#: Records read before they go through the steps together: batched steps see full batches.
+_CHUNK = 256
+_WRITE_DOCUMENTS = "WriteDocuments"
+_WRITE_DEAD_LETTERS = "WriteDeadLetters"
+
+
+def input_stem(file: InputFile) -> str:
+    """The name an input's outputs and marker take: its relative path, ``/`` → ``--``, extension dropped."""
+    name = file.name
+    for suffix in (".gz", ".zst", ".bz2", ".xz"):
+        name = name.removesuffix(suffix)
+    return posixpath.splitext(name)[0].replace("/", "--")
+
+
+@dataclasses.dataclass
+class _TempOutput:
+    """One output file being written under a temporary name."""
+
+    final: str
+    temp: str
+    opener: Any
+    stream: Any
+    writer: Any
+    metrics: StepMetrics
+
+    @classmethod
+    def open(cls, final: str, temp_dir: str, file_format: JsonlFormat, step: str, storage_options) -> _TempOutput:
+        suffix = ".jsonl.gz" if final.endswith(".gz") else ".jsonl"
+        temp = join(temp_dir, uuid.uuid4().hex + suffix)
+        opener = open_url(temp, "wb", storage_options)
+        stream = opener.open()
+        metrics = StepMetrics(step)
+        return cls(final, temp, opener, stream, file_format.open(stream, suffix, metrics), metrics)
+
+    def write(self, element: Any) -> None:
+        self.metrics.received()
+        self.writer.write(element)
+
+    def close(self) -> tuple[int, int]:
+        """Closes the file; returns ``(records, bytes)``."""
+        self.writer.close()
+        size = self.stream.tell()
+        self.opener.close()
+        self.metrics.emitted(self.writer.records)
+        self.metrics.inc("files")
+        self.metrics.inc("bytes", size)
+        return self.writer.records, size
+
+
+class _ProcessInputFn(beam.DoFn):
+    def __init__(self, spec: _Spec):
+        self._spec = spec
+
+    def setup(self):
+        self._steps = [(name, fn) for name, fn in self._spec.steps]
+        for _, fn in self._steps:
+            fn.setup()
+        self._inputs = StepMetrics("ProcessInputs")
+
+    def teardown(self):
+        for _, fn in getattr(self, "_steps", ()):
+            fn.teardown()
+
+    def process(self, file: InputFile) -> Iterator[dict[str, Any]]:
+        spec = self._spec
+        stem = spec.stems[file.url]
+        temp_dir = join(spec.output, TEMP_DIR, uuid.uuid4().hex)
+        outputs: dict[str, _TempOutput] = {}
+        counts: dict[str, Any] = {"read": 0, "documents": 0, "excluded": {}, "dead_letters": {}}
+        try:
+            for chunk in _chunks(spec.reader.read_file(file), _CHUNK):
+                counts["read"] += len(chunk)
+                for kind, step, element in self._run_steps(chunk):
+                    self._output(outputs, kind, step, stem, temp_dir).write(element)
+                    _count(counts, kind, step)
+            written = {}
+            for output in outputs.values():
+                records, size = output.close()
+                written[output.final] = {"records": records, "bytes": size}
+            for output in outputs.values():
+                move(output.temp, join(spec.output, output.final), spec.storage_options)
+            marker = {
+                "input": file.url,
+                "name": file.name,
+                "size": file.size,
+                "config_sha256": spec.config_sha256,
+                "completed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "outputs": written,
+                "counts": counts,
+            }
+            _write_json(marker, join(spec.output, COMPLETED_DIR, f"{stem}.json"), temp_dir, spec.storage_options)
+        finally:
+            fs, path = filesystem(temp_dir, spec.storage_options)
+            if fs.exists(path):
+                fs.rm(path, recursive=True)
+        self._inputs.inc("completed")
+        yield marker
+
+    def _run_steps(self, chunk: list[Any]) -> Iterator[tuple[str, str, Any]]:
+        """``(kind, step, element)`` for every output: kind is documents, excluded or dead_letters."""
+        documents = []
+        for outcome in chunk:
+            if isinstance(outcome, DeadLetter):
+                yield DEAD_LETTERS, outcome.step, outcome
+            else:
+                documents.append(outcome)
+        for name, fn in self._steps:
+            kept = []
+            for output in _apply(fn, documents):
+                if isinstance(output, pvalue.TaggedOutput):
+                    yield (EXCLUDED if output.tag == EXCLUDED else DEAD_LETTERS), name, output.value
+                else:
+                    kept.append(output)
+            documents = kept
+        for document in documents:
+            yield DOCUMENTS_DIR, _WRITE_DOCUMENTS, document
+
+    def _output(self, outputs: dict[str, _TempOutput], kind: str, step: str, stem: str, temp_dir: str) -> _TempOutput:
+        key = f"{kind}/{step}" if kind == EXCLUDED else kind
+        if key not in outputs:
+            if kind == EXCLUDED:
+                final, writer_step, rows = f"{EXCLUDED_DIR}/{step}/{stem}.jsonl.gz", f"write_excluded_{step}", None
+            elif kind == DEAD_LETTERS:
+                final, writer_step, rows = f"{DEAD_LETTER_DIR}/{stem}.jsonl", _WRITE_DEAD_LETTERS, DeadLetter.to_row
+            else:
+                final, writer_step, rows = f"{DOCUMENTS_DIR}/{stem}.jsonl.gz", _WRITE_DOCUMENTS, None
+            file_format = JsonlFormat(rows or document_row)
+            outputs[key] = _TempOutput.open(final, temp_dir, file_format, writer_step, self._spec.storage_options)
+        return outputs[key]
+
+
+def _apply(fn: beam.DoFn, documents: list[Document]) -> Iterator[Any]:
+    """The outputs of one step's DoFn over ``documents``, in order."""
+    if isinstance(fn, BatchDoFn):
+        for batch in _chunks(documents, fn.batch_size):
+            yield from fn.transform_batch(batch, fn.begin_batch(batch))
+        return
+    for document in documents:
+        yield from fn.process(document) or ()
+
+
+def _chunks(elements: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    chunk = []
+    for element in elements:
+        chunk.append(element)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _count(counts: dict[str, Any], kind: str, step: str) -> None:
+    if kind == DOCUMENTS_DIR:
+        counts["documents"] += 1
+    else:
+        counts[kind][step] = counts[kind].get(step, 0) + 1
+
+
+def _write_json(record: Mapping[str, Any], url: str, temp_dir: str, storage_options) -> None:
+    """Writes ``record`` under a temporary name, then moves it to ``url``: readers never see half of it."""
+    temp = join(temp_dir, uuid.uuid4().hex + ".json")
+    with open_url(temp, "wb", storage_options) as out:
+        out.write(json.dumps(record, indent=1, sort_keys=True).encode())
+    move(temp, url, storage_options)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Spec:
+    reader: FileReader
+    steps: tuple[tuple[str, beam.DoFn], ...]
+    output: str
+    stems: Mapping[str, str]
+    config_sha256: str
+    storage_options: Mapping[str, Any]
+
+
+class ProcessInputs(beam.PTransform):
+    """Reads each input file, runs the steps over its records and finalizes its outputs.
+
+    The result is a ``PCollection`` of the completion markers written, one
+    dict per input file. Counters: each step's own, the writers'
+    (``WriteDocuments``, ``write_excluded_<step>``, ``WriteDeadLetters``) and
+    ``ProcessInputs/completed``.
+
+    Args:
+        reader: Matches and reads the inputs; only the files given here are read.
+        files: The input files to process (some of ``reader.files``).
+        steps: ``(name, DoFn)`` per step, in order: each DoFn emits the kept
+            document, or tagged ``excluded`` / ``dead_letters`` outputs.
+        output: Output directory (path or fsspec URL).
+        config_sha256: Identifies the configuration; recorded in each marker.
+        storage_options: fsspec filesystem options.
+    """
+
+    def __init__(
+        self,
+        reader: FileReader,
+        files: Sequence[InputFile],
+        steps: Sequence[tuple[str, beam.DoFn]],
+        output: str,
+        config_sha256: str,
+        storage_options: Mapping[str, Any] | None = None,
+    ):
+        super().__init__()
+        stems = {file.url: input_stem(file) for file in reader.files}
+        clashes = [stem for stem, n in collections.Counter(stems.values()).items() if n > 1]
+        if clashes:
+            raise ValueError(
+                f"Several inputs would write the outputs named {clashes[0]!r}; per-input outputs need inputs "
+                "whose paths differ by more than their extension."
+            )
+        self._files = list(files)
+        self._spec = _Spec(reader, tuple(steps), output.rstrip("/"), stems, config_sha256, dict(storage_options or {}))
+
+    def expand(self, pbegin):
+        return (
+            pbegin
+            | "InputFiles" >> beam.Create(self._files)
+            # Spreads the files over all workers: one file is one unit of work.
+            | "SpreadFiles" >> beam.Reshuffle()
+            | "ProcessInput" >> beam.ParDo(_ProcessInputFn(self._spec))
+        )
