@@ -45,7 +45,7 @@ setup(
     extras_require={
         "s3": ["s3fs>=2024.2"],
         "test": ["pytest>=8", "pytest-timeout>=2.3"],
-        "dev": ["pytest>=8", "pytest-timeout>=2.3", "ruff==0.17.6"],
+        "dev": ["dockerfile-parse==2.0.1", "pytest>=8", "pytest-timeout>=2.3", "ruff==0.17.6"],
     },
     entry_points={"console_scripts": ["beamtrove=beamtrove.cli:main"]},
     classifiers=[

@@ -6,7 +6,8 @@ the Beam options name (DirectRunner by default), waits for it and writes
 ``stats.json`` as a table. ``beamtrove assets fetch`` downloads the
 language-ID model and URL blocklist into the asset cache; ``beamtrove assets
 path`` shows where they are. ``beamtrove elastic ...`` runs shard-safe
-pipelines as independent workers over a shared job directory.
+pipelines as independent workers over a shared job directory. ``beamtrove
+dataflow ...`` writes Flex Template specs and builds Dataflow jobs offline.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from apache_beam.runners.runner import PipelineState
 
 from beamtrove import __version__
 from beamtrove.assets import ASSET_NAMES, asset_path, asset_present, fetch_assets
+from beamtrove.dataflow.cli import main as dataflow_main
 from beamtrove.elastic.cli import main as elastic_main
 from beamtrove.options import BeamtroveOptions, unknown_options
 from beamtrove.pipelines import PIPELINES, load_pipeline
@@ -185,10 +187,16 @@ def main(argv: list[str] | None = None) -> int:
         add_help=False,
         help="independent shard workers over a shared directory (beamtrove elastic --help)",
     )
+    commands.add_parser(
+        "dataflow",
+        add_help=False,
+        help="Flex Template specs and offline job graphs for Google Cloud Dataflow (beamtrove dataflow --help)",
+    )
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["elastic"]:
+    delegated = {"elastic": elastic_main, "dataflow": dataflow_main}
+    if argv[:1] and argv[0] in delegated:
         _configure_logging()
-        return elastic_main(argv[1:])
+        return delegated[argv[0]](argv[1:])
     args, rest = parser.parse_known_args(argv)
 
     _configure_logging()
