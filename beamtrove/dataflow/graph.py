@@ -33,7 +33,7 @@ from apache_beam.runners.dataflow.dataflow_runner import DataflowRunner
 from apache_beam.runners.dataflow.internal import apiclient
 from apache_beam.runners.internal import names
 
-from beamtrove.elastic.jobdir import file_sha256
+from beamtrove.fs import file_sha256
 from beamtrove.options import unknown_options
 from beamtrove.pipelines import load_pipeline
 

@@ -25,7 +25,6 @@ __all__ = [
     "JobDir",
     "ShardLock",
     "config_sha256",
-    "file_sha256",
     "publish_once",
     "sha256_of",
     "write_atomically",
@@ -43,14 +42,6 @@ class ElasticError(Exception):
 
 def sha256_of(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-def file_sha256(path: str | os.PathLike) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as source:
-        while chunk := source.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def config_sha256(pipeline: str, args: list[str]) -> str:

@@ -12,7 +12,8 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
-from beamtrove.elastic.jobdir import ElasticError, JobDir, file_sha256, read_json, write_atomically
+from beamtrove.elastic.jobdir import ElasticError, JobDir, read_json, write_atomically
+from beamtrove.fs import file_sha256
 from beamtrove.stats import merge_stats
 
 __all__ = ["merge_job", "retry_shards", "shard_states", "verify_job"]

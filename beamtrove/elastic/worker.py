@@ -24,13 +24,12 @@ from beamtrove.elastic.jobdir import (
     ElasticError,
     JobDir,
     ShardLock,
-    file_sha256,
     publish_once,
     read_json,
     write_atomically,
 )
 from beamtrove.elastic.manifest import shard_inputs, shard_sha256
-from beamtrove.fs import write_input_ranges
+from beamtrove.fs import file_sha256, write_input_ranges
 from beamtrove.pipelines import load_pipeline
 from beamtrove.stats import STATS_FILE
 
