@@ -8,6 +8,8 @@ language-ID model and URL blocklist into the asset cache; ``beamtrove assets
 path`` shows where they are. ``beamtrove elastic ...`` runs shard-safe
 pipelines as independent workers over a shared job directory. ``beamtrove
 dataflow ...`` writes Flex Template specs and builds Dataflow jobs offline.
+``beamtrove runners ...`` obtains Prism and Flink from package registries, and
+``beamtrove slurm submit`` runs a pipeline on a Flink cluster inside a Slurm job.
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ from beamtrove.dataflow.cli import main as dataflow_main
 from beamtrove.elastic.cli import main as elastic_main
 from beamtrove.options import BeamtroveOptions, unknown_options
 from beamtrove.pipelines import PIPELINES, load_pipeline
+from beamtrove.runners import main as runners_main
+from beamtrove.runners import runner_defaults
+from beamtrove.slurm_flink import main as slurm_main
 from beamtrove.stats import collect_stats, format_stats, read_stats, write_stats
 
 __all__ = ["main"]
@@ -103,7 +108,8 @@ def _run(name: str | None, argv: list[str]) -> int:
         message = f"unknown options {' '.join(unknown)} (see beamtrove run {name} --help)"
         print(f"beamtrove: error: {message}", file=sys.stderr)
         return 2
-    options = PipelineOptions(argv)
+    # Local runner binaries and jars that `beamtrove runners setup` obtained, so Beam downloads nothing.
+    options = PipelineOptions(argv + runner_defaults(argv))
     pipeline = beam.Pipeline(options=options)
     try:
         module.build(pipeline, options)
@@ -192,8 +198,14 @@ def main(argv: list[str] | None = None) -> int:
         add_help=False,
         help="Flex Template specs and offline job graphs for Google Cloud Dataflow (beamtrove dataflow --help)",
     )
+    commands.add_parser(
+        "runners", add_help=False, help="obtain Prism and Flink from package registries (beamtrove runners --help)"
+    )
+    commands.add_parser(
+        "slurm", add_help=False, help="run a pipeline on a Flink cluster inside a Slurm job (beamtrove slurm --help)"
+    )
     argv = sys.argv[1:] if argv is None else argv
-    delegated = {"elastic": elastic_main, "dataflow": dataflow_main}
+    delegated = {"elastic": elastic_main, "dataflow": dataflow_main, "runners": runners_main, "slurm": slurm_main}
     if argv[:1] and argv[0] in delegated:
         _configure_logging()
         return delegated[argv[0]](argv[1:])

@@ -6,6 +6,7 @@ import gzip
 import json
 import pathlib
 import random
+import shutil
 import subprocess
 import sys
 import time
@@ -158,3 +159,17 @@ def jsonl_lines(paths) -> list[bytes]:
         with (gzip.open if str(path).endswith(".gz") else open)(path, "rb") as source:
             lines.extend(source)
     return lines
+
+
+@pytest.fixture(scope="session")
+def slurm():
+    """Skips unless a Slurm cluster answers (``bash .ci/slurm-up`` starts a one-node one)."""
+    if shutil.which("sbatch") is None or subprocess.run(["sinfo", "-h"], capture_output=True, check=False).returncode:
+        pytest.skip("no Slurm cluster answers here: `bash .ci/slurm-up` starts a one-node one")
+
+
+def slurm_job_finished(job_id: str) -> bool:
+    """Whether Slurm no longer lists the job as pending or running."""
+    # Once Slurm forgets a finished job, squeue calls its id invalid and prints nothing either.
+    state = subprocess.run(["squeue", "-h", "-j", job_id], capture_output=True, text=True, check=False)
+    return not state.stdout.strip()

@@ -4,27 +4,14 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import sys
 
 import pytest
 
-from tests.conftest import beamtrove, jsonl_lines, wait_for
+from tests.conftest import beamtrove, jsonl_lines, slurm_job_finished, wait_for
 
 pytestmark = pytest.mark.slurm
-
-
-@pytest.fixture(scope="module")
-def slurm():
-    if shutil.which("sbatch") is None or subprocess.run(["sinfo", "-h"], capture_output=True, check=False).returncode:
-        pytest.skip("no Slurm cluster answers here: `bash .ci/slurm-up` starts a one-node one")
-
-
-def _job_finished(job_id: str) -> bool:
-    # Once Slurm forgets a finished job, squeue calls its id invalid and prints nothing either.
-    state = subprocess.run(["squeue", "-h", "-j", job_id], capture_output=True, text=True, check=False)
-    return not state.stdout.strip()
 
 
 def test_an_array_of_workers_completes_the_job(slurm, review_jsonl, single_convert, tmp_path):
@@ -45,7 +32,7 @@ def test_an_array_of_workers_completes_the_job(slurm, review_jsonl, single_conve
         cwd=tmp_path, capture_output=True, text=True, check=True,
     )  # fmt: skip
     job_id = re.search(r"Submitted batch job (\d+)", submitted.stdout).group(1)
-    wait_for(lambda: _job_finished(job_id), timeout=600, what=f"Slurm job {job_id}")
+    wait_for(lambda: slurm_job_finished(job_id), timeout=600, what=f"Slurm job {job_id}")
     logs = sorted(tmp_path.glob(f"beamtrove-elastic-{job_id}_*.out"))
     assert len(logs) == 2
     for log in logs:
