@@ -47,7 +47,8 @@ from benchmarks.measure import run_measured
 from benchmarks.warc_sets import warc_set
 
 
-def _documents(paths) -> list[bytes]:
+def sorted_lines(paths) -> list[bytes]:
+    """Every line of the given JSONL files (gzipped when named .gz), sorted."""
     lines = []
     for path in paths:
         with (gzip.open if str(path).endswith(".gz") else open)(path, "rb") as source:
@@ -113,7 +114,7 @@ def main() -> None:
     peak = max(prepare_monitor.peak_pss, workers_monitor.peak_pss)
     table[f"beamtrove elastic ({args.shards} shards, {args.workers} workers)"] = (read, elastic_wall, peak)
 
-    same = _documents([merged]) == _documents(sorted((runs["single"] / "run" / "documents").glob("*.jsonl.gz")))
+    same = sorted_lines([merged]) == sorted_lines(sorted((runs["single"] / "run" / "documents").glob("*.jsonl.gz")))
     dt_speed = next(iter(table.values()))[0] / next(iter(table.values()))[1]
     print(f"make_warc.py --records {args.records} --files {args.files} --seed {args.seed}; 2 cores\n")
     print("| run | docs read | wall s | docs/s | vs DataTrove | peak PSS |")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -12,6 +13,7 @@ import sys
 import pytest
 
 from beamtrove.cli import main
+from beamtrove.runners import part_present
 from tests.conftest import DATA, beamtrove, jsonl_lines, make_warc_set, require, wait_for
 
 LID_MODEL = DATA / "models" / "lid176" / "lid.176.ftz"
@@ -212,3 +214,57 @@ def test_a_run_killed_midway_resumes_without_redoing_completed_inputs(tmp_path):
     assert beamtrove("run", "fineweb", *inputs, "--output", str(uninterrupted)).returncode == 0
     assert resumed == _lines(uninterrupted / "documents")
     assert resumed, "the FineWeb stack kept nothing from 240 real pages"
+
+
+@pytest.fixture(scope="module")
+def runner_set(tmp_path_factory) -> tuple[list[str], list[bytes]]:
+    """The fineweb arguments over a make_warc.py set, and the documents the DirectRunner keeps from it."""
+    warcs = tmp_path_factory.mktemp("runner-warcs")
+    make_warc_set(warcs, "--records", "120", "--files", "4", "--seed", "13")
+    args = ["run", "fineweb", "--input", str(warcs / "*.warc.gz"), *_assets()]
+    out = tmp_path_factory.mktemp("direct")
+    result = beamtrove(*args, "--output", str(out))
+    assert result.returncode == 0, result.stderr[-3000:]
+    documents = _lines(out / "documents")
+    assert documents, "the FineWeb stack kept nothing from 120 real pages"
+    return args, documents
+
+
+def _on_runner(runner: str) -> list[str]:
+    if runner == "prism":
+        if not part_present("prism"):
+            pytest.skip("no Prism in the runners directory: `beamtrove runners setup --runner prism` builds it")
+        return ["--runner", "PrismRunner", "--environment_type", "LOOPBACK"]
+    if runner == "flink-local":
+        if not part_present("flink-job-server"):
+            pytest.skip(
+                "no Beam Flink job-server jar in the runners directory: the package registry serves none for this "
+                "Beam (see `beamtrove runners path`)"
+            )
+        return ["--runner", "FlinkRunner", "--flink_master", "[local]", "--environment_type", "LOOPBACK"]
+    return ["--direct_running_mode", "multi_processing", "--direct_num_workers", "2", "--resumable"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("runner", ["direct-2-workers-resumable", "prism", "flink-local"])
+def test_every_runner_keeps_the_same_documents(runner_set, runner, tmp_path):
+    args, documents = runner_set
+    runner_args = _on_runner(runner)
+    result = beamtrove(*args, "--output", str(tmp_path), *runner_args)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert _lines(tmp_path / "documents") == documents
+    steps = json.loads((tmp_path / "stats.json").read_text())["steps"]
+    assert steps["WriteDocuments"]["counters"]["out"] == len(documents)
+
+
+@pytest.mark.slow
+@pytest.mark.slurm
+def test_a_run_through_slurm_keeps_the_same_documents(slurm, runner_set, tmp_path):
+    args, documents = runner_set
+    command = shlex.join([sys.executable, "-m", "beamtrove", *args, "--output", str(tmp_path / "out")])
+    submitted = subprocess.run(
+        ["sbatch", "--wait", "--output", str(tmp_path / "job.log"), "--wrap", command],
+        capture_output=True, text=True, timeout=900, check=False,
+    )  # fmt: skip
+    assert submitted.returncode == 0, (tmp_path / "job.log").read_text()[-3000:]
+    assert _lines(tmp_path / "out" / "documents") == documents
