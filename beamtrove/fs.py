@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import posixpath
+import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -30,6 +31,7 @@ __all__ = [
     "read_input_ranges",
     "read_lines",
     "write_input_ranges",
+    "write_json",
 ]
 
 _GLOB_CHARS = "*?["
@@ -157,6 +159,17 @@ def move(source: str, destination: str, storage_options: Mapping[str, Any] | Non
     _, destination_path = filesystem(destination, storage_options)
     fs.makedirs(posixpath.dirname(destination_path), exist_ok=True)
     fs.mv(source_path, destination_path)
+
+
+def write_json(record: Mapping[str, Any], url: str, storage_options: Mapping[str, Any] | None = None) -> None:
+    """Writes ``record`` as JSON under a temporary name beside ``url``, then moves it there.
+
+    Readers see the old file or the whole new one, never a half-written one.
+    """
+    temporary = f"{url}.{uuid.uuid4().hex}.tmp"
+    with open_url(temporary, "wb", storage_options) as out:
+        out.write(json.dumps(record, indent=1, sort_keys=True).encode())
+    move(temporary, url, storage_options)
 
 
 def open_url(

@@ -21,7 +21,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from beamtrove import __version__
 from beamtrove.dead_letter import DEAD_LETTER_DIR
-from beamtrove.fs import InputFile, filesystem, join, open_url
+from beamtrove.fs import InputFile, filesystem, join, open_url, write_json
 from beamtrove.options import add_option
 from beamtrove.transforms.per_input import COMPLETED_DIR, DOCUMENTS_DIR, EXCLUDED_DIR, TEMP_DIR, input_stem
 
@@ -121,9 +121,7 @@ def pending_inputs(
     if fs.exists(join(root, TEMP_DIR)):
         fs.rm(join(root, TEMP_DIR), recursive=True)
     if previous is None or _sha256(previous) != config_sha256:
-        fs.makedirs(root, exist_ok=True)
-        with open_url(config_url, "wb", storage_options) as out:
-            out.write(json.dumps(config, indent=1, sort_keys=True).encode())
+        write_json(config, config_url, storage_options)
     pending = []
     for file in inputs:
         marker = _read_json(join(output, COMPLETED_DIR, f"{input_stem(file)}.json"), storage_options)

@@ -59,6 +59,18 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _write_json(record: dict, output: str) -> bool:
+    """Writes ``record`` to ``output`` (path or fsspec URL); False, with the error printed, when it cannot."""
+    try:
+        with open_url(output, "w") as out:
+            json.dump(record, out, indent=2)
+            out.write("\n")
+    except OSError as exc:
+        print(f"beamtrove: error: cannot write {output}: {exc}", file=sys.stderr)
+        return False
+    return True
+
+
 def _build_template(pipeline: str, image: str, output: str, sdk_container_image: str | None) -> int:
     worker_image = image if sdk_container_image is None else sdk_container_image
     try:
@@ -66,12 +78,7 @@ def _build_template(pipeline: str, image: str, output: str, sdk_container_image:
     except ValueError as exc:
         print(f"beamtrove: error: {exc}", file=sys.stderr)
         return 2
-    try:
-        with open_url(output, "w") as out:
-            json.dump(spec, out, indent=2)
-            out.write("\n")
-    except OSError as exc:
-        print(f"beamtrove: error: cannot write {output}: {exc}", file=sys.stderr)
+    if not _write_json(spec, output):
         return 1
     print(f"{output}: Flex Template spec of {pipeline} ({len(spec['metadata']['parameters'])} parameters) for {image}")
     return 0
@@ -94,12 +101,7 @@ def _graph(pipeline: str, argv: list[str], output: str | None, staging_dir: str 
         return 2
     print(format_graph(graph, [option.name for option in template_options(pipeline)]))
     if output:
-        try:
-            with open_url(output, "w") as out:
-                json.dump(graph, out, indent=1)
-                out.write("\n")
-        except OSError as exc:
-            print(f"beamtrove: error: cannot write {output}: {exc}", file=sys.stderr)
+        if not _write_json(graph, output):
             return 1
         print(f"job written to {output}")
     return 0

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import json
 import posixpath
 import time
 import uuid
@@ -31,7 +30,7 @@ from apache_beam import pvalue
 
 from beamtrove.dead_letter import DEAD_LETTER_DIR, DeadLetter
 from beamtrove.document import Document
-from beamtrove.fs import InputFile, filesystem, join, move, open_url
+from beamtrove.fs import InputFile, filesystem, join, move, open_url, write_json
 from beamtrove.metrics import StepMetrics
 from beamtrove.transforms.batching import BatchDoFn
 from beamtrove.transforms.filters.base import DEAD_LETTERS, EXCLUDED
@@ -134,7 +133,7 @@ class _ProcessInputFn(beam.DoFn):
                 "outputs": written,
                 "counts": counts,
             }
-            _write_json(marker, join(spec.output, COMPLETED_DIR, f"{stem}.json"), temp_dir, spec.storage_options)
+            write_json(marker, join(spec.output, COMPLETED_DIR, f"{stem}.json"), spec.storage_options)
         finally:
             fs, path = filesystem(temp_dir, spec.storage_options)
             if fs.exists(path):
@@ -201,14 +200,6 @@ def _count(counts: dict[str, Any], kind: str, step: str) -> None:
         counts["documents"] += 1
     else:
         counts[kind][step] = counts[kind].get(step, 0) + 1
-
-
-def _write_json(record: Mapping[str, Any], url: str, temp_dir: str, storage_options) -> None:
-    """Writes ``record`` under a temporary name, then moves it to ``url``: readers never see half of it."""
-    temp = join(temp_dir, uuid.uuid4().hex + ".json")
-    with open_url(temp, "wb", storage_options) as out:
-        out.write(json.dumps(record, indent=1, sort_keys=True).encode())
-    move(temp, url, storage_options)
 
 
 @dataclasses.dataclass(frozen=True)
