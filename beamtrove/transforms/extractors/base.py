@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import logging
 import multiprocessing
 import os
 import time
@@ -27,6 +28,8 @@ __all__ = ["DEAD_LETTERS", "Extract", "ExtractionTimeout", "Extractor"]
 
 DEAD_LETTERS = "dead_letters"
 _PARENT_CHECK_SECONDS = 5.0
+_START_ATTEMPTS = 3
+_LOGGER = logging.getLogger(__name__)
 
 
 class Extractor(abc.ABC):
@@ -91,20 +94,31 @@ class _Sandbox:
         self._connection = None
 
     def _start(self) -> None:
-        self._connection, child_end = self._context.Pipe()
-        self._process = self._context.Process(
-            target=_serve, args=(self._extractor, child_end, os.getpid()), daemon=True
-        )
-        try:
-            self._process.start()
-        finally:
-            child_end.close()
-        # Loading models can take far longer than one document may.
-        startup_limit = max(60.0, self._timeout)
-        if not self._connection.poll(startup_limit):
-            self.close()
-            raise ExtractionProcessDied(f"the extraction process did not start within {startup_limit:g} s")
-        self._connection.recv()
+        # A child forked while the worker's gRPC threads hold locks can die before it answers; a new fork
+        # usually does not, so a page is not lost to that.
+        for attempt in range(1, _START_ATTEMPTS + 1):
+            self._connection, child_end = self._context.Pipe()
+            self._process = self._context.Process(
+                target=_serve, args=(self._extractor, child_end, os.getpid()), daemon=True
+            )
+            try:
+                self._process.start()
+            finally:
+                child_end.close()
+            # Loading models can take far longer than one document may.
+            startup_limit = max(60.0, self._timeout)
+            if not self._connection.poll(startup_limit):
+                self.close()
+                raise ExtractionProcessDied(f"the extraction process did not start within {startup_limit:g} s")
+            try:
+                self._connection.recv()
+                return
+            except EOFError:
+                self._process.join(5)
+                exit_code = self._process.exitcode
+                self.close()
+                _LOGGER.warning("extraction process died while starting (exit code %s), attempt %d", exit_code, attempt)
+        raise ExtractionProcessDied(f"the extraction process died while starting, {_START_ATTEMPTS} times")
 
     def extract(self, html: str) -> str:
         if self._process is not None and not self._process.is_alive():

@@ -72,6 +72,33 @@ def test_a_hung_page_times_out_and_a_dead_process_is_replaced(benchmark):
     assert counters == {"in": len(PAGES), "out": len(PAGES) - 2, "errors.timeout": 1, "errors.process_died": 1}
 
 
+class _AbortsOnFirstStart(Trafilatura):
+    """Trafilatura whose first extraction process aborts while starting, as a fork amid gRPC threads can."""
+
+    def __init__(self, first_start_marker: str):
+        super().__init__()
+        self.first_start_marker = first_start_marker
+
+    def setup(self) -> None:
+        if not os.path.exists(self.first_start_marker):
+            open(self.first_start_marker, "w").close()
+            os.abort()
+        super().setup()
+
+
+def test_an_extraction_process_that_dies_while_starting_is_started_again(benchmark, tmp_path):
+    documents = page_documents(benchmark)
+
+    def build(pipeline):
+        extractor = _AbortsOnFirstStart(str(tmp_path / "started-once"))
+        texts = pipeline | beam.Create(documents) | "extract" >> Extract(extractor, timeout=30.0)
+        assert_that(texts | beam.Map(lambda d: d.id), equal_to([d.id for d in documents]))
+
+    counters = run_and_collect(build)["extract"]["counters"]
+    assert (tmp_path / "started-once").exists()
+    assert counters == {"in": len(PAGES), "out": len(PAGES)}
+
+
 def test_extractor_exceptions_are_dead_letters_in_process(benchmark):
     documents = page_documents(benchmark)
     pipeline = BeamTestPipeline()
