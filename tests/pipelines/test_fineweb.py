@@ -121,8 +121,25 @@ def test_extract_pipeline_keeps_every_page_with_text(data_dir, tmp_path):
     assert all("<html" not in row["text"].lower() for row in rows)
 
 
-def _lines(directory) -> list[bytes]:
-    return sorted(jsonl_lines(sorted(directory.glob("*.jsonl*")))) if directory.exists() else []
+def _lines(directory, leaving_out: frozenset[str] = frozenset()) -> list[bytes]:
+    """The sorted JSONL lines of ``directory``, without those of the records whose id is in ``leaving_out``."""
+    lines = sorted(jsonl_lines(sorted(directory.glob("*.jsonl*")))) if directory.exists() else []
+    return [line for line in lines if not leaving_out or _record_id(line) not in leaving_out]
+
+
+def _record_id(line: bytes) -> str:
+    row = json.loads(line)
+    return row.get("id", row.get("record_id"))
+
+
+def _timed_out(*outputs) -> frozenset[str]:
+    """Ids of the pages whose extraction ran out of time in any of the runs: that depends on the machine's load."""
+    return frozenset(
+        row["record_id"]
+        for out in outputs
+        for row in map(json.loads, _lines(out / "dead_letters"))
+        if row["reason"] in ("timeout", "process_died")
+    )
 
 
 def test_resumable_run_equals_the_ordinary_run_and_a_rerun_reads_nothing(fineweb_run, faults_set, tmp_path):
@@ -136,11 +153,14 @@ def test_resumable_run_equals_the_ordinary_run_and_a_rerun_reads_nothing(fineweb
     assert sorted(path.name for path in (out / "documents").iterdir()) == sorted(
         f"{stem}.jsonl.gz" for stem, marker in markers.items() if marker["counts"]["documents"]
     )
-    # Same documents, exclusions and dead letters as the ordinary run, the truncated file's included.
-    assert _lines(out / "documents") == _lines(ordinary / "documents")
+    # Same documents, exclusions and dead letters as the ordinary run, the truncated file's included, but for
+    # pages that ran out of extraction time in one of the runs.
+    timed_out = _timed_out(out, ordinary)
+    assert len(timed_out) <= 3, timed_out
+    assert _lines(out / "documents", timed_out) == _lines(ordinary / "documents", timed_out)
     for step in FILTERS:
-        assert _lines(out / "excluded" / step) == _lines(ordinary / "excluded" / step), step
-    assert _lines(out / "dead_letters") == _lines(ordinary / "dead_letters")
+        assert _lines(out / "excluded" / step, timed_out) == _lines(ordinary / "excluded" / step, timed_out), step
+    assert _lines(out / "dead_letters", timed_out) == _lines(ordinary / "dead_letters", timed_out)
     assert _lines(out / "dead_letters"), "the faults set has records that cannot be read"
     steps = json.loads((out / "stats.json").read_text())["steps"]
     assert sum(m["counts"]["documents"] for m in markers.values()) == steps["WriteDocuments"]["counters"]["out"]
@@ -181,7 +201,8 @@ def test_a_run_killed_midway_resumes_without_redoing_completed_inputs(tmp_path):
     warcs = tmp_path / "warcs"
     warcs.mkdir()
     make_warc_set(warcs, "--records", "240", "--files", "8", "--seed", "11")
-    inputs = ["--input", str(warcs / "*.warc.gz"), *_assets()]
+    # Without an extraction time limit, what is kept does not depend on the machine's load.
+    inputs = ["--input", str(warcs / "*.warc.gz"), "--extract_timeout", "0", *_assets()]
     out = tmp_path / "resumable"
     argv = [sys.executable, "-m", "beamtrove", "run", "fineweb", *inputs, "--output", str(out), "--resumable"]
     with open(tmp_path / "killed.log", "wb") as log:
@@ -221,7 +242,8 @@ def runner_set(tmp_path_factory) -> tuple[list[str], list[bytes]]:
     """The fineweb arguments over a make_warc.py set, and the documents the DirectRunner keeps from it."""
     warcs = tmp_path_factory.mktemp("runner-warcs")
     make_warc_set(warcs, "--records", "120", "--files", "4", "--seed", "13")
-    args = ["run", "fineweb", "--input", str(warcs / "*.warc.gz"), *_assets()]
+    # Without an extraction time limit, what is kept does not depend on the machine's load.
+    args = ["run", "fineweb", "--input", str(warcs / "*.warc.gz"), "--extract_timeout", "0", *_assets()]
     out = tmp_path_factory.mktemp("direct")
     result = beamtrove(*args, "--output", str(out))
     assert result.returncode == 0, result.stderr[-3000:]
