@@ -6,7 +6,7 @@ import gzip
 import json
 
 import pytest
-from apache_beam.testing.test_pipeline import TestPipeline
+from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline  # so pytest collects no class
 from apache_beam.testing.util import assert_that
 
 from beamtrove.fs import InputFile
@@ -52,7 +52,7 @@ def test_each_input_gets_its_outputs_and_a_marker_counting_them(data_dir, tmp_pa
             assert all(row["metadata"]["filter_reason"].startswith("gopher_") for row in dropped)
             assert marker["config_sha256"] == "sha"
 
-    with TestPipeline() as pipeline:
+    with BeamTestPipeline() as pipeline:
         markers = pipeline | ProcessInputs(reader, reader.files, steps, str(out), "sha")
         assert_that(markers, check)
     assert json.loads((out / "_completed" / "dolma_wget_sample-0000.json").read_text())["counts"]["read"] > 0
