@@ -97,7 +97,7 @@ class _ProcessInputFn(beam.DoFn):
         self._spec = spec
 
     def setup(self):
-        self._steps = [(name, fn) for name, fn in self._spec.steps]
+        self._steps = list(self._spec.steps)
         for _, fn in self._steps:
             fn.setup()
         self._inputs = StepMetrics("ProcessInputs")
