@@ -31,7 +31,6 @@ import pathlib
 import shlex
 import shutil
 import sys
-import tempfile
 
 from beamtrove.stats import read_stats
 from benchmarks.datatrove_env import DEFAULT_VENV, datatrove_python
@@ -44,7 +43,7 @@ from benchmarks.fineweb_parity import (
     fineweb_prerequisites,
 )
 from benchmarks.measure import run_measured
-from benchmarks.warc_sets import warc_set
+from benchmarks.warc_sets import add_warc_set_arguments, warc_set_of
 
 
 def sorted_lines(paths) -> list[bytes]:
@@ -58,21 +57,14 @@ def sorted_lines(paths) -> list[bytes]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--records", type=int, default=3000)
-    parser.add_argument("--files", type=int, default=12)
-    parser.add_argument("--seed", type=int, default=1)
+    add_warc_set_arguments(parser, records=3000, files=12, workdir_name="beamtrove-elastic-speed")
     parser.add_argument("--shards", type=int, default=4)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument(
-        "--workdir", type=pathlib.Path, default=pathlib.Path(tempfile.gettempdir()) / "beamtrove-elastic-speed"
-    )
     parser.add_argument("--datatrove-venv", type=pathlib.Path, default=DEFAULT_VENV)
     args = parser.parse_args()
     beamtrove = fineweb_prerequisites()
     python = datatrove_python(args.datatrove_venv)
-    workdir = args.workdir.resolve()
-    workdir.mkdir(parents=True, exist_ok=True)
-    warc_dir = warc_set(workdir, args.records, args.files, args.seed)
+    workdir, warc_dir = warc_set_of(args)
     runs = {name: workdir / name for name in ("datatrove", "single", "elastic")}
     for path in runs.values():
         shutil.rmtree(path, ignore_errors=True)

@@ -43,7 +43,6 @@ import pathlib
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 
 from warcio.archiveiterator import ArchiveIterator
@@ -55,7 +54,7 @@ from beamtrove.stats import read_stats
 from beamtrove.transforms.readers.warc import WarcParser
 from benchmarks.datatrove_env import DEFAULT_VENV, datatrove_python
 from benchmarks.measure import TreeMonitor, run_measured
-from benchmarks.warc_sets import MAKE_WARC, SHARED, warc_set
+from benchmarks.warc_sets import MAKE_WARC, SHARED, add_warc_set_arguments, warc_set_of
 
 LID_MODEL = SHARED / "data" / "models" / "lid176" / "lid.176.ftz"
 URL_BLOCKLIST = SHARED / "data" / "blocklists" / "ut1"
@@ -464,20 +463,12 @@ def report(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--records", type=int, default=3000)
-    parser.add_argument("--files", type=int, default=4)
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument(
-        "--workdir", type=pathlib.Path, default=pathlib.Path(tempfile.gettempdir()) / "beamtrove-fineweb-parity"
-    )
+    add_warc_set_arguments(parser, records=3000, files=4, workdir_name="beamtrove-fineweb-parity")
     parser.add_argument("--datatrove-venv", type=pathlib.Path, default=DEFAULT_VENV)
     args = parser.parse_args()
     beamtrove = fineweb_prerequisites()
     python = datatrove_python(args.datatrove_venv)
-    workdir = args.workdir.resolve()
-    workdir.mkdir(parents=True, exist_ok=True)
-
-    warc_dir = warc_set(workdir, args.records, args.files, args.seed)
+    workdir, warc_dir = warc_set_of(args)
     files = sorted(glob.glob(str(warc_dir / "*.warc.gz")))
 
     try:

@@ -30,7 +30,6 @@ import argparse
 import pathlib
 import shutil
 import sys
-import tempfile
 
 from beamtrove.runners import part_path, part_present
 from beamtrove.stats import read_stats
@@ -45,19 +44,14 @@ from benchmarks.fineweb_parity import (
     fineweb_prerequisites,
 )
 from benchmarks.measure import run_measured
-from benchmarks.warc_sets import warc_set
+from benchmarks.warc_sets import add_warc_set_arguments, warc_set_of
 
 _TWO_WORKERS = ["--direct_running_mode", "multi_processing", "--direct_num_workers", "2"]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--records", type=int, default=1200)
-    parser.add_argument("--files", type=int, default=8)
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument(
-        "--workdir", type=pathlib.Path, default=pathlib.Path(tempfile.gettempdir()) / "beamtrove-runner-speed"
-    )
+    add_warc_set_arguments(parser, records=1200, files=8, workdir_name="beamtrove-runner-speed")
     parser.add_argument("--datatrove-venv", type=pathlib.Path, default=DEFAULT_VENV)
     parser.add_argument("--prism", help="Prism binary (default: the one `beamtrove runners setup` obtained)")
     parser.add_argument("--flink-job-server-jar", help="Beam Flink job-server jar (default: `beamtrove runners setup`)")
@@ -68,9 +62,7 @@ def main() -> None:
     flink_jar = args.flink_job_server_jar or (
         str(part_path("flink-job-server")) if part_present("flink-job-server") else None
     )
-    workdir = args.workdir.resolve()
-    workdir.mkdir(parents=True, exist_ok=True)
-    warc_dir = warc_set(workdir, args.records, args.files, args.seed)
+    workdir, warc_dir = warc_set_of(args)
     fineweb = [beamtrove, "run", "fineweb", "--input", str(warc_dir / "*.warc.gz")]
     fineweb += ["--lid_model", str(LID_MODEL), "--url_blocklist", str(URL_BLOCKLIST)]
     runs = {
