@@ -36,7 +36,7 @@ import zipfile
 from collections.abc import Callable, Iterable
 from typing import BinaryIO
 
-from beamtrove.fs import file_sha256
+from beamtrove.fs import file_sha256, replace_directory, staging_directory
 
 __all__ = [
     "ASSET_NAMES",
@@ -258,28 +258,16 @@ def _install(name: str, source: str, root: pathlib.Path, download: pathlib.Path)
     An interrupted fetch leaves at most a ``.NAME-*`` staging directory, never
     a partial ``NAME`` directory.
     """
-    staging = pathlib.Path(tempfile.mkdtemp(prefix=f".{name}-", dir=root))
-    final = root / name
-    try:
+    with staging_directory(root, name) as staging:
         record = {"asset": name, **_gather(name, source, staging, download)}
         record["fetched"] = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
         (staging / "SOURCE.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-        # mkdtemp makes the directory private; the cache should read like one made by mkdir.
-        staging.chmod(0o755)
-        if final.exists():
-            replaced = staging.with_name(f"{staging.name}-replaced")
-            final.rename(replaced)
-            staging.rename(final)
-            shutil.rmtree(replaced)
-        else:
-            try:
-                staging.rename(final)
-            except OSError:
-                # A concurrent fetch got there first; its copy is as good as ours.
-                if not asset_present(name, root):
-                    raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        try:
+            replace_directory(staging, root / name)
+        except OSError:
+            # A concurrent fetch got there first; its copy is as good as ours.
+            if not asset_present(name, root):
+                raise
 
 
 def fetch_assets(

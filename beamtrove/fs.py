@@ -7,13 +7,17 @@ the same way.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
 import os
+import pathlib
 import posixpath
+import shutil
+import tempfile
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import fsspec
@@ -30,6 +34,8 @@ __all__ = [
     "open_url",
     "read_input_ranges",
     "read_lines",
+    "replace_directory",
+    "staging_directory",
     "write_input_ranges",
     "write_json",
 ]
@@ -68,6 +74,32 @@ def file_sha256(path: str | os.PathLike) -> str:
     """The SHA-256 (hex) of a local file's bytes."""
     with open(path, "rb") as file:
         return hashlib.file_digest(file, "sha256").hexdigest()
+
+
+@contextlib.contextmanager
+def staging_directory(root: pathlib.Path, name: str) -> Iterator[pathlib.Path]:
+    """A hidden local directory ``root/.name-*`` to build ``root/name`` in, removed unless renamed into place."""
+    directory = pathlib.Path(tempfile.mkdtemp(prefix=f".{name}-", dir=root))
+    try:
+        yield directory
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def replace_directory(staging: pathlib.Path, final: pathlib.Path) -> None:
+    """Renames the finished local directory ``staging`` to ``final``, replacing an older ``final``.
+
+    ``final`` is never partial: it is the old directory or the new one.
+    """
+    # mkdtemp makes the directory private; the result should read like one made by mkdir.
+    staging.chmod(0o755)
+    if final.exists():
+        replaced = staging.with_name(f"{staging.name}-replaced")
+        final.rename(replaced)
+        staging.rename(final)
+        shutil.rmtree(replaced, ignore_errors=True)
+    else:
+        staging.rename(final)
 
 
 def filesystem(url: str, storage_options: Mapping[str, Any] | None = None):

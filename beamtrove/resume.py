@@ -115,7 +115,8 @@ def pending_inputs(
     config_sha256 = _sha256(config)
     config_url = join(output, CONFIG_FILE)
     previous = _read_json(config_url, storage_options)
-    if previous is not None and _sha256(previous) != config_sha256:
+    same_config = previous is not None and _sha256(previous) == config_sha256
+    if previous is not None and not same_config:
         if not restart:
             changed = sorted(
                 key
@@ -135,12 +136,13 @@ def pending_inputs(
         _LOGGER.warning("--restart: deleted the completed outputs of %s made with another configuration", output)
     if fs.exists(join(root, TEMP_DIR)):
         fs.rm(join(root, TEMP_DIR), recursive=True)
-    if previous is None or _sha256(previous) != config_sha256:
+    if not same_config:
         write_json(config, config_url, storage_options)
-    markers = _completion_markers(fs, join(root, COMPLETED_DIR), {input_stem(file) for file in inputs})
+    stems = {file.url: input_stem(file) for file in inputs}
+    markers = _completion_markers(fs, join(root, COMPLETED_DIR), set(stems.values()))
     pending = []
     for file in inputs:
-        marker = markers.get(input_stem(file))
+        marker = markers.get(stems[file.url])
         if marker is None:
             pending.append(file)
         elif marker["size"] != file.size or marker["name"] != file.name:

@@ -55,7 +55,7 @@ from apache_beam.options.pipeline_options import (
     StandardOptions,
 )
 
-from beamtrove.fs import file_sha256
+from beamtrove.fs import file_sha256, replace_directory, staging_directory
 
 __all__ = [
     "FLINK_RELEASES",
@@ -249,28 +249,6 @@ def _java_version(java: str) -> str:
     return lines[0] if lines else "unknown"
 
 
-@contextlib.contextmanager
-def _staging(root: pathlib.Path, name: str) -> Iterator[pathlib.Path]:
-    """A hidden directory next to ``root/name`` that is removed unless renamed into place."""
-    directory = pathlib.Path(tempfile.mkdtemp(prefix=f".{name}-", dir=root))
-    try:
-        yield directory
-    finally:
-        shutil.rmtree(directory, ignore_errors=True)
-
-
-def _publish(staging: pathlib.Path, final: pathlib.Path) -> None:
-    """Renames ``staging`` to ``final``, replacing an older ``final``."""
-    staging.chmod(0o755)
-    if final.exists():
-        replaced = staging.with_name(f"{staging.name}-replaced")
-        final.rename(replaced)
-        staging.rename(final)
-        shutil.rmtree(replaced, ignore_errors=True)
-    else:
-        staging.rename(final)
-
-
 def _prism_module_version(binary: pathlib.Path) -> str | None:
     """The Beam Go module version ``binary`` was built from, per ``go version -m``; None when Go cannot tell."""
     go = shutil.which("go")
@@ -287,7 +265,7 @@ def _prism_module_version(binary: pathlib.Path) -> str | None:
 def _obtain_prism(root: pathlib.Path, flink_minor: str) -> dict:
     final = part_path("prism", root, flink_minor)
     tag = f"v{beam_version()}"
-    with _staging(root, final.parent.name) as staging:
+    with staging_directory(root, final.parent.name) as staging:
         command = ["go", "install", f"{_PRISM_PACKAGE}@{tag}"]
         env = {**os.environ, "GOBIN": str(staging)}
         _log(f"prism: GOBIN={final.parent} {' '.join(command)} (builds Prism from the Go module proxy: minutes)")
@@ -300,7 +278,7 @@ def _obtain_prism(root: pathlib.Path, flink_minor: str) -> dict:
                 command,
                 module=f"{_PRISM_PACKAGE}@{tag}",
             )
-        _publish(staging, final.parent)
+        replace_directory(staging, final.parent)
     return {
         "path": str(final),
         "version": beam_version(),
@@ -337,7 +315,7 @@ def _job_server_hint(flink_minor: str) -> str:
 def _obtain_job_server(root: pathlib.Path, flink_minor: str, local_jar: str | None) -> dict:
     final = part_path("flink-job-server", root, flink_minor)
     coordinates = _job_server_coordinates(flink_minor)
-    with _staging(root, final.parent.name) as staging:
+    with staging_directory(root, final.parent.name) as staging:
         if local_jar:
             source = pathlib.Path(local_jar).resolve()
             main_class = job_server_main_class(source) if source.is_file() else None
@@ -376,7 +354,7 @@ def _obtain_job_server(root: pathlib.Path, flink_minor: str, local_jar: str | No
                     coordinates=coordinates,
                 )
             record = {"source": f"maven {coordinates}", "command": command}
-        _publish(staging, final.parent)
+        replace_directory(staging, final.parent)
     return {
         "path": str(final),
         "version": beam_version(),
@@ -419,7 +397,7 @@ def _obtain_flink_dist(root: pathlib.Path, flink_minor: str, downloads: pathlib.
     version = FLINK_RELEASES[flink_minor]
     requirement = f"{_FLINK_PYPI_PACKAGE}=={version}"
     with contextlib.ExitStack() as stack:
-        staging = stack.enter_context(_staging(root, final.name))
+        staging = stack.enter_context(staging_directory(root, final.name))
         if downloads is None:
             downloads = pathlib.Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=".download-", dir=root)))
         downloads.mkdir(parents=True, exist_ok=True)
@@ -449,7 +427,7 @@ def _obtain_flink_dist(root: pathlib.Path, flink_minor: str, downloads: pathlib.
             ) from exc
         write_flink_config(staging / "conf")
         java = _check_flink_home(staging)
-        _publish(staging, final)
+        replace_directory(staging, final)
         sdist = {
             "sdist": sdists[0].name,
             "sdist_bytes": sdists[0].stat().st_size,
