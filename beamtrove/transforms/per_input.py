@@ -30,11 +30,12 @@ from apache_beam import pvalue
 
 from beamtrove.dead_letter import DEAD_LETTER_DIR, DeadLetter
 from beamtrove.document import Document
-from beamtrove.fs import InputFile, filesystem, join, move, open_url, write_json
+from beamtrove.fs import InputFile, filesystem, join, move, write_json
 from beamtrove.metrics import StepMetrics
 from beamtrove.transforms.batching import BatchDoFn
 from beamtrove.transforms.filters.base import DEAD_LETTERS, EXCLUDED
 from beamtrove.transforms.readers.base import FileReader
+from beamtrove.transforms.writers.base import TempFile
 from beamtrove.transforms.writers.jsonl import JsonlFormat, document_row
 
 __all__ = ["COMPLETED_DIR", "DOCUMENTS_DIR", "EXCLUDED_DIR", "TEMP_DIR", "ProcessInputs", "input_stem"]
@@ -58,38 +59,24 @@ def input_stem(file: InputFile) -> str:
 
 
 @dataclasses.dataclass
-class _TempOutput:
-    """One output file being written under a temporary name."""
+class _Output:
+    """One of an input's output files, written under a temporary name until the input is done."""
 
     final: str
-    temp: str
-    opener: Any
-    stream: Any
-    writer: Any
+    file: TempFile
     metrics: StepMetrics
-
-    @classmethod
-    def open(cls, final: str, temp_dir: str, file_format: JsonlFormat, step: str, storage_options) -> _TempOutput:
-        suffix = ".jsonl.gz" if final.endswith(".gz") else ".jsonl"
-        temp = join(temp_dir, uuid.uuid4().hex + suffix)
-        opener = open_url(temp, "wb", storage_options)
-        stream = opener.open()
-        metrics = StepMetrics(step)
-        return cls(final, temp, opener, stream, file_format.open(stream, suffix, metrics), metrics)
 
     def write(self, element: Any) -> None:
         self.metrics.received()
-        self.writer.write(element)
+        self.file.writer.write(element)
 
     def close(self) -> tuple[int, int]:
         """Closes the file; returns ``(records, bytes)``."""
-        self.writer.close()
-        size = self.stream.tell()
-        self.opener.close()
-        self.metrics.emitted(self.writer.records)
+        _, size = self.file.close()
+        self.metrics.emitted(self.file.writer.records)
         self.metrics.inc("files")
         self.metrics.inc("bytes", size)
-        return self.writer.records, size
+        return self.file.writer.records, size
 
 
 class _ProcessInputFn(beam.DoFn):
@@ -110,7 +97,7 @@ class _ProcessInputFn(beam.DoFn):
         spec = self._spec
         stem = spec.stems[file.url]
         temp_dir = join(spec.output, TEMP_DIR, uuid.uuid4().hex)
-        outputs: dict[str, _TempOutput] = {}
+        outputs: dict[str, _Output] = {}
         counts: dict[str, Any] = {"read": 0, "documents": 0, "excluded": {}, "dead_letters": {}}
         try:
             for chunk in _chunks(spec.reader.read_file(file), _CHUNK):
@@ -123,7 +110,7 @@ class _ProcessInputFn(beam.DoFn):
                 records, size = output.close()
                 written[output.final] = {"records": records, "bytes": size}
             for output in outputs.values():
-                move(output.temp, join(spec.output, output.final), spec.storage_options)
+                move(output.file.path, join(spec.output, output.final), spec.storage_options)
             marker = {
                 "input": file.url,
                 "name": file.name,
@@ -160,7 +147,7 @@ class _ProcessInputFn(beam.DoFn):
         for document in documents:
             yield DOCUMENTS_DIR, _WRITE_DOCUMENTS, document
 
-    def _output(self, outputs: dict[str, _TempOutput], kind: str, step: str, stem: str, temp_dir: str) -> _TempOutput:
+    def _output(self, outputs: dict[str, _Output], kind: str, step: str, stem: str, temp_dir: str) -> _Output:
         key = f"{kind}/{step}" if kind == EXCLUDED else kind
         if key not in outputs:
             if kind == EXCLUDED:
@@ -169,8 +156,12 @@ class _ProcessInputFn(beam.DoFn):
                 final, writer_step, rows = f"{DEAD_LETTER_DIR}/{stem}.jsonl", _WRITE_DEAD_LETTERS, DeadLetter.to_row
             else:
                 final, writer_step, rows = f"{DOCUMENTS_DIR}/{stem}.jsonl.gz", _WRITE_DOCUMENTS, None
-            file_format = JsonlFormat(rows or document_row)
-            outputs[key] = _TempOutput.open(final, temp_dir, file_format, writer_step, self._spec.storage_options)
+            metrics = StepMetrics(writer_step)
+            suffix = ".jsonl.gz" if final.endswith(".gz") else ".jsonl"
+            temp = TempFile.open(
+                temp_dir, suffix, JsonlFormat(rows or document_row), metrics, self._spec.storage_options
+            )
+            outputs[key] = _Output(final, temp, metrics)
         return outputs[key]
 
 

@@ -34,6 +34,7 @@ __all__ = [
     "FilenameTemplate",
     "RecordWriter",
     "RolloverNeeded",
+    "TempFile",
     "WriteFiles",
     "WrittenFile",
     "document_fields",
@@ -168,12 +169,40 @@ class _SinkSpec:
 
 
 @dataclasses.dataclass
-class _OpenFile:
+class TempFile:
+    """A file that a :class:`FileFormat` writes under a temporary name, to be moved in place once complete."""
+
     path: str
     opener: Any
     stream: BinaryIO
     writer: RecordWriter
-    first_key: str
+
+    @classmethod
+    def open(
+        cls,
+        temp_dir: str,
+        suffix: str,
+        file_format: FileFormat,
+        metrics: StepMetrics,
+        storage_options: Mapping[str, Any] | None = None,
+    ) -> TempFile:
+        """Opens a new uniquely named file ending in ``suffix`` under ``temp_dir``."""
+        path = join(temp_dir, uuid.uuid4().hex + suffix)
+        opener = open_url(path, "wb", storage_options)
+        stream = opener.open()
+        return cls(path, opener, stream, file_format.open(stream, suffix, metrics))
+
+    def close(self) -> tuple[list[Any], int]:
+        """Closes the writer and the file; returns the elements the format handed back and the file's size."""
+        try:
+            self.writer.close()
+            leftover = []
+        except RolloverNeeded as rollover:
+            self.writer.close()
+            leftover = rollover.pending
+        size = self.stream.tell()
+        self.opener.close()
+        return leftover, size
 
 
 class _WriteTempFiles(beam.DoFn):
@@ -184,7 +213,8 @@ class _WriteTempFiles(beam.DoFn):
         self._metrics = StepMetrics(self._spec.step)
 
     def start_bundle(self):
-        self._files: dict[str, _OpenFile] = {}
+        # destination -> (its open file, sort key of the file's first element)
+        self._files: dict[str, tuple[TempFile, str]] = {}
 
     def process(self, element):
         self._metrics.received()
@@ -198,7 +228,7 @@ class _WriteTempFiles(beam.DoFn):
 
     def _write(self, destination: str, elements: list[Any]) -> Iterator[WrittenFile]:
         while elements:
-            open_file = self._files.get(destination) or self._open(destination, elements[0])
+            open_file = (self._files.get(destination) or self._open(destination, elements[0]))[0]
             for position, element in enumerate(elements):
                 try:
                     open_file.writer.write(element)
@@ -212,29 +242,19 @@ class _WriteTempFiles(beam.DoFn):
                 if max_size and open_file.stream.tell() >= max_size:
                     yield from self._finish(destination)
 
-    def _open(self, destination: str, first: Any) -> _OpenFile:
-        suffix = self._spec.template.suffix
-        path = join(self._spec.temp_dir, uuid.uuid4().hex + suffix)
-        opener = open_url(path, "wb", self._spec.storage_options)
-        stream = opener.open()
-        writer = self._spec.file_format.open(stream, suffix, self._metrics)
-        self._files[destination] = _OpenFile(path, opener, stream, writer, self._spec.key_of(first))
+    def _open(self, destination: str, first: Any) -> tuple[TempFile, str]:
+        spec = self._spec
+        temp = TempFile.open(spec.temp_dir, spec.template.suffix, spec.file_format, self._metrics, spec.storage_options)
+        self._files[destination] = (temp, spec.key_of(first))
         return self._files[destination]
 
     def _finish(self, destination: str) -> Iterator[WrittenFile]:
-        open_file = self._files.pop(destination)
-        try:
-            open_file.writer.close()
-            leftover = []
-        except RolloverNeeded as rollover:
-            open_file.writer.close()
-            leftover = rollover.pending
-        size = open_file.stream.tell()
-        open_file.opener.close()
+        open_file, first_key = self._files.pop(destination)
+        leftover, size = open_file.close()
         records = open_file.writer.records
         if records:
             self._metrics.emitted(records)
-            yield WrittenFile(open_file.path, records, size, destination, open_file.first_key)
+            yield WrittenFile(open_file.path, records, size, destination, first_key)
         else:
             fs, path = filesystem(open_file.path, self._spec.storage_options)
             fs.rm(path)
