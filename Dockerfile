@@ -31,7 +31,7 @@ ENV BEAMTROVE_ASSETS=/opt/beamtrove/assets
 RUN beamtrove assets fetch
 
 # The launcher runs this file with one --name=value argument per template parameter.
-ENV FLEX_TEMPLATE_PYTHON_PY_FILE=/template/beamtrove/dataflow/launch.py
+ENV FLEX_TEMPLATE_PYTHON_PY_FILE=/template/beamtrove/execution/dataflow/launch.py
 # The launcher passes this as --setup_file, so Beam stages beamtrove as an sdist: a launch whose workers run
 # Beam's stock image instead of this one (sdk_container_image overridden) still has beamtrove on them.
 ENV FLEX_TEMPLATE_PYTHON_SETUP_FILE=/template/setup.py

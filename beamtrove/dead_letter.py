@@ -15,10 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from beamtrove.document import Document
 
-__all__ = ["DEAD_LETTER_DIR", "DeadLetter"]
-
-#: The folder, under a pipeline's output, that holds its dead letters.
-DEAD_LETTER_DIR = "dead_letters"
+__all__ = ["DeadLetter"]
 
 _EXCERPT_CHARS = 1000
 

@@ -1,79 +1,238 @@
-"""Pipeline options shared by beamtrove's pipelines.
+"""The one step from a command line to pipeline options, and the options pipelines share.
 
-They are Beam ``PipelineOptions`` subclasses, so they travel with the job to
-every runner and Dataflow templates can set them like any Beam option.
-Multi-word options accept both ``--input_format`` (Beam's spelling) and
-``--input-format``.
+:func:`parse` is the only place beamtrove turns arguments into Beam
+``PipelineOptions``: it checks them against the chosen pipeline's own option
+classes, :class:`BeamtroveOptions` and Beam's options, and refuses anything
+else, naming the pipeline an option belongs to when it belongs to another.
+The option classes are Beam ``PipelineOptions`` subclasses, so they travel
+with the job to every runner and Dataflow templates can set them like any
+Beam option. Multi-word options accept both ``--input_format`` (Beam's
+spelling) and ``--input-format``.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
-from apache_beam.options.pipeline_options import PipelineOptions, _BeamArgumentParser
+from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions, _BeamArgumentParser
 
-__all__ = ["BeamtroveOptions", "add_option", "option_owners", "unknown_options"]
+if TYPE_CHECKING:
+    from beamtrove.pipelines.spec import PipelineSpec
+
+__all__ = [
+    "BeamtroveOptions",
+    "ConfigurationError",
+    "Option",
+    "ResumeOptions",
+    "declared",
+    "format_help",
+    "option_actions",
+    "parse",
+    "split_beam_options",
+]
 
 
-def add_option(parser: argparse.ArgumentParser, name: str, **kwargs) -> None:
-    """Adds ``--name`` (and ``--name-with-dashes`` when it differs) to ``parser``."""
-    flags = [f"--{name}"]
-    if "_" in name:
-        flags.append(f"--{name.replace('_', '-')}")
-    parser.add_argument(*flags, dest=name, **kwargs)
+class ConfigurationError(ValueError):
+    """Options, inputs or assets a pipeline cannot run with; the message says what to fix."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Option:
+    """One option: ``--name``, and ``--name-with-dashes`` when the name has underscores.
+
+    Attributes:
+        name: The option's name, which is also its attribute on the options.
+        help: What it does, and its default when it has one.
+        type: The type its value is read as (``int``, ``float``); text by default.
+        default: Its value when it is not given.
+        choices: The values it accepts, when they are few.
+        flag: A switch that takes no value and is True when given.
+        repeatable: It may be given several times; its value is the list of them.
+    """
+
+    name: str
+    help: str
+    type: type | None = None
+    default: Any = None
+    choices: tuple | None = None
+    flag: bool = False
+    repeatable: bool = False
+
+    def add_to(self, parser: argparse.ArgumentParser) -> None:
+        """Adds the option to an argparse parser (or argument group)."""
+        flags = [f"--{self.name}", *([f"--{self.name.replace('_', '-')}"] if "_" in self.name else [])]
+        if self.flag:
+            parser.add_argument(*flags, dest=self.name, action="store_true", help=self.help)
+            return
+        settings = {"type": self.type, "default": self.default, "choices": self.choices}
+        action = "append" if self.repeatable else "store"
+        given = {key: value for key, value in settings.items() if value is not None}
+        parser.add_argument(*flags, dest=self.name, action=action, help=self.help, **given)
+
+
+def declared(*options: Option) -> classmethod:
+    """The ``_add_argparse_args`` of an option class that takes ``options``, in this order.
+
+    Beam finds an option class's options through that class method, and only
+    on classes that define it themselves (direct subclasses of
+    ``PipelineOptions``), so each class sets it to this::
+
+        class MyOptions(PipelineOptions):
+            _add_argparse_args = declared(Option("threshold", "Minimum score. Default: 0.5.", float, 0.5))
+    """
+
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        for option in options:
+            option.add_to(parser)
+
+    return classmethod(add_arguments)
 
 
 class BeamtroveOptions(PipelineOptions):
     """Input, output and progress options every beamtrove pipeline takes."""
 
-    @classmethod
-    def _add_argparse_args(cls, parser):
-        add_option(
-            parser,
+    _add_argparse_args = declared(
+        Option(
             "input",
-            action="append",
-            help="Input files, directories or glob patterns (local paths or fsspec URLs such as gs://...). "
+            "Input files, directories or glob patterns (local paths or fsspec URLs such as gs://...). "
             "Repeat the option for several inputs.",
-        )
-        add_option(
-            parser,
+            repeatable=True,
+        ),
+        Option(
             "input_ranges",
-            help="A JSON file listing input files, and byte ranges of plain JSONL files, to read instead of --input "
+            "A JSON file listing input files, and byte ranges of plain JSONL files, to read instead of --input "
             "(what `beamtrove elastic worker` passes each shard).",
-        )
-        add_option(parser, "output", help="Output directory (local path or fsspec URL); stats.json is written here.")
-        add_option(
-            parser,
+        ),
+        Option("output", "Output directory (local path or fsspec URL); stats.json is written here."),
+        Option(
             "progress_interval",
-            type=float,
-            default=10.0,
-            help="Seconds between each worker's 'records read' log lines; 0 turns them off. Default: 10.",
-        )
-        add_option(parser, "skip", type=int, default=0, help="Documents to skip at the start of the input.")
-        add_option(parser, "limit", type=int, help="Read at most this many documents.")
-        add_option(parser, "max_file_size", type=int, help="Start a new output file past this many bytes.")
+            "Seconds between each worker's 'records read' log lines; 0 turns them off. Default: 10.",
+            float,
+            10.0,
+        ),
+        Option("skip", "Documents to skip at the start of the input.", int, 0),
+        Option("limit", "Read at most this many documents.", int),
+        Option("max_file_size", "Start a new output file past this many bytes.", int),
+    )
 
 
-def _option_classes() -> list[type[PipelineOptions]]:
-    # Subclasses defined twice (re-imported modules) count once.
-    return list({str(c): c for c in PipelineOptions.__subclasses__()}.values())
+class ResumeOptions(PipelineOptions):
+    """Resumable runs."""
+
+    _add_argparse_args = declared(
+        Option(
+            "resumable",
+            "Write each input file's outputs under names derived from it, with a completion marker, so that "
+            "rerunning into the same output skips the inputs already completed. The configuration must stay the "
+            "same between reruns.",
+            flag=True,
+        ),
+        Option(
+            "restart",
+            "With --resumable: start the output over under a new configuration, deleting its completed "
+            "outputs and markers, instead of refusing it.",
+            flag=True,
+        ),
+    )
 
 
-def unknown_options(argv: list[str]) -> list[str]:
-    """The arguments of ``argv`` that no imported ``PipelineOptions`` class takes."""
-    parser = _BeamArgumentParser(allow_abbrev=False)
-    for options_class in _option_classes():
+class _CheckingParser(_BeamArgumentParser):
+    """Reports a bad value as a :class:`ConfigurationError` instead of exiting."""
+
+    def error(self, message):
+        raise ConfigurationError(message)
+
+
+def _parser(option_classes: Iterable[type]) -> _CheckingParser:
+    parser = _CheckingParser(allow_abbrev=False, add_help=False)
+    for options_class in option_classes:
         options_class._add_argparse_args(parser)
-    return parser.parse_known_args(argv)[1]
+    return parser
 
 
-def option_owners() -> dict[str, type[PipelineOptions]]:
-    """Maps every flag (``--input``, ``--input-format``, ...) of the imported option classes to its class."""
-    owners = {}
-    for options_class in _option_classes():
-        parser = argparse.ArgumentParser(add_help=False)
-        options_class._add_argparse_args(parser)
-        for action in parser._actions:
-            for flag in action.option_strings:
-                owners.setdefault(flag, options_class)
+def option_actions(option_classes: Iterable[type]) -> list[argparse.Action]:
+    """The argparse actions the option classes define, in order: one per option, with its flags and help."""
+    return [action for action in _parser(option_classes)._actions if action.dest != "help"]
+
+
+def _beam_option_classes() -> list[type[PipelineOptions]]:
+    # Beam's own classes (runners, I/O, ...), without the option classes of pipelines that happen to be imported.
+    classes = {str(c): c for c in PipelineOptions.__subclasses__() if c.__module__.startswith("apache_beam.")}
+    return list(classes.values())
+
+
+def _owners_elsewhere(spec: PipelineSpec) -> dict[str, list[str]]:
+    """Every flag of the other registered pipelines, with the names of the pipelines that take it."""
+    # Imported here: the registry imports every pipeline, and every pipeline imports this module.
+    from beamtrove.pipelines import all_pipeline_specs  # noqa: PLC0415
+
+    own = set(_parser(spec.option_classes)._option_string_actions)
+    owners: dict[str, list[str]] = {}
+    for other in all_pipeline_specs():
+        for flag in _parser(other.option_classes)._option_string_actions:
+            if flag not in own:
+                owners.setdefault(flag, []).append(other.name)
     return owners
+
+
+def parse(spec: PipelineSpec, argv: Sequence[str]) -> PipelineOptions:
+    """The pipeline options ``argv`` sets for the pipeline ``spec``, after checking every argument.
+
+    Args:
+        spec: The pipeline the options are for.
+        argv: Its arguments, as ``beamtrove run NAME`` takes them: the
+            pipeline's options, beamtrove's common ones and any Beam option.
+
+    Raises:
+        ConfigurationError: An argument no option of the pipeline, of
+            beamtrove or of Beam takes (an option of another pipeline is
+            named as such), or a value an option refuses.
+    """
+    argv = list(argv)
+    _, unknown = _parser([*spec.option_classes, *_beam_option_classes()]).parse_known_args(argv)
+    if unknown:
+        owners = _owners_elsewhere(spec)
+        for argument in unknown:
+            flag = argument.split("=", 1)[0]
+            if flag in owners:
+                raise ConfigurationError(
+                    f"{flag} is an option of the {' and '.join(owners[flag])} pipeline, not of {spec.name} "
+                    f"(see beamtrove run {spec.name} --help)."
+                )
+        raise ConfigurationError(f"unknown options {' '.join(unknown)} (see beamtrove run {spec.name} --help).")
+    return PipelineOptions(argv)
+
+
+def split_beam_options(spec: PipelineSpec, argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Splits valid arguments into the pipeline's own (its and beamtrove's options) and Beam's, each in order.
+
+    Raises:
+        ConfigurationError: As :func:`parse`.
+    """
+    parse(spec, argv)
+    own = _parser(spec.option_classes)._option_string_actions
+    pipeline_argv: list[str] = []
+    beam_argv: list[str] = []
+    flag = ""
+    for argument in argv:
+        if argument.startswith("--"):
+            flag = argument.split("=", 1)[0]
+        (pipeline_argv if flag in own else beam_argv).append(argument)
+    return pipeline_argv, beam_argv
+
+
+def format_help(spec: PipelineSpec) -> str:
+    """What ``beamtrove run NAME --help`` prints: the pipeline's options by group, then the runner's."""
+    parser = argparse.ArgumentParser(
+        prog=f"beamtrove run {spec.name}",
+        description=spec.description,
+        epilog="Every other Beam pipeline option is passed to Beam as well: for example "
+        "--runner=FlinkRunner --flink_master=HOST:PORT, or Dataflow's --project, --region and --temp_location.",
+    )
+    groups = [(c.__doc__.strip().splitlines()[0].rstrip("."), c) for c in spec.option_classes]
+    for title, options_class in (*groups, ("Runner", StandardOptions), ("DirectRunner", DirectOptions)):
+        options_class._add_argparse_args(parser.add_argument_group(title))
+    return parser.format_help()

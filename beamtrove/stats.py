@@ -19,11 +19,10 @@ import apache_beam as beam
 from apache_beam.pipeline import PipelineVisitor
 
 from beamtrove.fs import filesystem, join, open_url
+from beamtrove.layout import STATS_FILE
 from beamtrove.metrics import NAMESPACE_PREFIX, OUTCOME_PREFIXES
 
-__all__ = ["STATS_FILE", "collect_stats", "format_stats", "merge_stats", "read_stats", "write_stats"]
-
-STATS_FILE = "stats.json"
+__all__ = ["collect_stats", "format_stats", "merge_stats", "read_stats", "write_stats"]
 
 
 def _value(result) -> Any:

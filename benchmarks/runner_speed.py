@@ -31,7 +31,7 @@ import pathlib
 import shutil
 import sys
 
-from beamtrove.runners import part_path, part_present
+from beamtrove.execution.runner_parts import part_path, part_present
 from beamtrove.stats import read_stats
 from benchmarks.datatrove_env import DEFAULT_VENV, datatrove_python
 from benchmarks.elastic_speed import sorted_lines

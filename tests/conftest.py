@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import pathlib
 import random
 import shutil
@@ -18,6 +19,8 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from beamtrove.document import Document
+from beamtrove.execution.elastic import JobDir, prepare_job
+from beamtrove.execution.elastic.jobdir import publish_once
 from beamtrove.stats import collect_stats
 
 SHARED = pathlib.Path(__file__).resolve().parents[1].parent / "shared"
@@ -94,6 +97,20 @@ def inaugural(data_dir) -> dict[str, str]:
     return zip_texts(data_dir / "text-corpora" / "nltk_data" / "inaugural.zip")
 
 
+@pytest.fixture(scope="session")
+def review_jsonl(movie_reviews, tmp_path_factory) -> pathlib.Path:
+    """600 real movie reviews in 3 plain JSONL files, rows without ids, with blank lines and one malformed row."""
+    directory = tmp_path_factory.mktemp("reviews")
+    texts = list(movie_reviews.items())[:600]
+    for number in range(3):
+        lines = [json.dumps({"text": text, "review": name}) for name, text in texts[number * 200 : (number + 1) * 200]]
+        lines[50:50] = [""] * 2
+        if number == 1:
+            lines[120:120] = ['{"text": "an unfinished row']
+        (directory / f"reviews-{number}.jsonl").write_text("\n".join(lines) + "\n\n")
+    return directory
+
+
 def near_copy(text: str, fraction: float, seed: int) -> str:
     """``text`` with ``fraction`` of its words replaced by other words of the same text (as make_warc.py does)."""
     rng = random.Random(seed)
@@ -152,6 +169,11 @@ def wait_for(condition, timeout: float = 120, what: str = "condition"):
     raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
+def jsonl_rows(directory: pathlib.Path) -> list[dict]:
+    """The rows of the JSONL files in ``directory``, in file-name order (gzipped when their name ends in .gz)."""
+    return [json.loads(line) for line in jsonl_lines(sorted(directory.glob("*.jsonl*")))]
+
+
 def jsonl_lines(paths) -> list[bytes]:
     """Every line of the given JSONL files (gzipped when their name ends in .gz)."""
     lines = []
@@ -173,3 +195,17 @@ def slurm_job_finished(job_id: str) -> bool:
     # Once Slurm forgets a finished job, squeue calls its id invalid and prints nothing either.
     state = subprocess.run(["squeue", "-h", "-j", job_id], capture_output=True, text=True, check=False)
     return not state.stdout.strip()
+
+
+@pytest.fixture
+def shard_states_job(review_jsonl, tmp_path):
+    """An elastic job of five shards in every state by hand: running (a), stale (b), failed, done (c), pending."""
+    prepare_job(tmp_path / "job", "convert", [str(review_jsonl)], 5, lock_timeout=60)
+    job = JobDir(tmp_path / "job")
+    job.try_lock("shard-00000", "a")
+    stale = job.try_lock("shard-00001", "b")
+    old = time.time() - 600
+    os.utime(stale.path, (old, old))
+    publish_once(job.failed_path("shard-00002"), {"shard": "shard-00002", "host": "b", "error": "exit code 1\nboom"})
+    publish_once(job.done_path("shard-00003"), {"shard": "shard-00003", "host": "c", "pid": 7, "records": 120})
+    return job

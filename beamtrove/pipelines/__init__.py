@@ -1,26 +1,21 @@
-"""Ready-made pipelines, run with ``beamtrove run NAME``.
+"""Ready-made pipelines, run with ``beamtrove run NAME``: each declared once, as a :class:`PipelineSpec`.
 
-Each pipeline module defines ``Options`` (a ``PipelineOptions`` subclass),
-``SHARED_OPTIONS`` (option classes it shares with other pipelines, shown in
-its help), ``DESCRIPTION`` and ``build(pipeline, options)``, which applies its steps to
-a pipeline and raises ``ValueError``/``FileNotFoundError`` for bad
-configuration before anything runs.
-
-A pipeline made of per-document steps only, whose result over a whole input
-is the union of its results over parts of it, also defines
-``documents_path(options)``: where under ``--output`` it writes its kept
-documents as JSONL part files. ``beamtrove elastic`` runs only such
-pipelines; the others define ``GLOBAL_STEPS``, saying which of their steps
-need the whole input at once.
+Each pipeline module defines ``SPEC`` (see :mod:`beamtrove.pipelines.spec`)
+and its own option class. The registry maps names to modules and imports a
+module only when its pipeline is asked for, so commands that run one
+pipeline do not load the models and libraries of the others.
 """
 
 from __future__ import annotations
 
 import importlib
-from types import ModuleType
 
-__all__ = ["PIPELINES", "load_pipeline"]
+from beamtrove.options import ConfigurationError
+from beamtrove.pipelines.spec import PipelineSpec
 
+__all__ = ["PIPELINES", "PipelineSpec", "all_pipeline_specs", "pipeline_spec"]
+
+#: Pipeline name -> the module declaring it.
 PIPELINES = {
     "convert": "beamtrove.pipelines.convert",
     "dedup": "beamtrove.pipelines.dedup",
@@ -31,12 +26,17 @@ PIPELINES = {
 }
 
 
-def load_pipeline(name: str) -> ModuleType:
-    """The module of pipeline ``name``.
+def pipeline_spec(name: str) -> PipelineSpec:
+    """The declaration of pipeline ``name``.
 
     Raises:
-        ValueError: No pipeline has that name.
+        ConfigurationError: No pipeline has that name.
     """
     if name not in PIPELINES:
-        raise ValueError(f"Unknown pipeline {name!r}; available: {', '.join(sorted(PIPELINES))}.")
-    return importlib.import_module(PIPELINES[name])
+        raise ConfigurationError(f"Unknown pipeline {name!r}; available: {', '.join(sorted(PIPELINES))}.")
+    return importlib.import_module(PIPELINES[name]).SPEC
+
+
+def all_pipeline_specs() -> list[PipelineSpec]:
+    """Every registered pipeline's declaration, by name."""
+    return [pipeline_spec(name) for name in sorted(PIPELINES)]

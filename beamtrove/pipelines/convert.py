@@ -1,73 +1,55 @@
 """``beamtrove run convert``: read any supported input, write JSONL or Parquet.
 
 WARC/ARC/WET, JSONL, Parquet or CSV in; documents out in DataTrove's layout,
-with dead letters under ``<output>/dead_letters/`` and ``stats.json``.
+directly under ``--output``, with dead letters under ``<output>/dead_letters/``
+and ``stats.json``.
 """
 
 from __future__ import annotations
 
-import apache_beam as beam
+from collections.abc import Sequence
+
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beamtrove.dead_letter import DEAD_LETTER_DIR
-from beamtrove.fs import join
-from beamtrove.options import BeamtroveOptions, add_option
-from beamtrove.pipelines.inputs import RowInputOptions, document_reader, input_files
-from beamtrove.transforms.writers import WriteDeadLetters, WriteJsonl, WriteParquet
+from beamtrove.fs import InputFile
+from beamtrove.layout import PART_FILES
+from beamtrove.options import BeamtroveOptions, Option, declared
+from beamtrove.pipelines.common import RowInputOptions, document_reader
+from beamtrove.pipelines.spec import PipelineSpec, Sink
+from beamtrove.transforms.writers import WriteJsonl, WriteParquet
 
-__all__ = ["DESCRIPTION", "SHARED_OPTIONS", "Options", "build", "documents_path"]
-
-DESCRIPTION = "Read WARC/JSONL/Parquet/CSV files and write the documents as JSONL or Parquet."
-SHARED_OPTIONS = (RowInputOptions,)
+__all__ = ["SPEC", "ConvertOptions"]
 
 
-class Options(PipelineOptions):
+class ConvertOptions(PipelineOptions):
     """Options of the convert pipeline."""
 
-    @classmethod
-    def _add_argparse_args(cls, parser):
-        add_option(parser, "output_format", default="jsonl", choices=("jsonl", "parquet"), help="Default: jsonl.")
-        add_option(
-            parser,
+    _add_argparse_args = declared(
+        Option("output_format", "Default: jsonl.", default="jsonl", choices=("jsonl", "parquet")),
+        Option(
             "filename_template",
-            help="Output file names relative to --output, with ${shard} and any ${metadata_key}. "
+            "Output file names relative to --output, with ${shard} and any ${metadata_key}. "
             "Default: part-${shard}.jsonl.gz or part-${shard}.parquet.",
-        )
+        ),
+    )
 
 
-def documents_path(options: PipelineOptions) -> str:
-    """Where the documents land: JSONL part files directly under ``--output``.
-
-    Raises:
-        ValueError: The output is Parquet or uses a file name template, which
-            shard workers cannot merge.
-    """
-    own = options.view_as(Options)
-    if own.output_format != "jsonl" or own.filename_template:
-        raise ValueError("Shard outputs are merged as JSONL part files: drop --output_format and --filename_template.")
-    return options.view_as(BeamtroveOptions).output
-
-
-def build(pipeline: beam.Pipeline, options: PipelineOptions) -> None:
-    """Applies the convert steps to ``pipeline``.
-
-    Raises:
-        ValueError: Missing or contradictory options.
-        FileNotFoundError: The input matches no file.
-    """
-    common = options.view_as(BeamtroveOptions)
-    own = options.view_as(Options)
-    if not input_files(options) or not common.output:
-        raise ValueError("convert needs --input and --output.")
-    reader = document_reader(options)
+def _sink(options: PipelineOptions, output: str, files: Sequence[InputFile]) -> Sink:
+    """JSONL or Parquet files under ``--output``; only JSONL part files are a documents folder shards can merge."""
+    own = options.view_as(ConvertOptions)
+    max_file_size = options.view_as(BeamtroveOptions).max_file_size
     if own.output_format == "parquet":
-        writer = WriteParquet(
-            common.output, own.filename_template or "part-${shard}.parquet", max_file_size=common.max_file_size
-        )
-    else:
-        writer = WriteJsonl(
-            common.output, own.filename_template or "part-${shard}.jsonl.gz", max_file_size=common.max_file_size
-        )
-    documents, dead_letters = pipeline | "Read" >> reader.with_dead_letters()
-    documents | "Write" >> writer
-    dead_letters | "WriteDeadLetters" >> WriteDeadLetters(join(common.output, DEAD_LETTER_DIR))
+        template = own.filename_template or "part-${shard}.parquet"
+        return Sink("Write", WriteParquet(output, template, max_file_size=max_file_size))
+    writer = WriteJsonl(output, own.filename_template or PART_FILES, max_file_size=max_file_size)
+    return Sink("Write", writer, None if own.filename_template else output)
+
+
+SPEC = PipelineSpec(
+    name="convert",
+    description="Read WARC/JSONL/Parquet/CSV files and write the documents as JSONL or Parquet.",
+    options=(ConvertOptions, RowInputOptions),
+    reader=document_reader,
+    steps=(),
+    sink=_sink,
+)

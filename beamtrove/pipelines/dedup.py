@@ -15,13 +15,10 @@ from __future__ import annotations
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beamtrove.fs import join
-from beamtrove.options import BeamtroveOptions, add_option
-from beamtrove.pipelines.fineweb import EXCLUDED_DIR
-from beamtrove.pipelines.inputs import RowInputOptions, document_reader, input_files
-from beamtrove.pipelines.warc_text import write_documents
+from beamtrove.options import Option, declared
+from beamtrove.pipelines.common import RowInputOptions, documents_sink, row_reader
+from beamtrove.pipelines.spec import GlobalStep, PipelineSpec
 from beamtrove.transforms.dedup import (
-    ClusterMember,
     DedupOutputs,
     ExactDedup,
     MinHashClusters,
@@ -30,127 +27,124 @@ from beamtrove.transforms.dedup import (
     SentenceDedup,
     UrlDedup,
 )
-from beamtrove.transforms.writers import JsonlFormat, WriteFiles, WriteJsonl
+from beamtrove.transforms.readers import FileReader
 
-__all__ = ["CLUSTERS_DIR", "DESCRIPTION", "GLOBAL_STEPS", "SHARED_OPTIONS", "STEPS", "Options", "build"]
+__all__ = ["SPEC", "STEPS", "DedupOptions"]
 
-DESCRIPTION = "Remove exact, URL, MinHash near-duplicate and repeated-sentence duplicates from documents."
-SHARED_OPTIONS = (RowInputOptions,)
 #: The dedup steps, in the order they run.
 STEPS = ("exact", "url", "minhash", "sentence")
-CLUSTERS_DIR = "clusters"
 
 
-GLOBAL_STEPS = "every dedup step compares documents across the whole input"
-
-
-class Options(PipelineOptions):
+class DedupOptions(PipelineOptions):
     """Options of the dedup pipeline."""
 
-    @classmethod
-    def _add_argparse_args(cls, parser):
-        add_option(
-            parser,
+    _add_argparse_args = declared(
+        Option(
             "dedup",
+            f"Comma-separated steps among {', '.join(STEPS)} (they run in that order). Default: minhash.",
             default="minhash",
-            help=f"Comma-separated steps among {', '.join(STEPS)} (they run in that order). Default: minhash.",
-        )
-        add_option(
-            parser,
+        ),
+        Option(
             "keep_by",
-            help="Metadata field deciding which duplicate is kept: the smallest value, or the largest with a "
+            "Metadata field deciding which duplicate is kept: the smallest value, or the largest with a "
             "leading '-' (e.g. date, -score). Default: the smallest id.",
-        )
-        add_option(parser, "cluster_map", action="store_true", help="Write removed id, kept id and cluster size.")
-        add_option(parser, "minhash_ngrams", type=int, default=5, help="Words per MinHash shingle. Default: 5.")
-        add_option(parser, "minhash_buckets", type=int, default=14, help="MinHash LSH buckets. Default: 14.")
-        add_option(parser, "minhash_hashes_per_bucket", type=int, default=8, help="Hashes per bucket. Default: 8.")
-        add_option(parser, "minhash_seed", type=int, default=1, help="Seed of the MinHash permutations. Default: 1.")
-        add_option(
-            parser,
+        ),
+        Option("cluster_map", "Write removed id, kept id and cluster size.", flag=True),
+        Option("minhash_ngrams", "Words per MinHash shingle. Default: 5.", int, 5),
+        Option("minhash_buckets", "MinHash LSH buckets. Default: 14.", int, 14),
+        Option("minhash_hashes_per_bucket", "Hashes per bucket. Default: 8.", int, 8),
+        Option("minhash_seed", "Seed of the MinHash permutations. Default: 1.", int, 1),
+        Option(
             "minhash_threshold",
-            type=float,
-            help="Only link documents whose signatures agree on at least this fraction of hashes (an estimate of "
+            "Only link documents whose signatures agree on at least this fraction of hashes (an estimate of "
             "their Jaccard similarity), e.g. 0.85. Default: link every pair sharing a bucket, as DataTrove does.",
-        )
-        add_option(
-            parser,
+            float,
+        ),
+        Option(
             "max_cc_rounds",
-            type=int,
-            default=30,
-            help="Connected-components rounds to unroll (a 10,000-document chain needs 15). Default: 30.",
-        )
-        add_option(parser, "span_sentences", type=int, default=3, help="Sentences per span (sentence). Default: 3.")
-        add_option(
-            parser,
-            "min_doc_words",
-            type=int,
-            default=50,
-            help="Drop documents left with fewer words after sentence dedup. Default: 50.",
-        )
+            "Connected-components rounds to unroll (a 10,000-document chain needs 15). Default: 30.",
+            int,
+            30,
+        ),
+        Option("span_sentences", "Sentences per span (sentence). Default: 3.", int, 3),
+        Option("min_doc_words", "Drop documents left with fewer words after sentence dedup. Default: 50.", int, 50),
+    )
 
 
-def _steps(own: Options) -> list[str]:
+def _chosen(options: PipelineOptions) -> list[str]:
+    """The steps ``--dedup`` names, in the order they run."""
+    own = options.view_as(DedupOptions)
     steps = [step.strip() for step in own.dedup.split(",") if step.strip()]
-    unknown = sorted(set(steps) - set(STEPS))
-    if unknown or not steps:
+    if not steps or set(steps) - set(STEPS):
         raise ValueError(f"--dedup takes a comma-separated list of {', '.join(STEPS)} (got {own.dedup!r}).")
     return [step for step in STEPS if step in steps]
 
 
-def build(pipeline: beam.Pipeline, options: PipelineOptions) -> None:
-    """Applies the dedup steps to ``pipeline``.
+def _exact(options: PipelineOptions) -> GlobalStep | None:
+    own = options.view_as(DedupOptions)
+    if "exact" not in _chosen(options):
+        return None
+    return GlobalStep("exact", "exact_dedup", ExactDedup(keep_by=own.keep_by), writes_clusters=own.cluster_map)
 
-    Raises:
-        ValueError: Missing or bad options.
-        FileNotFoundError: The input matches no file.
+
+def _url(options: PipelineOptions) -> GlobalStep | None:
+    own = options.view_as(DedupOptions)
+    if "url" not in _chosen(options):
+        return None
+    return GlobalStep("url", "url_dedup", UrlDedup(keep_by=own.keep_by), writes_clusters=own.cluster_map)
+
+
+class _NearDuplicates(beam.PTransform):
+    """MinHash clusters, then the removal of every clustered document but its root.
+
+    When the documents come straight from the input, a second read streams
+    them past the finished clusters instead of holding them all until the
+    clusters are done; its dead letters repeat the first read's and are not
+    written again.
     """
-    common = options.view_as(BeamtroveOptions)
-    own = options.view_as(Options)
-    if not input_files(options) or not common.output:
-        raise ValueError("dedup needs --input and --output.")
-    steps = _steps(own)
+
+    def __init__(self, clusters: MinHashClusters, keep_by: str | None, second_read: FileReader | None):
+        super().__init__()
+        self._clusters = clusters
+        self._keep_by = keep_by
+        self._second_read = second_read
+
+    def expand(self, documents) -> DedupOutputs:
+        clusters = documents | "Clusters" >> self._clusters
+        if self._second_read is not None:
+            documents = documents.pipeline | "ReadAgain" >> self._second_read
+        return documents | "minhash_remove" >> RemoveClustered(clusters, self._keep_by)
+
+
+def _minhash(options: PipelineOptions) -> GlobalStep | None:
+    own = options.view_as(DedupOptions)
+    chosen = _chosen(options)
+    if "minhash" not in chosen:
+        return None
     config = MinHashConfig(
         own.minhash_ngrams, own.minhash_buckets, own.minhash_hashes_per_bucket, own.minhash_seed, own.minhash_threshold
     )
-    reader = document_reader(options, allow_warc=False)
-    documents, read_errors = pipeline | "Read" >> reader.with_dead_letters()
-    output = common.output
-    for step in steps:
-        if step == "exact":
-            result = documents | "ExactDedup" >> ExactDedup(keep_by=own.keep_by)
-        elif step == "url":
-            result = documents | "UrlDedup" >> UrlDedup(keep_by=own.keep_by)
-        elif step == "minhash":
-            clusters = documents | "MinHashClusters" >> MinHashClusters(config, own.keep_by, own.max_cc_rounds)
-            if step == steps[0]:
-                # A second read streams the documents past the finished clusters instead of holding them
-                # all; its dead letters repeat the first read's.
-                documents = pipeline | "ReadAgain" >> document_reader(options, allow_warc=False)
-            result = documents | "MinHashDedup" >> RemoveClustered(clusters, own.keep_by)
-        else:
-            result = documents | "SentenceDedup" >> SentenceDedup(own.span_sentences, own.min_doc_words, own.keep_by)
-        _write_removed(result, step, output, options)
-        documents = result.kept
-    write_documents(documents, [read_errors], output, options)
+    clusters = MinHashClusters(config, own.keep_by, own.max_cc_rounds)
+    second_read = row_reader(options) if chosen[0] == "minhash" else None
+    near_duplicates = _NearDuplicates(clusters, own.keep_by, second_read)
+    return GlobalStep("minhash", "minhash", near_duplicates, writes_clusters=own.cluster_map)
 
 
-def _write_removed(result, step: str, output: str, options: PipelineOptions) -> None:
-    result.excluded | f"WriteExcluded_{step}" >> WriteJsonl(
-        join(output, EXCLUDED_DIR, step),
-        "part-${shard}.jsonl.gz",
-        max_file_size=options.view_as(BeamtroveOptions).max_file_size,
-    )
+def _sentence(options: PipelineOptions) -> GlobalStep | None:
+    own = options.view_as(DedupOptions)
+    if "sentence" not in _chosen(options):
+        return None
     # Sentence dedup shortens documents rather than grouping them: it has no cluster map.
-    if options.view_as(Options).cluster_map and isinstance(result, DedupOutputs):
-        result.clusters | f"WriteClusters_{step}" >> WriteFiles(
-            join(output, CLUSTERS_DIR, step),
-            "part-${shard}.jsonl.gz",
-            JsonlFormat(ClusterMember.to_row),
-            fields_of=ClusterMember.to_row,
-            key_of=_cluster_member_key,
-        )
+    spans = SentenceDedup(own.span_sentences, own.min_doc_words, own.keep_by)
+    return GlobalStep("sentence", "sentence_dedup", spans)
 
 
-def _cluster_member_key(member: ClusterMember) -> str:
-    return member.id
+SPEC = PipelineSpec(
+    name="dedup",
+    description="Remove exact, URL, MinHash near-duplicate and repeated-sentence duplicates from documents.",
+    options=(DedupOptions, RowInputOptions),
+    reader=row_reader,
+    steps=(_exact, _url, _minhash, _sentence),
+    sink=documents_sink,
+    global_steps="every dedup step compares documents across the whole input",
+)

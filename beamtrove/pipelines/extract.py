@@ -7,51 +7,18 @@ runs. Writes ``<output>/documents/``, ``<output>/dead_letters/`` and
 
 from __future__ import annotations
 
-import apache_beam as beam
-from apache_beam.options.pipeline_options import PipelineOptions
+from beamtrove.pipelines.common import ExtractionOptions, documents_sink, extraction, warc_reader
+from beamtrove.pipelines.spec import PipelineSpec
 
-from beamtrove.fs import join
-from beamtrove.options import BeamtroveOptions
-from beamtrove.pipelines.inputs import input_files
-from beamtrove.pipelines.warc_text import (
-    DOCUMENTS_DIR,
-    ExtractionOptions,
-    extract_text,
-    process_resumably,
-    read_pages,
-    write_documents,
+__all__ = ["SPEC"]
+
+SPEC = PipelineSpec(
+    name="extract",
+    description="Extract the main text of the HTML pages in WARC files and write it as JSONL.",
+    options=(ExtractionOptions,),
+    read_label="ReadWarc",
+    reader=warc_reader,
+    steps=(extraction,),
+    sink=documents_sink,
+    resumable=True,
 )
-from beamtrove.resume import ResumeOptions
-
-__all__ = ["DESCRIPTION", "SHARED_OPTIONS", "Options", "build", "documents_path"]
-
-DESCRIPTION = "Extract the main text of the HTML pages in WARC files and write it as JSONL."
-SHARED_OPTIONS = (ExtractionOptions, ResumeOptions)
-
-
-class Options(PipelineOptions):
-    """The extract pipeline has no options beyond the extraction ones."""
-
-
-def documents_path(options: PipelineOptions) -> str:
-    """Where the extracted documents land: ``<output>/documents/``."""
-    return join(options.view_as(BeamtroveOptions).output, DOCUMENTS_DIR)
-
-
-def build(pipeline: beam.Pipeline, options: PipelineOptions) -> None:
-    """Applies the extract steps to ``pipeline``.
-
-    Raises:
-        ValueError: Missing options.
-        FileNotFoundError: The input matches no file.
-    """
-    common = options.view_as(BeamtroveOptions)
-    inputs = input_files(options)
-    if not inputs or not common.output:
-        raise ValueError("extract needs --input and --output.")
-    if options.view_as(ResumeOptions).resumable:
-        process_resumably(pipeline, "extract", inputs, common.output, options, (Options, ExtractionOptions))
-        return
-    pages, read_errors = read_pages(pipeline, inputs, options)
-    documents, extract_errors = extract_text(pages, options)
-    write_documents(documents, [read_errors, extract_errors], common.output, options)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import posixpath
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -28,34 +27,33 @@ from typing import Any
 import apache_beam as beam
 from apache_beam import pvalue
 
-from beamtrove.dead_letter import DEAD_LETTER_DIR, DeadLetter
+from beamtrove.dead_letter import DeadLetter
 from beamtrove.document import Document
 from beamtrove.fs import InputFile, filesystem, join, move, write_json
+from beamtrove.layout import (
+    DEAD_LETTERS,
+    EXCLUDED,
+    KEPT,
+    RESUME_TEMP_DIR,
+    WRITE_DEAD_LETTERS,
+    WRITE_DOCUMENTS,
+    completion_marker,
+    input_dead_letters,
+    input_documents,
+    input_excluded,
+    input_stem,
+    write_excluded,
+)
 from beamtrove.metrics import StepMetrics
 from beamtrove.transforms.batching import BatchDoFn
-from beamtrove.transforms.filters.base import DEAD_LETTERS, EXCLUDED
 from beamtrove.transforms.readers.base import FileReader
 from beamtrove.transforms.writers.base import TempFile
 from beamtrove.transforms.writers.jsonl import JsonlFormat, document_row
 
-__all__ = ["COMPLETED_DIR", "DOCUMENTS_DIR", "EXCLUDED_DIR", "TEMP_DIR", "ProcessInputs", "input_stem"]
+__all__ = ["ProcessInputs"]
 
-DOCUMENTS_DIR = "documents"
-EXCLUDED_DIR = "excluded"
-COMPLETED_DIR = "_completed"
-TEMP_DIR = ".beamtrove-resume-tmp"
 #: Records read before they go through the steps together: batched steps see full batches.
 _CHUNK = 256
-_WRITE_DOCUMENTS = "WriteDocuments"
-_WRITE_DEAD_LETTERS = "WriteDeadLetters"
-
-
-def input_stem(file: InputFile) -> str:
-    """The name an input's outputs and marker take: its relative path, ``/`` → ``--``, extension dropped."""
-    name = file.name
-    for suffix in (".gz", ".zst", ".bz2", ".xz"):
-        name = name.removesuffix(suffix)
-    return posixpath.splitext(name)[0].replace("/", "--")
 
 
 @dataclasses.dataclass
@@ -96,7 +94,7 @@ class _ProcessInputFn(beam.DoFn):
     def process(self, file: InputFile) -> Iterator[dict[str, Any]]:
         spec = self._spec
         stem = spec.stems[file.url]
-        temp_dir = join(spec.output, TEMP_DIR, uuid.uuid4().hex)
+        temp_dir = join(spec.output, RESUME_TEMP_DIR, uuid.uuid4().hex)
         outputs: dict[str, _Output] = {}
         counts: dict[str, Any] = {"read": 0, "documents": 0, "excluded": {}, "dead_letters": {}}
         try:
@@ -120,7 +118,7 @@ class _ProcessInputFn(beam.DoFn):
                 "outputs": written,
                 "counts": counts,
             }
-            write_json(marker, join(spec.output, COMPLETED_DIR, f"{stem}.json"), spec.storage_options)
+            write_json(marker, join(spec.output, completion_marker(stem)), spec.storage_options)
         finally:
             fs, path = filesystem(temp_dir, spec.storage_options)
             if fs.exists(path):
@@ -129,7 +127,7 @@ class _ProcessInputFn(beam.DoFn):
         yield marker
 
     def _run_steps(self, chunk: list[Any]) -> Iterator[tuple[str, str, Any]]:
-        """``(kind, step, element)`` for every output: kind is documents, excluded or dead_letters."""
+        """``(kind, step, element)`` for every output: kind is an output tag (kept, excluded or dead_letters)."""
         documents = []
         for outcome in chunk:
             if isinstance(outcome, DeadLetter):
@@ -145,17 +143,17 @@ class _ProcessInputFn(beam.DoFn):
                     kept.append(output)
             documents = kept
         for document in documents:
-            yield DOCUMENTS_DIR, _WRITE_DOCUMENTS, document
+            yield KEPT, WRITE_DOCUMENTS, document
 
     def _output(self, outputs: dict[str, _Output], kind: str, step: str, stem: str, temp_dir: str) -> _Output:
         key = f"{kind}/{step}" if kind == EXCLUDED else kind
         if key not in outputs:
             if kind == EXCLUDED:
-                final, writer_step, rows = f"{EXCLUDED_DIR}/{step}/{stem}.jsonl.gz", f"write_excluded_{step}", None
+                final, writer_step, rows = input_excluded(step, stem), write_excluded(step), None
             elif kind == DEAD_LETTERS:
-                final, writer_step, rows = f"{DEAD_LETTER_DIR}/{stem}.jsonl", _WRITE_DEAD_LETTERS, DeadLetter.to_row
+                final, writer_step, rows = input_dead_letters(stem), WRITE_DEAD_LETTERS, DeadLetter.to_row
             else:
-                final, writer_step, rows = f"{DOCUMENTS_DIR}/{stem}.jsonl.gz", _WRITE_DOCUMENTS, None
+                final, writer_step, rows = input_documents(stem), WRITE_DOCUMENTS, None
             metrics = StepMetrics(writer_step)
             suffix = ".jsonl.gz" if final.endswith(".gz") else ".jsonl"
             temp = TempFile.open(
@@ -187,7 +185,7 @@ def _chunks(elements: Iterable[Any], size: int) -> Iterator[list[Any]]:
 
 
 def _count(counts: dict[str, Any], kind: str, step: str) -> None:
-    if kind == DOCUMENTS_DIR:
+    if kind == KEPT:
         counts["documents"] += 1
     else:
         counts[kind][step] = counts[kind].get(step, 0) + 1

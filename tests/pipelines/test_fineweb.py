@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import shlex
@@ -13,21 +12,12 @@ import sys
 import pytest
 
 from beamtrove.cli import main
-from beamtrove.runners import part_present
-from tests.conftest import DATA, beamtrove, jsonl_lines, make_warc_set, require, wait_for
+from beamtrove.execution.runner_parts import part_present
+from tests.conftest import DATA, beamtrove, jsonl_lines, jsonl_rows, make_warc_set, require, wait_for
 
 LID_MODEL = DATA / "models" / "lid176" / "lid.176.ftz"
 BLOCKLIST = DATA / "blocklists" / "ut1"
 FILTERS = ("url_filter", "language_filter", "gopher_repetition", "gopher_quality", "c4_quality", "fineweb_quality")
-
-
-def _rows(directory) -> list[dict]:
-    """The rows of the JSONL files in ``directory`` (documents are gzipped, dead letters are not)."""
-    rows = []
-    for path in sorted(directory.glob("*.jsonl*")):
-        with (gzip.open if path.suffix == ".gz" else open)(path, "rt", encoding="utf-8") as lines:
-            rows.extend(json.loads(line) for line in lines)
-    return rows
 
 
 def _assets() -> list[str]:
@@ -57,27 +47,27 @@ def test_every_record_is_accounted_for(fineweb_run):
         lost = sum(v for k, v in counters.items() if k.startswith(("dropped.", "errors.")))
         assert counters["in"] == counters["out"] + lost, step
         passed_on = counters["out"]
-    kept = _rows(out / "documents")
+    kept = jsonl_rows(out / "documents")
     assert len(kept) == passed_on == steps["WriteDocuments"]["counters"]["out"]
     for step in FILTERS:
-        excluded = _rows(out / "excluded" / step) if (out / "excluded" / step).exists() else []
+        excluded = jsonl_rows(out / "excluded" / step) if (out / "excluded" / step).exists() else []
         dropped = {k[len("dropped.") :]: v for k, v in steps[step]["counters"].items() if k.startswith("dropped.")}
         assert len(excluded) == sum(dropped.values()), step
         assert {
             reason: sum(r["metadata"]["filter_reason"] == reason for r in excluded) for reason in dropped
         } == dropped
-    dead_letters = _rows(out / "dead_letters") if (out / "dead_letters").exists() else []
+    dead_letters = jsonl_rows(out / "dead_letters") if (out / "dead_letters").exists() else []
     errors = sum(v for s in steps.values() for k, v in s["counters"].items() if k.startswith("errors."))
     assert len(dead_letters) == errors
 
 
 def test_kept_documents_are_english_and_pass_the_rules(fineweb_run):
     out, _, steps = fineweb_run
-    kept = _rows(out / "documents")
+    kept = jsonl_rows(out / "documents")
     assert kept, "the FineWeb stack kept nothing from 400 real pages"
     assert all(row["metadata"]["language"] == "en" and row["metadata"]["language_score"] > 0.65 for row in kept)
     # The language filter saw real multilingual pages and dropped the other languages.
-    languages = {row["metadata"]["language"] for row in _rows(out / "excluded" / "language_filter")}
+    languages = {row["metadata"]["language"] for row in jsonl_rows(out / "excluded" / "language_filter")}
     assert len(languages) > 10
     assert steps["gopher_quality"]["counters"]["in"] == steps["gopher_repetition"]["counters"]["out"]
 
@@ -88,8 +78,8 @@ def test_dump_layout_and_metadata(data_dir, tmp_path):
     assert main([*argv, "--languages", "all", "--language_threshold", "0", *_assets()]) == 0
     root = tmp_path / "CC-MAIN-2020-34"
     assert (root / "stats.json").exists()
-    documents = _rows(root / "documents") + [
-        row for step in FILTERS if (root / "excluded" / step).exists() for row in _rows(root / "excluded" / step)
+    documents = jsonl_rows(root / "documents") + [
+        row for step in FILTERS if (root / "excluded" / step).exists() for row in jsonl_rows(root / "excluded" / step)
     ]
     assert documents
     assert {row["metadata"]["dump"] for row in documents} == {"CC-MAIN-2020-34"}
@@ -104,21 +94,6 @@ def test_a_missing_model_fails_before_the_run_saying_how_to_get_it(faults_set, t
     assert str(tmp_path / "lid.176.ftz") in message
     assert "beamtrove assets fetch" in message
     assert not (tmp_path / "out").exists()
-
-
-def test_extract_pipeline_keeps_every_page_with_text(data_dir, tmp_path):
-    warc = data_dir / "warc" / "cc-main-2020-34_resiliparse_warcfile.warc.gz"
-    assert main(["run", "extract", "--input", str(warc), "--output", str(tmp_path)]) == 0
-    steps = json.loads((tmp_path / "stats.json").read_text())["steps"]
-    rows = _rows(tmp_path / "documents")
-    assert (
-        len(rows)
-        == steps["extract"]["counters"]["out"]
-        == steps["ReadWarc"]["counters"]["out"]
-        - steps["extract"]["counters"].get("dropped.empty", 0)
-        - sum(v for k, v in steps["extract"]["counters"].items() if k.startswith("errors."))
-    )
-    assert all("<html" not in row["text"].lower() for row in rows)
 
 
 def _lines(directory, leaving_out: frozenset[str] = frozenset()) -> list[bytes]:

@@ -1,4 +1,4 @@
-"""The tokenize and merge_tokens pipelines, end to end through the CLI, on UDHR text with GPT-2."""
+"""The tokenize pipeline, end to end through the CLI, on UDHR text with GPT-2 (and merge_tokens after it)."""
 
 from __future__ import annotations
 
@@ -7,47 +7,11 @@ import json
 import pathlib
 
 import numpy as np
-import pytest
 from tokenizers import Tokenizer
 
 from beamtrove.cli import main
 from tests.conftest import require
-
-EOS = 50256
-
-
-@pytest.fixture(scope="module")
-def gpt2_path(data_dir) -> str:
-    return str(require(data_dir / "tokenizers" / "gpt2" / "tokenizer.json"))
-
-
-@pytest.fixture(scope="module")
-def corpus(udhr_texts, tmp_path_factory) -> tuple[pathlib.Path, list[str]]:
-    """Sixty UDHR translations in two JSONL files without ids; the first carries a no-loss range."""
-    texts = list(udhr_texts.values())[::6][:60]
-    folder = tmp_path_factory.mktemp("udhr-jsonl")
-    for part in range(2):
-        with (folder / f"part-{part}.jsonl").open("w", encoding="utf-8") as out:
-            for number in range(part * 30, part * 30 + 30):
-                row = {"text": texts[number]}
-                if number == 0:
-                    row["metadata"] = {"no_loss_ranges": [[0, 40]]}
-                out.write(json.dumps(row, ensure_ascii=False) + "\n")
-    return folder, texts
-
-
-def _documents(folder: pathlib.Path) -> list[tuple[bytes, bytes | None]]:
-    """Every document of every shard in ``folder`` (file-name order) as (token bytes, loss bytes)."""
-    found = []
-    for shard in sorted(folder.glob("*.ds")):
-        tokens = shard.read_bytes()
-        loss_path = pathlib.Path(f"{shard}.loss")
-        loss = loss_path.read_bytes() if loss_path.exists() else None
-        start = 0
-        for end in np.frombuffer(pathlib.Path(f"{shard}.index").read_bytes(), dtype="<u8").tolist():
-            found.append((tokens[2 * start : 2 * end], loss[start:end] if loss is not None else None))
-            start = end
-    return found
+from tests.pipelines.conftest import EOS, shard_documents
 
 
 def _run(*args: str) -> int:
@@ -68,7 +32,7 @@ def test_tokenize_writes_shuffled_shards_holding_every_document_once(corpus, gpt
     assert sorted(p.name for p in out.glob("*.ds")) == [f"tokens_0000{n}_00000.ds" for n in range(3)]
     gpt2 = Tokenizer.from_file(gpt2_path)
     expected = [np.array([*e.ids, EOS], dtype="<u2").tobytes() for e in gpt2.encode_batch(texts)]
-    written = _documents(out)
+    written = shard_documents(out)
     assert collections.Counter(tokens for tokens, _ in written) == collections.Counter(expected)
     assert [tokens for tokens, _ in written] != expected  # shuffled
     masks = {tokens: loss for tokens, loss in written}
@@ -104,18 +68,18 @@ def test_unshuffled_tokenize_then_merge_keeps_input_order(corpus, gpt2_path, tmp
     assert _tokenize(folder, first, "--tokenizer", gpt2_path, "--max_tokens_per_file", "40000") == 0
     parts = sorted(first.glob("*.ds"))
     assert len(parts) > 2
-    assert [tokens for tokens, _ in _documents(first)] == expected  # <file>/<row> ids: input order
+    assert [tokens for tokens, _ in shard_documents(first)] == expected  # <file>/<row> ids: input order
 
     merged = tmp_path / "merged"
     assert _run("merge_tokens", "--input", str(first), "--output", str(merged)) == 0
     assert [p.name for p in merged.glob("*.ds")] == ["tokens_00000_00000.ds"]
-    assert [tokens for tokens, _ in _documents(merged)] == expected
+    assert [tokens for tokens, _ in shard_documents(merged)] == expected
     assert (merged / "tokens_00000_00000.ds.metadata").read_text().splitlines()[0] == f"{gpt2_path}|2"
 
     shuffled = tmp_path / "shuffled"
     options = ("--num_shards", "2", "--shuffle_seed", "1")
     assert _run("merge_tokens", "--input", str(first), "--output", str(shuffled), *options) == 0
-    documents = [tokens for tokens, _ in _documents(shuffled)]
+    documents = [tokens for tokens, _ in shard_documents(shuffled)]
     assert collections.Counter(documents) == collections.Counter(expected) and documents != expected
 
 

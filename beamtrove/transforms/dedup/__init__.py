@@ -4,7 +4,6 @@ from beamtrove.transforms.dedup.components import Component, ConnectedComponents
 from beamtrove.transforms.dedup.exact import ExactDedup, UrlDedup, normalize_url
 from beamtrove.transforms.dedup.keep import ClusterMember, DedupOutputs, KeepOrder
 from beamtrove.transforms.dedup.minhash import (
-    CLUSTERS,
     MinHashClusters,
     MinHashConfig,
     MinHashDedup,
@@ -16,7 +15,6 @@ from beamtrove.transforms.dedup.sentences import SentenceDedup, split_sentences
 from beamtrove.transforms.dedup.shingles import normalize_text, shingle_hashes
 
 __all__ = [
-    "CLUSTERS",
     "ClusterMember",
     "Component",
     "ConnectedComponents",

@@ -13,11 +13,11 @@ from collections.abc import Callable
 import apache_beam as beam
 
 from beamtrove.document import Document
+from beamtrove.layout import CLUSTERS, EXCLUDED
 from beamtrove.metrics import StepMetrics
 from beamtrove.transforms.dedup.keep import ClusterMember, DedupOutputs, KeepOrder
-from beamtrove.transforms.dedup.minhash import CLUSTERS
 from beamtrove.transforms.dedup.shingles import normalize_text
-from beamtrove.transforms.filters.base import EXCLUDED, excluded_output
+from beamtrove.transforms.filters.base import excluded_output
 
 __all__ = ["ExactDedup", "UrlDedup", "normalize_url"]
 

@@ -29,14 +29,14 @@ import apache_beam as beam
 import numpy as np
 
 from beamtrove.document import Document
+from beamtrove.layout import CLUSTERS, EXCLUDED
 from beamtrove.metrics import StepMetrics
 from beamtrove.transforms.dedup.components import ConnectedComponents
 from beamtrove.transforms.dedup.keep import ClusterMember, DedupOutputs, KeepOrder
 from beamtrove.transforms.dedup.shingles import normalize_text, shingle_hashes
-from beamtrove.transforms.filters.base import EXCLUDED, excluded_output
+from beamtrove.transforms.filters.base import excluded_output
 
 __all__ = [
-    "CLUSTERS",
     "MinHashClusters",
     "MinHashConfig",
     "MinHashDedup",
@@ -46,7 +46,6 @@ __all__ = [
 ]
 
 #: The tagged output of :class:`RemoveClustered` with one :class:`ClusterMember` per removed document.
-CLUSTERS = "clusters"
 
 # A Mersenne prime: the permutations are affine maps modulo it, and x mod 2**61 - 1
 # is computed with a shift, a mask and an add instead of a division.
@@ -237,7 +236,8 @@ class MinHashClusters(beam.PTransform):
         super().__init__()
         self._config = config or MinHashConfig()
         self._order = KeepOrder(keep_by)
-        self._components = ConnectedComponents(max_rounds, step=f"{step}_components")
+        self._components_step = f"{step}_components"
+        self._components = ConnectedComponents(max_rounds, step=self._components_step)
         self._metrics = StepMetrics(step)
 
     def expand(self, documents):
@@ -248,7 +248,7 @@ class MinHashClusters(beam.PTransform):
             | "BandKeys" >> beam.ParDo(_BandKeysFn(self._config, self._order, self._metrics))
             | "GroupByBand" >> beam.GroupByKey()
             | "Link" >> beam.ParDo(link)
-            | "Components" >> self._components
+            | self._components_step >> self._components
         )
 
 

@@ -20,11 +20,12 @@ import apache_beam as beam
 import regex
 
 from beamtrove.document import Document
+from beamtrove.layout import EXCLUDED
 from beamtrove.metrics import StepMetrics
 from beamtrove.text import TERMINAL_PUNCTUATION
 from beamtrove.transforms.dedup.keep import KeepOrder
 from beamtrove.transforms.dedup.shingles import normalize_text
-from beamtrove.transforms.filters.base import EXCLUDED, excluded_output
+from beamtrove.transforms.filters.base import excluded_output
 
 __all__ = ["SentenceDedup", "split_sentences"]
 

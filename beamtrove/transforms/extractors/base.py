@@ -22,11 +22,11 @@ from apache_beam import pvalue
 
 from beamtrove.dead_letter import DeadLetter
 from beamtrove.document import Document
+from beamtrove.layout import DEAD_LETTERS
 from beamtrove.metrics import StepMetrics
 
-__all__ = ["DEAD_LETTERS", "Extract", "ExtractionTimeout", "Extractor"]
+__all__ = ["Extract", "ExtractionTimeout", "Extractor"]
 
-DEAD_LETTERS = "dead_letters"
 _PARENT_CHECK_SECONDS = 5.0
 _START_ATTEMPTS = 3
 _LOGGER = logging.getLogger(__name__)

@@ -1,8 +1,6 @@
 """Filters: per-document keep-or-drop rules with reasons, applied with ``Filter``."""
 
 from beamtrove.transforms.filters.base import (
-    DEAD_LETTERS,
-    EXCLUDED,
     FILTER_REASON_KEY,
     DocumentFilter,
     DocumentFormatter,
@@ -20,8 +18,6 @@ from beamtrove.transforms.filters.language import LanguageFilter
 from beamtrove.transforms.filters.url import URLFilter
 
 __all__ = [
-    "DEAD_LETTERS",
-    "EXCLUDED",
     "FILTER_REASON_KEY",
     "C4BadWordsFilter",
     "C4QualityFilter",

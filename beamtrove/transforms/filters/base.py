@@ -20,13 +20,12 @@ from apache_beam import pvalue
 
 from beamtrove.dead_letter import DeadLetter
 from beamtrove.document import Document
+from beamtrove.layout import DEAD_LETTERS, EXCLUDED
 from beamtrove.metrics import StepMetrics
 from beamtrove.resources import load_once
 from beamtrove.transforms.batching import BatchDoFn
 
 __all__ = [
-    "DEAD_LETTERS",
-    "EXCLUDED",
     "DocumentFilter",
     "DocumentFormatter",
     "Drop",
@@ -36,8 +35,6 @@ __all__ = [
     "load_once",
 ]
 
-EXCLUDED = "excluded"
-DEAD_LETTERS = "dead_letters"
 FILTER_REASON_KEY = "filter_reason"
 
 

@@ -1,13 +1,12 @@
 """Beam sources that read crawl and dataset files into documents."""
 
-from beamtrove.transforms.readers.base import DEAD_LETTERS, FileReader, RecordParser, RowError, RowFields, Skip
+from beamtrove.transforms.readers.base import FileReader, RecordParser, RowError, RowFields, Skip
 from beamtrove.transforms.readers.csv import CsvParser, ReadCsv
 from beamtrove.transforms.readers.jsonl import JsonlParser, ReadJsonl
 from beamtrove.transforms.readers.parquet import ParquetParser, ReadParquet
 from beamtrove.transforms.readers.warc import HTML_MIME_TYPES, ReadWarc, WarcParser
 
 __all__ = [
-    "DEAD_LETTERS",
     "HTML_MIME_TYPES",
     "CsvParser",
     "FileReader",

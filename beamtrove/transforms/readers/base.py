@@ -24,15 +24,13 @@ from fsspec.utils import infer_compression
 from beamtrove.dead_letter import DeadLetter
 from beamtrove.document import Document, Media
 from beamtrove.fs import InputFile, match_inputs, open_url
+from beamtrove.layout import DEAD_LETTERS
 from beamtrove.metrics import StepMetrics
 from beamtrove.progress import record_progress
 
-__all__ = ["DEAD_LETTERS", "FileReader", "RecordParser", "RowError", "RowFields", "Skip"]
+__all__ = ["FileReader", "RecordParser", "RowError", "RowFields", "Skip"]
 
 _LOGGER = logging.getLogger(__name__)
-
-DEAD_LETTERS = "dead_letters"
-"""Tag of a reader's dead-letter output (see :meth:`FileReader.with_dead_letters`)."""
 
 # Dead letters are all counted and output; logging stops after this many per DoFn instance.
 _DEAD_LETTERS_LOGGED = 100

@@ -15,14 +15,14 @@ from tokenizers.processors import TemplateProcessing
 from beamtrove.dead_letter import DeadLetter
 from beamtrove.document import Document
 from beamtrove.fs import open_url
+from beamtrove.layout import DEAD_LETTERS
 from beamtrove.metrics import StepMetrics
 from beamtrove.resources import load_once
 from beamtrove.transforms.batching import BatchDoFn
 from beamtrove.transforms.tokens.format import TokenizedDocument, token_dtype
 
-__all__ = ["DEAD_LETTERS", "DEFAULT_EOS_TOKEN", "NO_LOSS_RANGES_KEY", "Tokenize", "load_tokenizer"]
+__all__ = ["DEFAULT_EOS_TOKEN", "NO_LOSS_RANGES_KEY", "Tokenize", "load_tokenizer"]
 
-DEAD_LETTERS = "dead_letters"
 DEFAULT_EOS_TOKEN = "<|endoftext|>"
 NO_LOSS_RANGES_KEY = "no_loss_ranges"
 """Metadata key of ``[start, end)`` character ranges whose tokens the loss mask zeroes (DataTrove's name)."""
@@ -252,6 +252,10 @@ class Tokenize(beam.PTransform):
         """Makes the transform return ``(tokenized, dead_letters)``."""
         self._dead_letters = True
         return self
+
+    def step_fn(self) -> beam.DoFn:
+        """The DoFn this transform applies, for running the step inside another DoFn."""
+        return self._fn
 
     def expand(self, documents):
         outputs = documents | beam.ParDo(self._fn).with_outputs(DEAD_LETTERS, main="tokenized")

@@ -33,6 +33,7 @@ import apache_beam as beam
 import numpy as np
 
 from beamtrove.fs import filesystem, join, move
+from beamtrove.layout import WRITER_TEMP_PREFIX
 from beamtrove.metrics import StepMetrics
 from beamtrove.transforms.tokens.format import (
     INDEX_SUFFIX,
@@ -302,7 +303,7 @@ class WriteTokenShards(beam.PTransform):
 
     def expand(self, documents):
         spec = _ShardSpec(
-            temp_dir=join(self._spec_args["output_dir"], f".beamtrove-tmp-{uuid.uuid4().hex}"), **self._spec_args
+            temp_dir=join(self._spec_args["output_dir"], f"{WRITER_TEMP_PREFIX}{uuid.uuid4().hex}"), **self._spec_args
         )
         return (
             documents

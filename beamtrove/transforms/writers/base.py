@@ -27,6 +27,7 @@ from apache_beam.transforms import window
 
 from beamtrove.document import Document
 from beamtrove.fs import filesystem, join, move, open_url
+from beamtrove.layout import WRITER_TEMP_PREFIX
 from beamtrove.metrics import StepMetrics
 
 __all__ = [
@@ -344,7 +345,7 @@ class WriteFiles(beam.PTransform):
         return _SinkSpec(
             step=self.label,
             output_dir=self._output_dir,
-            temp_dir=join(self._output_dir, f".beamtrove-tmp-{uuid.uuid4().hex}"),
+            temp_dir=join(self._output_dir, f"{WRITER_TEMP_PREFIX}{uuid.uuid4().hex}"),
             template=self._template,
             file_format=self._file_format,
             fields_of=self._fields_of,

@@ -1,0 +1,90 @@
+"""The ``beamtrove`` command: one argparse tree for every subcommand, each handler a few lines.
+
+``run`` builds and runs a pipeline (:mod:`beamtrove.execution.local`),
+``stats`` prints a run's ``stats.json``, ``assets`` fetches the language
+model and URL blocklist (:mod:`beamtrove.cli.pipelines`); ``elastic`` runs
+shard-safe pipelines as independent workers (:mod:`beamtrove.cli.elastic`);
+``runners`` obtains Prism and Flink and ``slurm`` runs a pipeline on a Flink
+cluster inside a Slurm job (:mod:`beamtrove.cli.runners`); ``dataflow``
+writes Flex Template specs and offline job graphs
+(:mod:`beamtrove.cli.dataflow`). Each of those modules adds its subcommands
+to the one tree :func:`main` parses, with their handlers beside them.
+
+Pipeline options become Beam options in :func:`beamtrove.options.parse`
+alone; ``elastic prepare``, ``slurm submit`` and ``dataflow graph`` take them
+after ``--``. A refused request exits with status 2 and one
+``beamtrove: error:`` line saying what to fix.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import re
+import sys
+
+from beamtrove import __version__
+from beamtrove.cli import dataflow, elastic, pipelines, runners
+from beamtrove.execution.elastic import ElasticError
+from beamtrove.options import ConfigurationError
+
+__all__ = ["main"]
+
+_LOGGER = logging.getLogger("beamtrove")
+_SEPARATOR = "--"
+# Where Beam's local runners relay the log entries of their worker processes.
+_RELAYED_WORKER_LOGS = "apache_beam.runners.portability.local_job_service"
+_RELAYED_ENTRY = re.compile(r'message: "(?P<message>(?:[^"\\]|\\.)*)".*? log_location: "(?P<location>[^"]*)"')
+
+
+class _WorkerLogs(logging.Filter):
+    """Lets through relayed worker warnings and beamtrove's own lines, as plain messages."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        entry = _RELAYED_ENTRY.search(str(record.args[0])) if record.args else None
+        if entry is None:
+            return record.levelno >= logging.WARNING
+        if record.levelno < logging.WARNING and "beamtrove" not in entry.group("location"):
+            return False
+        record.msg, record.args = "worker: %s", (entry.group("message").replace('\\"', '"'),)
+        return True
+
+
+def _configure_logging() -> None:
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    _LOGGER.setLevel(logging.INFO)
+    relayed = logging.getLogger(_RELAYED_WORKER_LOGS)
+    relayed.setLevel(logging.INFO)
+    if not any(isinstance(f, _WorkerLogs) for f in relayed.filters):
+        relayed.addFilter(_WorkerLogs())
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="beamtrove", description="LLM pretraining data from web crawls, on Beam.")
+    parser.add_argument("--version", action="version", version=f"beamtrove {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for group in (pipelines, elastic, runners, dataflow):
+        group.add_commands(commands)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``beamtrove`` command; returns the exit status."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    separated: list[str] = []
+    if _SEPARATOR in argv:
+        at = argv.index(_SEPARATOR)
+        argv, separated = argv[:at], argv[at + 1 :]
+    parser = _parser()
+    args, rest = parser.parse_known_args(argv)
+    if rest and args.command != "run":
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    _configure_logging()
+    try:
+        if separated and not args.pipeline_options and args.command != "run":
+            command = " ".join(filter(None, (args.command, getattr(args, f"{args.command}_command", None))))
+            raise ConfigurationError(f"`beamtrove {command}` takes no pipeline options after --.")
+        return args.handler(args, [*rest, *separated])
+    except (ConfigurationError, ElasticError) as exc:
+        print(f"beamtrove: error: {exc}", file=sys.stderr)
+        return 2

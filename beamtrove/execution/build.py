@@ -1,0 +1,101 @@
+"""Builds a pipeline's Beam graph from its declaration: the one place a pipeline is built.
+
+:func:`build` resolves a :class:`~beamtrove.pipelines.spec.PipelineSpec`
+against a run's options and applies its flow to a Beam pipeline, in one of
+two shapes:
+
+* ordinary: the reader, each step as its own transform (what it excludes
+  written to ``excluded/<step>/``, cluster maps to ``clusters/<step>/``), the
+  sink, and every dead letter to ``dead_letters/``;
+* per input (``--resumable``): the same steps' DoFns run over each input file
+  on its own inside :class:`~beamtrove.transforms.per_input.ProcessInputs`,
+  which finalizes the file's outputs and then its completion marker.
+
+Every local run, elastic shard, Dataflow template launch and offline Dataflow
+graph builds through here, and any construction error reaches its caller as
+one :class:`~beamtrove.options.ConfigurationError`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from beamtrove.execution.resume import configuration, pending_inputs
+from beamtrove.fs import join
+from beamtrove.layout import DOCUMENTS_DIR, WRITE_DEAD_LETTERS, write_clusters, write_excluded
+from beamtrove.options import BeamtroveOptions, ConfigurationError, ResumeOptions
+from beamtrove.pipelines.common import cluster_map_writer, dead_letters_writer, excluded_writer
+from beamtrove.pipelines.spec import Flow, PipelineSpec
+from beamtrove.transforms.per_input import ProcessInputs
+
+__all__ = ["Built", "build"]
+
+# What building can raise for bad options, inputs or assets: a missing file, an unreachable bucket, a
+# filesystem library that is not installed (s3fs for s3://).
+_CONSTRUCTION_ERRORS = (ValueError, OSError, ImportError)
+
+
+@dataclasses.dataclass(frozen=True)
+class Built:
+    """A pipeline ready to run, and the flow it was built from (its output folder, reader, steps and sink)."""
+
+    pipeline: beam.Pipeline
+    flow: Flow
+
+
+def build(spec: PipelineSpec, options: PipelineOptions) -> Built:
+    """Builds the pipeline ``spec`` declares for ``options``, without running it.
+
+    Construction checks everything it can before any work: inputs are
+    matched, models and lists found, outputs checked.
+
+    Raises:
+        ConfigurationError: The options, inputs or assets do not let the
+            pipeline run; the message says what to fix.
+    """
+    pipeline = beam.Pipeline(options=options)
+    try:
+        flow = spec.flow(options)
+        if options.view_as(ResumeOptions).resumable:
+            _apply_per_input(pipeline, spec, flow, options)
+        else:
+            _apply(pipeline, flow, options)
+    except ConfigurationError:
+        raise
+    except _CONSTRUCTION_ERRORS as exc:
+        raise ConfigurationError(str(exc)) from exc
+    return Built(pipeline, flow)
+
+
+def _apply(pipeline: beam.Pipeline, flow: Flow, options: PipelineOptions) -> None:
+    records, read_errors = pipeline | flow.read_label >> flow.reader.with_dead_letters()
+    dead_letters = [read_errors]
+    for step in flow.steps:
+        outputs = step.apply(records)
+        if outputs.excluded is not None:
+            outputs.excluded | write_excluded(step.name) >> excluded_writer(flow.output, step.name, options)
+        if outputs.clusters is not None:
+            outputs.clusters | write_clusters(step.name) >> cluster_map_writer(flow.output, step.name)
+        if outputs.dead_letters is not None:
+            dead_letters.append(outputs.dead_letters)
+        records = outputs.kept
+    records | flow.sink.label >> flow.sink.transform
+    (dead_letters | "FlattenDeadLetters" >> beam.Flatten() | WRITE_DEAD_LETTERS >> dead_letters_writer(flow.output))
+
+
+def _apply_per_input(pipeline: beam.Pipeline, spec: PipelineSpec, flow: Flow, options: PipelineOptions) -> None:
+    common = options.view_as(BeamtroveOptions)
+    if common.skip or common.limit is not None:
+        raise ValueError("--skip and --limit count documents across all inputs; they do not apply to --resumable.")
+    if not all(step.per_document for step in flow.steps) or flow.sink.documents_dir != join(flow.output, DOCUMENTS_DIR):
+        raise TypeError(f"The {spec.name} pipeline takes --resumable but cannot run one input file at a time.")
+    config = configuration(spec.name, options, spec.options)
+    restart = options.view_as(ResumeOptions).restart
+    pending, config_sha256 = pending_inputs(flow.reader.files, flow.output, config, restart=restart)
+    # Read outside a graph, the reader counts under its own label: the flow's, as in an ordinary run.
+    flow.reader.label = flow.read_label
+    steps = [(step.name, step.fn) for step in flow.steps]
+    pipeline | "ProcessInputs" >> ProcessInputs(flow.reader, pending, steps, flow.output, config_sha256)

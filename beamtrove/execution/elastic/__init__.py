@@ -1,0 +1,46 @@
+"""Elastic shard workers: many independent processes share one POSIX job directory.
+
+No cluster is needed. ``prepare`` cuts the input into shards and publishes a
+manifest; any number of ``worker`` processes, on any nodes that see the job
+directory, claim shards with ``O_CREAT|O_EXCL`` locks and run the pipeline
+on each with a local Beam runner; ``merge`` verifies every shard's output
+and concatenates them in manifest order.
+
+Job directory layout::
+
+    manifest.json       what to run over which shards (see prepare_job)
+    manifest.sha256     its checksum; a tampered manifest is refused
+    locks/<shard>.lock  the claim of a running shard: host, pid, token, time;
+                        its mtime is the owner's heartbeat
+    attempts/<shard>/<NN>-<host>-<pid>/
+                        one attempt: attempt.json, log.txt, inputs.json,
+                        output/ (the pipeline's own output) and
+                        documents.jsonl.gz (its kept documents, sorted by id)
+    done/<shard>.json   the shard's first published done record
+    failed/<shard>.json the shard ran out of attempts
+    history/            archived stale locks and the attempts of retried shards
+
+Modules: :mod:`~beamtrove.execution.elastic.jobdir` (the directory, locks
+and once-only records), :mod:`~beamtrove.execution.elastic.scan` (scanning
+the input and cutting shards), :mod:`~beamtrove.execution.elastic.prepare`,
+:mod:`~beamtrove.execution.elastic.worker` (and the Slurm array script),
+:mod:`~beamtrove.execution.elastic.status` (status and retry) and
+:mod:`~beamtrove.execution.elastic.merge` (verify and merge).
+"""
+
+from beamtrove.execution.elastic.jobdir import ElasticError, JobDir
+from beamtrove.execution.elastic.merge import merge_job, verify_job
+from beamtrove.execution.elastic.prepare import prepare_job
+from beamtrove.execution.elastic.status import retry_shards, shard_states
+from beamtrove.execution.elastic.worker import run_worker
+
+__all__ = [
+    "ElasticError",
+    "JobDir",
+    "merge_job",
+    "prepare_job",
+    "retry_shards",
+    "run_worker",
+    "shard_states",
+    "verify_job",
+]

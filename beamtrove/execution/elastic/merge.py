@@ -1,0 +1,135 @@
+"""Verifying an elastic job's shard outputs and merging them in order: ``beamtrove elastic verify`` and ``merge``."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import pathlib
+import shutil
+import time
+import uuid
+from typing import Any
+
+from beamtrove.execution.elastic.jobdir import ElasticError, JobDir, read_json, write_atomically
+from beamtrove.fs import file_sha256
+from beamtrove.stats import merge_stats
+
+__all__ = ["format_verification", "merge_job", "verify_job"]
+
+
+def _check_output(job: JobDir, done: dict[str, Any]) -> str | None:
+    """What is wrong with a done record's output file, or None when its size, checksum and count hold."""
+    path = job.path / done["output"]
+    if not path.exists():
+        return f"{done['shard']}: its output {path} is missing"
+    if path.stat().st_size != done["bytes"] or file_sha256(path) != done["sha256"]:
+        return f"{done['shard']}: {path} does not match the size and SHA-256 of its done record"
+    try:
+        with gzip.open(path, "rb") as source:
+            records = sum(1 for _ in source)
+    except (OSError, EOFError) as exc:
+        return f"{done['shard']}: {path} is unreadable: {exc}"
+    if records != done["records"]:
+        return f"{done['shard']}: {path} holds {records} documents, its done record says {done['records']}"
+    return None
+
+
+def verify_job(job_dir: str | os.PathLike, expect_hosts: int | None = None) -> dict[str, Any]:
+    """Re-checks every done record's output against its checksum and count.
+
+    Returns:
+        ``{"complete", "missing", "failed", "problems", "hosts", "documents",
+        "ok"}``: ``ok`` is True when every shard is done, every output checks
+        out and at least ``expect_hosts`` distinct hosts completed shards.
+    """
+    job = JobDir(job_dir)
+    manifest = job.manifest()
+    missing, failed, problems, hosts, documents = [], [], [], {}, 0
+    for shard in manifest["shards"]:
+        done = read_json(job.done_path(shard["id"]))
+        if done is None:
+            (failed if job.failed_path(shard["id"]).exists() else missing).append(shard["id"])
+            continue
+        problem = _check_output(job, done)
+        if problem:
+            problems.append(problem)
+        hosts[done["host"]] = hosts.get(done["host"], 0) + 1
+        documents += done["records"]
+    complete = not missing and not failed
+    enough_hosts = expect_hosts is None or len(hosts) >= expect_hosts
+    return {
+        "complete": complete,
+        "missing": missing,
+        "failed": failed,
+        "problems": problems,
+        "hosts": hosts,
+        "documents": documents,
+        "ok": complete and not problems and enough_hosts,
+    }
+
+
+def merge_job(job_dir: str | os.PathLike, output: str | os.PathLike, overwrite: bool = False) -> dict[str, Any]:
+    """Verifies every shard, then concatenates their documents in manifest order into ``output``.
+
+    ``output`` is gzip-compressed when its name ends in ``.gz``. The shards'
+    stats are added up into ``<output>.stats.json``. Both appear only when
+    complete (written under temporary names, then renamed).
+
+    Returns:
+        The verification report, with the output paths.
+
+    Raises:
+        ElasticError: Shards are not all done, an output fails its check, or
+            ``output`` exists and ``overwrite`` is off.
+    """
+    job = JobDir(job_dir)
+    target = pathlib.Path(output).absolute()
+    stats_target = target.with_name(f"{target.name}.stats.json")
+    if not overwrite and (target.exists() or stats_target.exists()):
+        raise ElasticError(f"{target} already exists: pass --overwrite to replace it.")
+    report = verify_job(job_dir)
+    if not report["complete"]:
+        raise ElasticError(
+            f"Not every shard is done (missing: {', '.join(report['missing']) or 'none'}; failed: "
+            f"{', '.join(report['failed']) or 'none'}): run workers (and `retry` failed shards) first."
+        )
+    if report["problems"]:
+        raise ElasticError("Refusing to merge damaged shard outputs:\n  " + "\n  ".join(report["problems"]))
+    manifest = job.manifest()
+    dones = [read_json(job.done_path(shard["id"])) for shard in manifest["shards"]]
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
+    try:
+        with open(temporary, "wb") as raw:
+            out = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) if target.suffix == ".gz" else raw
+            with out:
+                for done in dones:
+                    with gzip.open(job.path / done["output"], "rb") as source:
+                        shutil.copyfileobj(source, out, 1 << 20)
+        stats = merge_stats(json.loads((job.path / d["stats"]).read_text())["steps"] for d in dones if d["stats"])
+        summary = {
+            "pipeline": manifest["pipeline"]["name"],
+            "shards": len(dones),
+            "documents": report["documents"],
+            "hosts": report["hosts"],
+            "merged_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "steps": stats,
+        }
+        write_atomically(stats_target, (json.dumps(summary, indent=2) + "\n").encode())
+        os.replace(temporary, target)
+    finally:
+        temporary.unlink(missing_ok=True)
+    return {**report, "output": str(target), "stats": str(stats_target)}
+
+
+def format_verification(report: dict[str, Any], expect_hosts: int | None = None) -> str:
+    """What ``verify`` prints about a :func:`verify_job` report."""
+    hosts = ", ".join(f"{host} ({count})" for host, count in sorted(report["hosts"].items()))
+    lines = [f"{report['documents']} documents in done shards, completed by {len(report['hosts'])} host(s): {hosts}"]
+    lines += [f"damaged: {problem}" for problem in report["problems"]]
+    if report["missing"] or report["failed"]:
+        lines.append(f"not done: {len(report['missing'])} pending or running, {len(report['failed'])} failed")
+    if expect_hosts is not None and len(report["hosts"]) < expect_hosts:
+        lines.append(f"expected shards completed by at least {expect_hosts} hosts")
+    return "\n".join(lines)

@@ -1,0 +1,207 @@
+"""``beamtrove elastic prepare``: check the pipeline and its options, scan the input, publish the job directory.
+
+A job is prepared once: the pipeline must be shard-safe and its options fit
+for shards (no ``--skip``/``--limit``, a local runner), the pipeline is built
+over the first shard so bad options fail now rather than on every shard, and
+the job directory appears whole, with one rename.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import tempfile
+import time
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from apache_beam.options.pipeline_options import DirectOptions, StandardOptions
+
+from beamtrove import __version__
+from beamtrove.execution.build import build
+from beamtrove.execution.elastic.jobdir import (
+    FORMAT_VERSION,
+    MANIFEST,
+    MANIFEST_CHECKSUM,
+    SUBDIRS,
+    ElasticError,
+    JobDir,
+    config_sha256,
+    sha256_of,
+)
+from beamtrove.execution.elastic.scan import scan_inputs, shard_inputs, shards
+from beamtrove.fs import write_input_ranges
+from beamtrove.options import BeamtroveOptions, ConfigurationError, ResumeOptions, parse, split_beam_options
+from beamtrove.pipelines import PipelineSpec, pipeline_spec
+
+__all__ = ["prepare_job"]
+
+# Keys that may differ between two otherwise identical prepares.
+_PROVENANCE_KEYS = ("created_at", "created_by")
+
+
+def _split_arguments(spec: PipelineSpec, pipeline_args: Sequence[str]) -> tuple[list[str], list[str]]:
+    """The pipeline's configuration and the runner's options among the arguments; refuses what shards cannot do."""
+    try:
+        options = parse(spec, pipeline_args)
+        config, runner = split_beam_options(spec, pipeline_args)
+    except ConfigurationError as exc:
+        raise ElasticError(str(exc)) from None
+    common = options.view_as(BeamtroveOptions)
+    set_by_workers = {"--input": common.input, "--input_ranges": common.input_ranges, "--output": common.output}
+    for flag, value in set_by_workers.items():
+        if value is not None:
+            raise ElasticError(
+                f"{flag} is set by the workers: give the input to prepare with --input, "
+                "and merge the shards' outputs with `beamtrove elastic merge --output`."
+            )
+    for flag, given in (("--skip", common.skip != 0), ("--limit", common.limit is not None)):
+        if given:
+            raise ElasticError(f"{flag} counts documents across the whole input, which shards cannot do: drop it.")
+    runner_name = options.view_as(StandardOptions).runner
+    if runner_name not in ("DirectRunner", None):
+        raise ElasticError(f"Elastic workers run the pipeline with a local DirectRunner, not {runner_name}.")
+    if options.view_as(DirectOptions).direct_running_mode == "multi_threading":
+        raise ElasticError("--direct_running_mode multi_threading loses elements on this Beam: use in_memory.")
+    if options.view_as(ResumeOptions).resumable:
+        raise ElasticError("Elastic jobs resume by shard on their own: drop --resumable.")
+    return config, runner
+
+
+def _shard_safe_pipeline(name: str) -> PipelineSpec:
+    """The pipeline's declaration; refuses pipelines with steps that need the whole input."""
+    try:
+        spec = pipeline_spec(name)
+    except ValueError as exc:
+        raise ElasticError(str(exc)) from None
+    if not spec.shard_safe:
+        raise ElasticError(
+            f"The {name} pipeline is not shard-safe: {spec.global_steps}. Run it once, with `beamtrove run {name}`, "
+            "over the merged output of a shard-safe pipeline."
+        )
+    return spec
+
+
+def _check_configuration(spec: PipelineSpec, args: list[str], runner_args: list[str], manifest: dict) -> None:
+    """Builds the pipeline over the first shard without running it, so bad options fail now, not on every shard."""
+    with tempfile.TemporaryDirectory(prefix="beamtrove-prepare-") as scratch:
+        ranges = os.path.join(scratch, "inputs.json")
+        write_input_ranges(shard_inputs(manifest, manifest["shards"][0]), ranges)
+        try:
+            options = parse(spec, [*args, *runner_args, "--input_ranges", ranges, "--output", scratch])
+            built = build(spec, options)
+        except ConfigurationError as exc:
+            raise ElasticError(f"The {spec.name} pipeline cannot run with these options: {exc}") from None
+    if built.flow.sink.documents_dir is None:
+        raise ElasticError(
+            f"Shard outputs are merged as JSONL part files, which the {spec.name} pipeline does not write with these "
+            "options: drop the options that change its output format or file names."
+        )
+
+
+def _identity(manifest: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in manifest.items() if k not in _PROVENANCE_KEYS}
+
+
+def _differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    return sorted(k for k in set(old) | set(new) if k not in _PROVENANCE_KEYS and old.get(k) != new.get(k))
+
+
+def _publish(job: JobDir, manifest: dict[str, Any]) -> bool:
+    """Builds the job directory beside its final place and renames it there; False if one appeared first."""
+    job.path.parent.mkdir(parents=True, exist_ok=True)
+    staging = job.path.with_name(f".{job.path.name}.staging-{uuid.uuid4().hex}")
+    staging.mkdir()
+    try:
+        data = json.dumps(manifest, indent=1).encode()
+        (staging / MANIFEST).write_bytes(data)
+        (staging / MANIFEST_CHECKSUM).write_text(f"{sha256_of(data)}  {MANIFEST}\n")
+        for subdir in SUBDIRS:
+            (staging / subdir).mkdir()
+        try:
+            os.rename(staging, job.path)  # replaces nothing but an empty directory
+        except OSError:
+            return False
+        return True
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging)
+
+
+def prepare_job(
+    job_dir: str | os.PathLike,
+    pipeline: str,
+    inputs: Sequence[str],
+    num_shards: int,
+    pipeline_args: Sequence[str] = (),
+    *,
+    lock_timeout: float = 300.0,
+    max_retries: int = 2,
+    attempt_timeout: float | None = None,
+) -> tuple[dict[str, Any], bool]:
+    """Scans the input, cuts it into shards and publishes the job directory atomically.
+
+    Input files are taken in sorted path order. Plain ``.jsonl`` files are cut
+    between records; WARC and compressed JSONL files are whole units. The
+    ``num_shards`` shards are contiguous runs of units with about equal bytes.
+
+    Args:
+        job_dir: The job directory to create (on storage every worker sees).
+        pipeline: A shard-safe pipeline: ``fineweb``, ``extract`` or ``convert``.
+        inputs: Input files, directories or glob patterns (local paths).
+        num_shards: How many shards to cut; at most the number of units.
+        pipeline_args: The pipeline's options (``--lid_model ...``) and local
+            runner options (``--direct_num_workers 2 ...``), as ``beamtrove run``
+            takes them, without ``--input`` and ``--output``.
+        lock_timeout: Seconds without a heartbeat after which a shard's lock is
+            stale and another worker takes the shard over.
+        max_retries: Failed attempts of a shard retried before it is failed.
+        attempt_timeout: Seconds an attempt may run before it is stopped and
+            counted as failed (a hung pipeline keeps its heartbeat, so only
+            this frees its shard); None for no limit.
+
+    Returns:
+        ``(manifest, created)``; ``created`` is False when an identical job
+        was already prepared there (a no-op).
+
+    Raises:
+        ElasticError: Bad options, a pipeline that is not shard-safe, unusable
+            input, or a different job already in ``job_dir``.
+    """
+    if num_shards < 1:
+        raise ElasticError(f"--num-shards must be at least 1 (got {num_shards}).")
+    if lock_timeout <= 0 or max_retries < 0 or (attempt_timeout is not None and attempt_timeout <= 0):
+        raise ElasticError("--lock-timeout and --attempt-timeout must be positive, --max-retries at least 0.")
+    job = JobDir(job_dir)
+    if job.path.exists() and any(job.path.iterdir()) and not (job.path / MANIFEST).exists():
+        raise ElasticError(f"{job.path} exists and is not an elastic job directory: choose a new --job-dir.")
+    spec = _shard_safe_pipeline(pipeline)
+    config, runner_args = _split_arguments(spec, pipeline_args)
+    input_format, input_entries, units = scan_inputs(list(inputs))
+    manifest = {
+        "format": FORMAT_VERSION,
+        "beamtrove_version": __version__,
+        "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "created_by": socket.gethostname(),
+        "pipeline": {"name": pipeline, "args": config, "sha256": config_sha256(pipeline, config)},
+        "runner_args": runner_args,
+        "lock_timeout": float(lock_timeout),
+        "max_retries": int(max_retries),
+        "attempt_timeout": None if attempt_timeout is None else float(attempt_timeout),
+        "input_format": input_format,
+        "inputs": input_entries,
+        "shards": shards(input_entries, units, num_shards),
+    }
+    _check_configuration(spec, config, runner_args, manifest)
+    if _publish(job, manifest):
+        return manifest, True
+    existing = job.manifest()
+    if _identity(existing) == _identity(manifest):
+        return existing, False
+    raise ElasticError(
+        f"{job.path} holds a different job (differs in: {', '.join(_differences(existing, manifest))}): "
+        "use a new --job-dir for a new configuration or changed input."
+    )

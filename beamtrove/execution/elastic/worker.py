@@ -1,0 +1,329 @@
+"""``beamtrove elastic worker``: claim shards, run the pipeline on each, publish done records.
+
+Also the Slurm array script that runs one worker per array task
+(``beamtrove elastic slurm-template``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import gzip
+import importlib.resources
+import os
+import pathlib
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from beamtrove.execution.elastic.jobdir import (
+    ElasticError,
+    JobDir,
+    ShardLock,
+    publish_once,
+    read_json,
+    write_atomically,
+)
+from beamtrove.execution.elastic.scan import shard_inputs, shard_sha256
+from beamtrove.fs import file_sha256, join, write_input_ranges
+from beamtrove.layout import STATS_FILE
+from beamtrove.options import parse
+from beamtrove.pipelines import pipeline_spec
+
+__all__ = ["ATTEMPT_FILE", "SHARD_DOCUMENTS", "run_worker", "slurm_array_script"]
+
+ATTEMPT_FILE = "attempt.json"
+SHARD_DOCUMENTS = "documents.jsonl.gz"
+_LOG_TAIL_LINES = 20
+_INPUTS_FILE = "inputs.json"
+_PR_SET_PDEATHSIG = 1
+
+
+class _Interrupted(Exception):
+    """The worker was asked to stop (SIGTERM, as Slurm sends before a time limit or preemption)."""
+
+
+def _raise_interrupted(signum, frame):
+    raise _Interrupted(signal.Signals(signum).name)
+
+
+def _attempt_status(attempt_dir: pathlib.Path) -> str:
+    """``running``, ``succeeded``, ``failed`` or ``interrupted``; an attempt whose worker died stays ``running``."""
+    record = read_json(attempt_dir / ATTEMPT_FILE)
+    return record.get("status", "running") if record else "running"
+
+
+def _check_inputs_unchanged(manifest: dict[str, Any]) -> None:
+    for entry in manifest["inputs"]:
+        try:
+            stat = os.stat(entry["url"])
+        except FileNotFoundError:
+            raise ElasticError(f"Input {entry['url']} is gone since prepare: restore it.") from None
+        if (stat.st_size, stat.st_mtime_ns) != (entry["size"], entry["mtime_ns"]):
+            raise ElasticError(
+                f"Input {entry['url']} changed since prepare (size or modification time): results would mix two "
+                "inputs, so no shard is run. Restore it, or prepare a new job directory."
+            )
+
+
+def _die_with_parent() -> None:
+    # A SIGKILLed worker cannot stop its pipeline; the kernel does it for us.
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def _collect_documents(documents_dir: str, target: pathlib.Path) -> dict[str, Any]:
+    """Writes the shard's documents, sorted by id, as one reproducible gzip file; returns its record fields.
+
+    Sorting makes the output of a shard the same bytes whichever worker, bundle
+    order or attempt produced it.
+    """
+    lines = []
+    for part in sorted(pathlib.Path(documents_dir).glob("*.jsonl.gz")):
+        with gzip.open(part, "rb") as source:
+            lines.extend(line.rstrip(b"\n") + b"\n" for line in source if line.strip())
+    lines.sort(key=lambda line: (str(orjson.loads(line).get("id")), line))
+    temporary = target.with_name(f".{target.name}.tmp")
+    with open(temporary, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as out:
+        for line in lines:
+            out.write(line)
+    os.replace(temporary, target)
+    return {"records": len(lines), "bytes": target.stat().st_size, "sha256": file_sha256(target)}
+
+
+def _log_tail(log: pathlib.Path) -> str:
+    try:
+        return "\n".join(log.read_text(errors="replace").splitlines()[-_LOG_TAIL_LINES:])
+    except FileNotFoundError:
+        return ""
+
+
+class _Worker:
+    def __init__(self, job: JobDir, host: str, echo: Callable[[str], None]):
+        self.job = job
+        self.manifest = job.manifest()
+        self.host = host
+        self.echo = echo
+        self.timeout = self.manifest["lock_timeout"]
+        self.spec = pipeline_spec(self.manifest["pipeline"]["name"])
+
+    def open_shards(self) -> list[dict[str, Any]]:
+        return [
+            shard
+            for shard in self.manifest["shards"]
+            if not self.job.done_path(shard["id"]).exists() and not self.job.failed_path(shard["id"]).exists()
+        ]
+
+    def claim(self, shards: list[dict[str, Any]]) -> tuple[dict[str, Any], ShardLock] | None:
+        for shard in shards:
+            lock = self.job.try_lock(shard["id"], self.host)
+            if lock is None and self.job.take_over_stale(shard["id"], self.timeout):
+                self.echo(f"{shard['id']}: its lock went stale (no heartbeat for {self.timeout:g} s); taking over")
+                lock = self.job.try_lock(shard["id"], self.host)
+            if lock is None:
+                continue
+            if self.job.done_path(shard["id"]).exists() or self.job.failed_path(shard["id"]).exists():
+                lock.release()  # finished between the listing and the claim
+                continue
+            return shard, lock
+        return None
+
+    def process(self, shard: dict[str, Any], lock: ShardLock) -> None:
+        shard_id = shard["id"]
+        attempts = self.job.attempts(shard_id)
+        # We hold the lock, so an attempt still "running" belongs to a worker that died.
+        counted = [a for a in attempts if _attempt_status(a) in ("failed", "running")]
+        allowed = 1 + self.manifest["max_retries"]
+        if len(counted) >= allowed:
+            self.fail(shard_id, len(counted), "no attempt left (the last ones were abandoned by dead workers)")
+            return
+        if shard_sha256(self.manifest, shard) != shard["sha256"]:
+            raise ElasticError(
+                f"The bytes of {shard_id} changed since prepare although sizes and times did not: "
+                "restore the input, or prepare a new job directory."
+            )
+        safe_host = re.sub(r"[^A-Za-z0-9_.-]", "_", self.host)
+        attempt_dir = self.job.attempts_dir(shard_id) / f"{len(attempts) + 1:02d}-{safe_host}-{os.getpid()}"
+        attempt_dir.mkdir(parents=True)
+        record = self.run_attempt(shard, lock, attempt_dir)
+        if record["status"] == "succeeded":
+            return
+        if len(counted) + 1 >= allowed:
+            self.fail(shard_id, len(counted) + 1, record.get("error", ""))
+        else:
+            last_line = (record.get("error") or "").strip().splitlines()[-1:] or [""]
+            self.echo(f"{shard_id}: attempt {attempt_dir.name} failed ({last_line[0]}); it will be retried")
+
+    def run_attempt(self, shard: dict[str, Any], lock: ShardLock, attempt_dir: pathlib.Path) -> dict[str, Any]:
+        shard_id = shard["id"]
+        inputs = attempt_dir / _INPUTS_FILE
+        output = attempt_dir / "output"
+        log = attempt_dir / "log.txt"
+        write_input_ranges(shard_inputs(self.manifest, shard), str(inputs))
+        args = [*self.manifest["pipeline"]["args"], *self.manifest["runner_args"]]
+        command = [sys.executable, "-m", "beamtrove", "run", self.manifest["pipeline"]["name"], *args]
+        command += ["--input_ranges", str(inputs), "--output", str(output)]
+        started = time.time()
+        record = {
+            "shard": shard_id,
+            "host": self.host,
+            "pid": os.getpid(),
+            "token": lock.token,
+            "command": command,
+            "started_at": started,
+            "status": "running",
+        }
+        self.echo(f"{shard_id}: attempt {attempt_dir.name} started ({shard['records']} records, {shard['bytes']} B)")
+        with open(log, "wb") as log_file:
+            # No other thread runs during this fork: the heartbeat starts after it.
+            child = subprocess.Popen(
+                command,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                preexec_fn=_die_with_parent,  # noqa: PLW1509
+            )
+        record["child_pid"] = child.pid
+        write_atomically(attempt_dir / ATTEMPT_FILE, orjson.dumps(record))
+        limit = self.manifest["attempt_timeout"]
+        timed_out = False
+        try:
+            with lock.heartbeat(self.timeout / 5):
+                exit_code = child.wait(timeout=limit)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            exit_code = child.wait()
+            timed_out = True
+        except _Interrupted:
+            child.kill()
+            child.wait()
+            record.update(status="interrupted", finished_at=time.time())
+            write_atomically(attempt_dir / ATTEMPT_FILE, orjson.dumps(record))
+            raise
+        record.update(exit_code=exit_code, finished_at=time.time(), seconds=round(time.time() - started, 3))
+        if timed_out:
+            error = f"stopped after the attempt timeout of {limit:g} s; end of {log}:\n{_log_tail(log)}"
+            record.update(status="failed", error=error)
+        elif exit_code == 0:
+            try:
+                result = self.publish(shard, attempt_dir, output, started)
+                record.update(status="succeeded", **result)
+            except (OSError, ValueError) as exc:
+                record.update(status="failed", error=f"collecting the output failed: {type(exc).__name__}: {exc}")
+        else:
+            record.update(status="failed", error=f"exit code {exit_code}; end of {log}:\n{_log_tail(log)}")
+        write_atomically(attempt_dir / ATTEMPT_FILE, orjson.dumps(record))
+        return record
+
+    def publish(
+        self, shard: dict[str, Any], attempt_dir: pathlib.Path, output: pathlib.Path, started: float
+    ) -> dict[str, Any]:
+        # The run's flow says where it put its documents and stats (the fineweb pipeline's --dump moves them).
+        argv = [*self.manifest["pipeline"]["args"], "--input_ranges", str(attempt_dir / _INPUTS_FILE)]
+        flow = self.spec.flow(parse(self.spec, [*argv, "--output", str(output)]))
+        target = attempt_dir / SHARD_DOCUMENTS
+        fields = _collect_documents(flow.sink.documents_dir, target)
+        stats = pathlib.Path(join(flow.output, STATS_FILE))
+        done = {
+            "shard": shard["id"],
+            "attempt": str(attempt_dir.relative_to(self.job.path)),
+            "host": self.host,
+            "pid": os.getpid(),
+            "output": str(target.relative_to(self.job.path)),
+            **fields,
+            "stats": str(stats.relative_to(self.job.path)) if stats.exists() else None,
+            "input_sha256": shard["sha256"],
+            "seconds": round(time.time() - started, 3),
+            "finished_at": time.time(),
+        }
+        if publish_once(self.job.done_path(shard["id"]), done):
+            self.echo(f"{shard['id']}: done, {fields['records']} documents in {done['seconds']:.1f} s")
+            return {"done": True, **fields}
+        self.echo(f"{shard['id']}: finished, but another attempt's done record came first; that one counts")
+        return {"done": False, **fields}
+
+    def fail(self, shard_id: str, attempts: int, error: str) -> None:
+        record = {"shard": shard_id, "attempts": attempts, "host": self.host, "at": time.time(), "error": error}
+        if publish_once(self.job.failed_path(shard_id), record):
+            self.echo(
+                f"{shard_id}: failed after {attempts} attempts; see its attempts directory, fix the cause, then "
+                f"`beamtrove elastic retry --job-dir {self.job.path} --shard-id {shard_id}`"
+            )
+
+
+def run_worker(
+    job_dir: str | os.PathLike,
+    *,
+    max_shards: int | None = None,
+    host: str | None = None,
+    poll_interval: float | None = None,
+    echo: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
+) -> int:
+    """Claims and processes shards until none is left; returns the exit status.
+
+    A worker waits while the shards left are running elsewhere, since their
+    workers may die and leave them to be taken over.
+
+    Args:
+        job_dir: A prepared job directory.
+        max_shards: Stop after processing this many shards.
+        host: The host name recorded in locks and done records (default: this
+            machine's).
+        poll_interval: Seconds between looks for claimable shards when all are
+            running elsewhere (default: a fifth of the lock timeout, at most 10).
+        echo: Where progress lines go.
+
+    Returns:
+        0 when every shard is done (or ``max_shards`` were processed), 2 when a
+        shard has failed for good.
+
+    Raises:
+        ElasticError: The manifest is damaged or from another version, or the
+            input changed since prepare.
+    """
+    job = JobDir(job_dir)
+    worker = _Worker(job, host or socket.gethostname(), echo)
+    _check_inputs_unchanged(worker.manifest)
+    poll = poll_interval if poll_interval is not None else min(worker.timeout / 5, 10.0)
+    processed = 0
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous_handler = signal.signal(signal.SIGTERM, _raise_interrupted) if in_main_thread else None
+    try:
+        while max_shards is None or processed < max_shards:
+            shards = worker.open_shards()
+            if not shards:
+                break
+            claim = worker.claim(shards)
+            if claim is None:
+                time.sleep(poll)
+                continue
+            shard, lock = claim
+            try:
+                worker.process(shard, lock)
+            finally:
+                lock.release()
+            processed += 1
+    except _Interrupted as exc:
+        echo(f"stopped by {exc}; the interrupted shard is free for other workers")
+        return 2
+    finally:
+        if in_main_thread:
+            signal.signal(signal.SIGTERM, previous_handler)
+    failed = [s["id"] for s in worker.manifest["shards"] if job.failed_path(s["id"]).exists()]
+    if failed:
+        echo(f"{len(failed)} shard(s) failed for good: {', '.join(failed)}")
+        return 2
+    echo(f"worker {worker.host}:{os.getpid()} finished after processing {processed} shard(s)")
+    return 0
+
+
+def slurm_array_script() -> str:
+    """The Slurm array script that runs one worker per array task, with how to use it in its comments."""
+    return importlib.resources.files(__package__).joinpath("array.sbatch").read_text(encoding="utf-8")

@@ -1,0 +1,116 @@
+"""Where a run's results go: output folder and file names, and the output tags of steps.
+
+Every module that writes or reads a run's output takes its names from here.
+An output folder holds::
+
+    documents/               the kept documents: part-NNNNN.jsonl.gz, or <stem>.jsonl.gz per input in
+                             resumable runs
+    excluded/<step>/         what a step dropped, each document with metadata.filter_reason
+    clusters/<step>/         a dedup step's cluster map (removed id, kept id, cluster size)
+    dead_letters/            records that could not be read or processed, with the reason
+    stats.json               every step's counters
+    _completed/<stem>.json   resumable runs: an input's completion marker, written after its outputs
+    _resume.json             resumable runs: the configuration the output was started with
+    .beamtrove-resume-tmp/   resumable runs: the outputs of inputs still in progress
+    .beamtrove-tmp-<run>/    the files a writer has not finalized yet
+
+``<stem>`` is an input's path relative to its pattern, ``/`` replaced by
+``--``, extensions dropped (:func:`input_stem`).
+"""
+
+from __future__ import annotations
+
+import posixpath
+
+from beamtrove.fs import InputFile
+
+__all__ = [
+    "CLUSTERS",
+    "CLUSTERS_DIR",
+    "COMPLETED_DIR",
+    "DEAD_LETTERS",
+    "DEAD_LETTERS_DIR",
+    "DOCUMENTS_DIR",
+    "EXCLUDED",
+    "EXCLUDED_DIR",
+    "KEPT",
+    "PART_FILES",
+    "RESUME_CONFIG_FILE",
+    "RESUME_TEMP_DIR",
+    "STATS_FILE",
+    "WRITER_TEMP_PREFIX",
+    "WRITE_DEAD_LETTERS",
+    "WRITE_DOCUMENTS",
+    "completion_marker",
+    "input_dead_letters",
+    "input_documents",
+    "input_excluded",
+    "input_stem",
+    "write_clusters",
+    "write_excluded",
+]
+
+DOCUMENTS_DIR = "documents"
+EXCLUDED_DIR = "excluded"
+CLUSTERS_DIR = "clusters"
+DEAD_LETTERS_DIR = "dead_letters"
+STATS_FILE = "stats.json"
+COMPLETED_DIR = "_completed"
+RESUME_CONFIG_FILE = "_resume.json"
+RESUME_TEMP_DIR = ".beamtrove-resume-tmp"
+WRITER_TEMP_PREFIX = ".beamtrove-tmp-"
+#: The file names of documents, excluded documents and cluster maps written by a whole run.
+PART_FILES = "part-${shard}.jsonl.gz"
+
+#: The main output of a step: what it keeps.
+KEPT = "kept"
+#: The tagged output of documents a step dropped, with ``filter_reason`` in their metadata.
+EXCLUDED = "excluded"
+#: The tagged output of records a step could not process (:class:`~beamtrove.dead_letter.DeadLetter`).
+DEAD_LETTERS = "dead_letters"
+#: The tagged output of a dedup step's cluster map (:class:`~beamtrove.transforms.dedup.ClusterMember`).
+CLUSTERS = "clusters"
+
+#: Stats names of the writers of kept documents and of dead letters.
+WRITE_DOCUMENTS = "WriteDocuments"
+WRITE_DEAD_LETTERS = "WriteDeadLetters"
+
+_COMPRESSION_SUFFIXES = (".gz", ".zst", ".bz2", ".xz")
+
+
+def write_excluded(step: str) -> str:
+    """Stats name of the writer of ``excluded/<step>/``."""
+    return f"write_excluded_{step}"
+
+
+def write_clusters(step: str) -> str:
+    """Stats name of the writer of ``clusters/<step>/``."""
+    return f"write_clusters_{step}"
+
+
+def input_stem(file: InputFile) -> str:
+    """The name an input's outputs and marker take: its relative path, ``/`` → ``--``, extension dropped."""
+    name = file.name
+    for suffix in _COMPRESSION_SUFFIXES:
+        name = name.removesuffix(suffix)
+    return posixpath.splitext(name)[0].replace("/", "--")
+
+
+def input_documents(stem: str) -> str:
+    """Where a resumable run puts one input's kept documents, relative to the output."""
+    return f"{DOCUMENTS_DIR}/{stem}.jsonl.gz"
+
+
+def input_excluded(step: str, stem: str) -> str:
+    """Where a resumable run puts what ``step`` dropped of one input, relative to the output."""
+    return f"{EXCLUDED_DIR}/{step}/{stem}.jsonl.gz"
+
+
+def input_dead_letters(stem: str) -> str:
+    """Where a resumable run puts one input's dead letters, relative to the output."""
+    return f"{DEAD_LETTERS_DIR}/{stem}.jsonl"
+
+
+def completion_marker(stem: str) -> str:
+    """One input's completion marker, relative to the output."""
+    return f"{COMPLETED_DIR}/{stem}.json"

@@ -1,0 +1,260 @@
+"""What pipelines share: their input options and readers, the extraction and filter steps, and their writers.
+
+The writers put each kind of output where :mod:`beamtrove.layout` says:
+kept documents in ``documents/``, what a step excluded in
+``excluded/<step>/``, cluster maps in ``clusters/<step>/`` and dead letters
+in ``dead_letters/``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from beamtrove.fs import InputFile, join, read_input_ranges
+from beamtrove.layout import (
+    CLUSTERS_DIR,
+    DEAD_LETTERS_DIR,
+    DOCUMENTS_DIR,
+    EXCLUDED_DIR,
+    PART_FILES,
+    WRITE_DOCUMENTS,
+)
+from beamtrove.options import BeamtroveOptions, Option, declared
+from beamtrove.pipelines.spec import DocumentStep, Sink
+from beamtrove.transforms.dedup import ClusterMember
+from beamtrove.transforms.extractors import Extract, Resiliparse, Trafilatura
+from beamtrove.transforms.filters import DocumentFilter, Filter
+from beamtrove.transforms.readers import FileReader, ReadWarc, reader_for
+from beamtrove.transforms.tokens import WriteTokenShards
+from beamtrove.transforms.writers import JsonlFormat, WriteDeadLetters, WriteFiles, WriteJsonl
+
+__all__ = [
+    "ExtractionOptions",
+    "RowInputOptions",
+    "ShardOptions",
+    "cluster_map_writer",
+    "dead_letters_writer",
+    "document_reader",
+    "documents_sink",
+    "excluded_writer",
+    "extraction",
+    "filter_step",
+    "fixed_filter",
+    "input_files",
+    "reader_settings",
+    "required_inputs",
+    "row_reader",
+    "token_shards_sink",
+    "warc_reader",
+]
+
+_EXTRACTORS = {"trafilatura": Trafilatura, "resiliparse": Resiliparse}
+
+
+class RowInputOptions(PipelineOptions):
+    """Input format and the fields of table rows."""
+
+    _add_argparse_args = declared(
+        Option(
+            "input_format",
+            "Input format; 'auto' tells it from the file names. Default: auto.",
+            default="auto",
+            choices=("auto", "warc", "jsonl", "parquet", "csv"),
+        ),
+        Option("text_key", "Field holding the text in JSONL/Parquet/CSV input. Default: text."),
+        Option("id_key", "Field holding the id in JSONL/Parquet/CSV input. Default: id."),
+    )
+
+
+class ExtractionOptions(PipelineOptions):
+    """How pages are read and their text extracted."""
+
+    _add_argparse_args = declared(
+        Option(
+            "extractor",
+            "Main-text extractor: trafilatura (DataTrove's and FineWeb's) or resiliparse (much faster). "
+            "Default: trafilatura.",
+            default="trafilatura",
+            choices=sorted(_EXTRACTORS),
+        ),
+        Option(
+            "extract_timeout",
+            "Seconds one page may take to extract before it becomes a dead letter; 0 runs the extractor "
+            "in the worker with no limit. Default: 1.",
+            float,
+            1.0,
+        ),
+        Option("max_payload_bytes", "Skip WARC payloads larger than this (skipped.too_large).", int),
+    )
+
+
+class ShardOptions(PipelineOptions):
+    """How token shards are laid out."""
+
+    _add_argparse_args = declared(
+        Option("num_shards", "Shards to spread documents over; one worker writes each. Default: 1.", int, 1),
+        Option(
+            "shuffle_seed",
+            "Shuffle documents with this seed (the same seed gives the same files). "
+            "Default: no shuffle; documents stay in id order, which is input order for files read without an id field.",
+            int,
+        ),
+        Option(
+            "max_tokens_per_file",
+            "Split shards so that no file holds more tokens (unless one document does). Default: no limit.",
+            int,
+        ),
+        Option("file_prefix", "Start of the shard file names. Default: tokens.", default="tokens"),
+        Option(
+            "overwrite",
+            "Replace token files of an earlier run in --output (removed once the new ones are complete).",
+            flag=True,
+        ),
+    )
+
+
+def input_files(options: PipelineOptions) -> list[str | InputFile]:
+    """What the pipeline reads: the ``--input`` patterns, or the files ``--input_ranges`` lists.
+
+    Empty when neither is given.
+
+    Raises:
+        ValueError: Both are given, or the ranges file is malformed.
+        FileNotFoundError: The ranges file does not exist.
+    """
+    common = options.view_as(BeamtroveOptions)
+    if not common.input_ranges:
+        return list(common.input or [])
+    if common.input:
+        raise ValueError("--input_ranges replaces --input: pass one of them.")
+    return read_input_ranges(common.input_ranges)
+
+
+def required_inputs(options: PipelineOptions) -> list[str | InputFile]:
+    """:func:`input_files`, which must not be empty.
+
+    Raises:
+        ValueError: No input is given, or as :func:`input_files`.
+        FileNotFoundError: As :func:`input_files`.
+    """
+    inputs = input_files(options)
+    if not inputs:
+        raise ValueError("No input given: pass --input (files, directories or glob patterns).")
+    return inputs
+
+
+def reader_settings(options: PipelineOptions) -> dict:
+    """The keyword arguments every reader takes from the common options: skip, limit, progress interval."""
+    common = options.view_as(BeamtroveOptions)
+    return {"skip": common.skip, "limit": common.limit, "progress_interval": common.progress_interval}
+
+
+def document_reader(options: PipelineOptions, *, allow_warc: bool = True) -> FileReader:
+    """The reader the input options ask for, with the input already matched.
+
+    Raises:
+        ValueError: No input, or unknown or contradictory input options.
+        FileNotFoundError: The input matches no file.
+    """
+    rows = options.view_as(RowInputOptions)
+    inputs = required_inputs(options)
+    reader_class = reader_for(rows.input_format, [getattr(path, "url", path) for path in inputs])
+    row_options = {k: v for k, v in (("text_key", rows.text_key), ("id_key", rows.id_key)) if v is not None}
+    if reader_class is ReadWarc:
+        if not allow_warc:
+            raise ValueError("This pipeline reads extracted text (JSONL, Parquet or CSV), not WARC files.")
+        if row_options:
+            raise ValueError("--text_key and --id_key apply to JSONL, Parquet and CSV input, not WARC.")
+    return reader_class(inputs, **reader_settings(options), **row_options)
+
+
+def row_reader(options: PipelineOptions) -> FileReader:
+    """The reader of extracted documents (JSONL, Parquet or CSV) the input options ask for."""
+    return document_reader(options, allow_warc=False)
+
+
+def warc_reader(options: PipelineOptions, inputs: Sequence[str | InputFile] | None = None) -> ReadWarc:
+    """The reader of the HTML pages of WARC files: ``inputs``, else the input options'.
+
+    Raises:
+        ValueError: No input.
+        FileNotFoundError: The input matches no file.
+    """
+    max_payload_bytes = options.view_as(ExtractionOptions).max_payload_bytes
+    return ReadWarc(inputs or required_inputs(options), max_payload_bytes=max_payload_bytes, **reader_settings(options))
+
+
+def extraction(options: PipelineOptions) -> DocumentStep:
+    """The step that replaces each page's HTML by its main text, with the extractor the options choose."""
+    own = options.view_as(ExtractionOptions)
+    extract = Extract(_EXTRACTORS[own.extractor](), timeout=own.extract_timeout or None)
+    return DocumentStep("extract", extract.step_fn())
+
+
+def filter_step(rule: DocumentFilter) -> DocumentStep:
+    """The step applying a filter or formatter, named after it; what it drops goes to ``excluded/<name>/``."""
+    return DocumentStep(rule.name, Filter(rule).step_fn(), excludes=True)
+
+
+def documents_sink(options: PipelineOptions, output: str, files: Sequence[InputFile] = ()) -> Sink:
+    """Kept documents as JSONL part files in ``<output>/documents/``."""
+    directory = join(output, DOCUMENTS_DIR)
+    max_file_size = options.view_as(BeamtroveOptions).max_file_size
+    return Sink(WRITE_DOCUMENTS, WriteJsonl(directory, PART_FILES, max_file_size=max_file_size), directory)
+
+
+def excluded_writer(output: str, step: str, options: PipelineOptions) -> WriteJsonl:
+    """Writes what ``step`` excluded to ``<output>/excluded/<step>/``."""
+    max_file_size = options.view_as(BeamtroveOptions).max_file_size
+    return WriteJsonl(join(output, EXCLUDED_DIR, step), PART_FILES, max_file_size=max_file_size)
+
+
+def _cluster_member_key(member: ClusterMember) -> str:
+    return member.id
+
+
+def cluster_map_writer(output: str, step: str) -> WriteFiles:
+    """Writes ``step``'s cluster map (id, kept id, cluster size) to ``<output>/clusters/<step>/``."""
+    return WriteFiles(
+        join(output, CLUSTERS_DIR, step),
+        PART_FILES,
+        JsonlFormat(ClusterMember.to_row),
+        fields_of=ClusterMember.to_row,
+        key_of=_cluster_member_key,
+    )
+
+
+def dead_letters_writer(output: str) -> WriteDeadLetters:
+    """Writes dead letters to ``<output>/dead_letters/``."""
+    return WriteDeadLetters(join(output, DEAD_LETTERS_DIR))
+
+
+def fixed_filter(rule_class: type[DocumentFilter], **settings) -> Callable[[PipelineOptions], DocumentStep]:
+    """A step factory for a filter whose settings do not depend on the run's options."""
+
+    def make(options: PipelineOptions) -> DocumentStep:
+        return filter_step(rule_class(**settings))
+
+    return make
+
+
+def token_shards_sink(options: PipelineOptions, output: str, tokenizer: str) -> Sink:
+    """``.ds`` token shards laid out as the shard options ask, directly in ``output``.
+
+    Raises:
+        ValueError: Bad shard options.
+        FileExistsError: ``output`` holds token files and ``--overwrite`` is off.
+    """
+    shards = options.view_as(ShardOptions)
+    writer = WriteTokenShards(
+        output,
+        tokenizer=tokenizer,
+        num_shards=shards.num_shards,
+        seed=shards.shuffle_seed,
+        max_tokens_per_file=shards.max_tokens_per_file,
+        prefix=shards.file_prefix,
+        overwrite=shards.overwrite,
+    )
+    return Sink("write_tokens", writer)

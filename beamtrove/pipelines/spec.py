@@ -1,0 +1,206 @@
+"""How a pipeline is declared: its name, its options and its flow, once.
+
+A :class:`PipelineSpec` names a pipeline, lists its option classes and
+declares its flow: a reader, the steps in the order they run and a sink for
+what survives them. Steps come in two kinds:
+
+* a :class:`DocumentStep` handles each record on its own (extraction, a
+  filter, a formatter, tokenization): one DoFn, whose main output is what it
+  keeps and whose tagged outputs are what it excluded and its dead letters;
+* a :class:`GlobalStep` compares records across the whole input (dedup): a
+  PTransform over the whole collection.
+
+:meth:`PipelineSpec.flow` resolves the declaration against one run's options
+into a :class:`Flow`; :mod:`beamtrove.execution.build` turns that into a Beam
+graph, ordinary or per input file (``--resumable``), with the same DoFns in
+both. Elastic shard workers and Dataflow templates go through the same
+build, so a step added to a declaration runs in every way of running it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import ClassVar
+
+import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from beamtrove.fs import InputFile
+from beamtrove.layout import DEAD_LETTERS, EXCLUDED, KEPT
+from beamtrove.options import BeamtroveOptions, ResumeOptions
+from beamtrove.transforms.readers import FileReader
+
+__all__ = ["DocumentStep", "Flow", "GlobalStep", "PipelineSpec", "Sink", "Step", "StepOutputs"]
+
+
+@dataclasses.dataclass(frozen=True)
+class StepOutputs:
+    """The PCollections a step produced; None where the step has no such output."""
+
+    kept: beam.PCollection
+    excluded: beam.PCollection | None = None
+    dead_letters: beam.PCollection | None = None
+    clusters: beam.PCollection | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class DocumentStep:
+    """A step that handles each record on its own.
+
+    The same DoFn runs as a ``ParDo`` in the Beam graph and, in resumable runs,
+    inside the DoFn that processes one input file. It emits what it keeps as
+    its main output, what it drops as ``excluded`` (documents carrying their
+    ``filter_reason``) and what it cannot process as ``dead_letters``.
+
+    Attributes:
+        name: The step's label in the graph and its stats name; what it
+            excludes goes to ``excluded/<name>/``.
+        fn: The DoFn.
+        excludes: Whether it drops documents to an ``excluded`` output.
+        output_type: The type of what it keeps, when that is not a document.
+    """
+
+    name: str
+    fn: beam.DoFn
+    excludes: bool = False
+    output_type: type | None = None
+
+    per_document: ClassVar[bool] = True
+
+    def apply(self, records: beam.PCollection) -> StepOutputs:
+        """Applies the step's ``ParDo`` to ``records``."""
+        outputs = records | self.name >> beam.ParDo(self.fn).with_outputs(EXCLUDED, DEAD_LETTERS, main=KEPT)
+        if self.output_type is not None:
+            outputs[KEPT].element_type = self.output_type
+        return StepOutputs(outputs[KEPT], outputs[EXCLUDED] if self.excludes else None, outputs[DEAD_LETTERS])
+
+
+@dataclasses.dataclass(frozen=True)
+class GlobalStep:
+    """A step that compares records across the whole input, so it needs all of it at once.
+
+    Attributes:
+        name: Its folder under ``excluded/`` and ``clusters/``.
+        label: Its label in the graph, the stats name of its counters.
+        transform: Returns ``.kept`` and ``.excluded`` (and ``.clusters``).
+        writes_clusters: Whether the cluster map of ``.clusters`` is written.
+    """
+
+    name: str
+    label: str
+    transform: beam.PTransform
+    writes_clusters: bool = False
+
+    per_document: ClassVar[bool] = False
+
+    def apply(self, records: beam.PCollection) -> StepOutputs:
+        """Applies the step's transform to ``records``."""
+        result = records | self.label >> self.transform
+        return StepOutputs(result.kept, result.excluded, None, result.clusters if self.writes_clusters else None)
+
+
+Step = DocumentStep | GlobalStep
+
+
+@dataclasses.dataclass(frozen=True)
+class Sink:
+    """Where a pipeline's kept records go.
+
+    Attributes:
+        label: The writer's label in the graph and its stats name.
+        transform: The writer.
+        documents_dir: Set when the sink writes documents as JSONL part files
+            into this folder, the layout that resumable runs (one file per
+            input) and elastic shard workers (merged by id) rely on.
+    """
+
+    label: str
+    transform: beam.PTransform
+    documents_dir: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Flow:
+    """A pipeline's declaration resolved against one run's options.
+
+    Attributes:
+        output: The run's output folder, where ``stats.json`` goes.
+        read_label: The reader's label and stats name.
+        reader: The reader, with its input matched.
+        steps: The steps, in the order they run.
+        sink: Where what survives the steps goes.
+    """
+
+    output: str
+    read_label: str
+    reader: FileReader
+    steps: tuple[Step, ...]
+    sink: Sink
+
+
+def _output_option(options: PipelineOptions) -> str | None:
+    return options.view_as(BeamtroveOptions).output
+
+
+@dataclasses.dataclass(frozen=True)
+class PipelineSpec:
+    """One pipeline, declared once; every way of running it builds from this.
+
+    Attributes:
+        name: What ``beamtrove run NAME`` calls it.
+        description: One sentence for ``--help`` and template listings.
+        options: Its option classes, its own first. Every pipeline also takes
+            :class:`~beamtrove.options.BeamtroveOptions`, and a resumable one
+            :class:`~beamtrove.options.ResumeOptions`.
+        reader: Makes the reader from the options, matching the input now.
+        steps: Make the steps, in flow order; one may return None to leave its
+            step out of a run (a dedup step ``--dedup`` does not name).
+        sink: Makes the sink from the options, the run's output folder and the
+            matched input files.
+        read_label: The reader's label and stats name.
+        output: The run's output folder from the options: ``--output`` unless
+            the pipeline puts its results elsewhere.
+        global_steps: Why the pipeline needs its whole input at once, or None
+            when it is shard-safe: its result over an input is the union of its
+            results over parts of it, so elastic shard workers can run it.
+        resumable: Whether it takes ``--resumable`` (one output per input file).
+    """
+
+    name: str
+    description: str
+    options: tuple[type, ...]
+    reader: Callable[[PipelineOptions], FileReader]
+    steps: tuple[Callable[[PipelineOptions], Step | None], ...]
+    sink: Callable[[PipelineOptions, str, Sequence[InputFile]], Sink]
+    read_label: str = "Read"
+    output: Callable[[PipelineOptions], str | None] = _output_option
+    global_steps: str | None = None
+    resumable: bool = False
+
+    @property
+    def shard_safe(self) -> bool:
+        """Whether elastic shard workers can run it (every step per document)."""
+        return self.global_steps is None
+
+    @property
+    def option_classes(self) -> tuple[type, ...]:
+        """Every option class the pipeline takes, in the order of its help."""
+        return (*self.options, *((ResumeOptions,) if self.resumable else ()), BeamtroveOptions)
+
+    def flow(self, options: PipelineOptions) -> Flow:
+        """The flow for one run: the reader and steps built, the input matched.
+
+        Raises:
+            ValueError: Missing or contradictory options.
+            FileNotFoundError: The input, a model or a list does not exist.
+            FileExistsError: The output holds results a sink will not replace.
+        """
+        output = self.output(options)
+        if not output:
+            raise ValueError(f"{self.name} needs --output.")
+        reader = self.reader(options)
+        steps = tuple(step for make in self.steps if (step := make(options)) is not None)
+        if self.shard_safe and not all(step.per_document for step in steps):
+            raise TypeError(f"The {self.name} pipeline is declared shard-safe but has a global step.")
+        return Flow(output, self.read_label, reader, steps, self.sink(options, output, reader.files))

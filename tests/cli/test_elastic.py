@@ -1,0 +1,82 @@
+"""``beamtrove elastic``: what each subcommand prints and its exit status (the worker tests drive real jobs)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from beamtrove.cli import main
+
+
+def test_prepare_reports_the_shards_and_a_second_prepare_changes_nothing(review_jsonl, tmp_path, capsys):
+    argv = ["elastic", "prepare", "--pipeline", "convert", "--input", str(review_jsonl), "--job-dir",
+            str(tmp_path / "job"), "--num-shards", "4", "--", "--id_key", "review"]  # fmt: skip
+    assert main(argv) == 0
+    assert capsys.readouterr().out.strip() == f"prepared {tmp_path / 'job'}: 4 shards over 3 input file(s), 601 records"
+    manifest = json.loads((tmp_path / "job" / "manifest.json").read_text())
+    assert manifest["pipeline"]["args"] == ["--id_key", "review"]
+    assert main(argv) == 0
+    assert capsys.readouterr().out.startswith("already prepared identically; nothing changed:")
+
+
+def test_prepare_refuses_options_of_another_pipeline_with_its_name(review_jsonl, tmp_path, capsys):
+    argv = ["elastic", "prepare", "--pipeline", "convert", "--input", str(review_jsonl), "--job-dir",
+            str(tmp_path / "job"), "--num-shards", "2", "--", "--tokenizer", "gpt2.json"]  # fmt: skip
+    assert main(argv) == 2
+    assert capsys.readouterr().err.strip() == (
+        "beamtrove: error: --tokenizer is an option of the tokenize pipeline, not of convert "
+        "(see beamtrove run convert --help)."
+    )
+    assert not (tmp_path / "job").exists()
+
+
+def test_status_lists_what_is_not_done_and_exits_1_until_done(shard_states_job, capsys):
+    assert main(["elastic", "status", "--job-dir", str(shard_states_job.path)]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("5 shards: 1 done, 1 running, 1 stale, 1 pending, 1 failed\n")
+    assert "shard-00002  failed   attempts 0  b: boom" in out and "shard-00003" not in out
+    assert main(["elastic", "status", "--job-dir", str(shard_states_job.path), "--all", "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["complete"] is False
+    assert report["counts"] == {"done": 1, "running": 1, "stale": 1, "pending": 1, "failed": 1}
+    assert [shard["id"] for shard in report["shards"]] == [f"shard-0000{k}" for k in range(5)]
+
+
+def test_retry_reports_what_it_requeued_and_refuses_when_nothing_failed(shard_states_job, capsys):
+    assert main(["elastic", "retry", "--job-dir", str(shard_states_job.path), "--all-failed"]) == 0
+    assert capsys.readouterr().out.strip() == "re-queued 1 shard(s): shard-00002"
+    assert main(["elastic", "retry", "--job-dir", str(shard_states_job.path), "--all-failed"]) == 2
+    assert capsys.readouterr().err.strip() == "beamtrove: error: Nothing to retry: no shard is failed."
+
+
+def test_verify_and_merge_refuse_an_unfinished_job(review_jsonl, tmp_path, capsys):
+    job = tmp_path / "job"
+    argv = ["elastic", "prepare", "--pipeline", "convert", "--input", str(review_jsonl), "--job-dir", str(job)]
+    assert main([*argv, "--num-shards", "3"]) == 0
+    capsys.readouterr()
+    assert main(["elastic", "verify", "--job-dir", str(job), "--expect-hosts", "2"]) == 1
+    assert capsys.readouterr().out.splitlines() == [
+        "0 documents in done shards, completed by 0 host(s): ",
+        "not done: 3 pending or running, 0 failed",
+        "expected shards completed by at least 2 hosts",
+    ]
+    assert main(["elastic", "merge", "--job-dir", str(job), "--output", str(tmp_path / "all.jsonl.gz")]) == 2
+    assert "Not every shard is done (missing: shard-00000, shard-00001, shard-00002" in capsys.readouterr().err
+    assert not (tmp_path / "all.jsonl.gz").exists()
+
+
+def test_only_prepare_takes_pipeline_options_and_a_worker_needs_a_job(tmp_path, capsys):
+    assert main(["elastic", "status", "--job-dir", str(tmp_path), "--", "--lid_model", "x"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "beamtrove: error: `beamtrove elastic status` takes no pipeline options after --."
+    )
+    assert main(["elastic", "worker", "--job-dir", str(tmp_path)]) == 2
+    assert "is not a prepared elastic job" in capsys.readouterr().err
+
+
+def test_slurm_template_is_a_bash_script_running_one_worker(capsys):
+    assert main(["elastic", "slurm-template"]) == 0
+    script = capsys.readouterr().out
+    assert script.startswith("#!/bin/bash\n") and "#SBATCH --ntasks=1" in script
+    assert 'exec "${BEAMTROVE:-beamtrove}" elastic worker --job-dir "$JOB_DIR"' in script
+    assert subprocess.run(["bash", "-n"], input=script, text=True, check=False).returncode == 0

@@ -1,0 +1,89 @@
+"""``beamtrove run``, ``stats`` and ``assets``: a real run, its table, help and configuration errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from beamtrove import __version__
+from beamtrove.cli import main
+
+
+def test_run_convert_writes_documents_dead_letters_and_stats(faults_set, tmp_path, capsys):
+    warcs, manifest = faults_set
+    out = tmp_path / "out"
+    assert main(["run", "convert", "--input", str(warcs / "*.warc.gz"), "--output", str(out)]) == 0
+    stats = json.loads((out / "stats.json").read_text())
+    assert stats["state"] == "DONE" and stats["pipeline"] == "convert" and stats["beamtrove_version"] == __version__
+    assert list(stats["steps"]) == ["Read", "Write", "WriteDeadLetters"]
+    read = stats["steps"]["Read"]["counters"]
+    assert read["in"] == len(manifest) and read["out"] == 400
+    assert stats["steps"]["Write"]["counters"]["out"] == 400
+    dead = [json.loads(line) for path in (out / "dead_letters").glob("*.jsonl") for line in path.open()]
+    assert sorted(d["reason"] for d in dead) == ["truncated_record", "undecodable"]
+    assert all(d["step"] == "Read" and d["file"].startswith(str(warcs)) and d["offset"] > 0 for d in dead)
+    printed = capsys.readouterr().out
+    assert "Read" in printed and "errors.truncated_record: 1" in printed and "stats written to" in printed
+
+    assert main(["stats", str(out)]) == 0
+    table = capsys.readouterr().out
+    assert table.splitlines()[1].split() == ["Read", f"{len(manifest)}", "400", "2", "0", "2"]
+
+
+def test_configuration_errors_fail_before_running(tmp_path, capsys):
+    assert main(["run", "convert", "--input", str(tmp_path / "*.warc.gz"), "--output", str(tmp_path)]) == 2
+    assert "No files match" in capsys.readouterr().err
+    assert main(["run", "convert", "--inptu", "x", "--output", str(tmp_path)]) == 2
+    assert "unknown options --inptu" in capsys.readouterr().err
+    assert main(["run", "nosuch"]) == 2
+    assert "Unknown pipeline 'nosuch'" in capsys.readouterr().err
+    assert main(["run", "convert", "--output", str(tmp_path)]) == 2
+    assert "No input given: pass --input" in capsys.readouterr().err
+    assert main(["run", "convert", "--input", str(tmp_path)]) == 2
+    assert "convert needs --output." in capsys.readouterr().err
+    # An option of another pipeline is refused with the name of the pipeline that takes it.
+    assert main(["run", "convert", "--input", "x", "--output", str(tmp_path), "--extractor", "resiliparse"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "beamtrove: error: --extractor is an option of the extract and fineweb pipeline, not of convert "
+        "(see beamtrove run convert --help)."
+    )
+    assert main(["run", "convert", "--input", "x", "--output", str(tmp_path), "--output_format", "csv"]) == 2
+    assert "argument --output_format/--output-format: invalid choice: 'csv'" in capsys.readouterr().err
+    assert main(["stats", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.strip() == f"beamtrove: error: no stats.json at {tmp_path}"
+    assert not (tmp_path / "stats.json").exists()
+
+
+def test_help_lists_pipelines_and_their_options_by_group(capsys):
+    assert main(["run", "--help"]) == 0
+    listing = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in listing[3:]] == [
+        "convert", "dedup", "extract", "fineweb", "merge_tokens", "tokenize",
+    ]  # fmt: skip
+    assert main(["run"]) == 2
+    capsys.readouterr()
+    assert main(["run", "convert", "--help"]) == 0
+    help_text = capsys.readouterr().out
+    for option in ("--input_format", "--output", "--progress_interval", "--runner", "--direct_running_mode"):
+        assert option in help_text
+    groups = [line.removesuffix(":") for line in help_text.splitlines() if line.endswith(":") and line[0] != " "]
+    assert groups == [
+        "options",
+        "Options of the convert pipeline",
+        "Input format and the fields of table rows",
+        "Input, output and progress options every beamtrove pipeline takes",
+        "Runner",
+        "DirectRunner",
+    ]
+    assert main(["run", "fineweb", "-h"]) == 0
+    assert "Resumable runs:" in capsys.readouterr().out
+
+
+def test_console_script_is_installed():
+    result = subprocess.run(["beamtrove", "--version"], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == f"beamtrove {__version__}"
+    module = subprocess.run(
+        [sys.executable, "-m", "beamtrove", "--version"], capture_output=True, text=True, check=True
+    )
+    assert module.stdout == result.stdout

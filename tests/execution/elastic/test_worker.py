@@ -1,0 +1,257 @@
+"""Worker processes on one job directory: races, SIGKILL takeover, retries, and what merge and verify catch.
+
+Every test drives the ``beamtrove elastic`` command in separate processes and compares the merged output
+with one ``beamtrove run`` of the same pipeline over the whole input.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import shutil
+import signal
+
+import pytest
+
+from beamtrove.execution.elastic import JobDir
+from beamtrove.execution.elastic.worker import ATTEMPT_FILE
+from tests.conftest import beamtrove, jsonl_lines, wait_for
+from tests.execution.elastic.conftest import LID_MODEL, fineweb_assets, process_state, single_run_lines, start_worker
+
+
+def _prepare(job: pathlib.Path, pipeline: str, inputs: str, shards: int, *options: str, args=()) -> None:
+    result = beamtrove(
+        "elastic", "prepare", "--pipeline", pipeline, "--input", inputs, "--job-dir", str(job),
+        "--num-shards", str(shards), *options, "--", *args,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+
+
+def _merge(job: pathlib.Path, output: pathlib.Path) -> list[bytes]:
+    result = beamtrove("elastic", "merge", "--job-dir", str(job), "--output", str(output))
+    assert result.returncode == 0, result.stderr[-3000:]
+    return jsonl_lines([output])
+
+
+def _attempts(job: pathlib.Path) -> dict[str, list[dict]]:
+    return {
+        shard.name: [json.loads((a / ATTEMPT_FILE).read_text()) for a in sorted(shard.iterdir())]
+        for shard in sorted((job / "attempts").iterdir())
+    }
+
+
+def _ids_in_shard_order(job: pathlib.Path, merged: list[bytes]) -> None:
+    """The merged file is the shards in manifest order, each sorted by document id."""
+    position = 0
+    for shard in JobDir(job).manifest()["shards"]:
+        count = json.loads((job / "done" / f"{shard['id']}.json").read_text())["records"]
+        ids = [json.loads(line)["id"] for line in merged[position : position + count]]
+        assert ids == sorted(ids)
+        position += count
+    assert position == len(merged)
+
+
+def test_racing_workers_do_every_shard_once_and_merge_to_the_single_run(review_jsonl, single_convert, tmp_path):
+    job = tmp_path / "job"
+    _prepare(job, "convert", str(review_jsonl), 6)
+    workers = [start_worker(job, f"node{k}") for k in range(3)]
+    assert [worker.wait(timeout=600) for worker in workers] == [0, 0, 0]
+    attempts = _attempts(job)
+    assert sorted(attempts) == [f"shard-{k:05d}" for k in range(6)]
+    assert all(len(runs) == 1 and runs[0]["status"] == "succeeded" for runs in attempts.values())
+    assert len(list((job / "done").glob("*.json"))) == 6
+    assert not list((job / "locks").iterdir())
+    merged = _merge(job, tmp_path / "merged.jsonl.gz")
+    assert sorted(merged) == single_convert and len(merged) == 600
+    _ids_in_shard_order(job, merged)
+    stats = json.loads((tmp_path / "merged.jsonl.gz.stats.json").read_text())
+    assert stats["documents"] == 600
+    # Every record read is accounted for across the shards, the malformed row included.
+    assert stats["steps"]["Read"]["counters"]["in"] == 601
+    assert stats["steps"]["Read"]["counters"]["errors.malformed_json"] == 1
+    status = beamtrove("elastic", "status", "--job-dir", str(job), "--json")
+    assert status.returncode == 0 and json.loads(status.stdout)["counts"]["done"] == 6
+    again = beamtrove("elastic", "merge", "--job-dir", str(job), "--output", str(tmp_path / "merged.jsonl.gz"))
+    assert again.returncode == 2 and "--overwrite" in again.stderr
+
+
+@pytest.fixture(scope="module")
+def single_fineweb(warc_set, tmp_path_factory) -> tuple[list[bytes], dict]:
+    output = tmp_path_factory.mktemp("single-fineweb")
+    lines = single_run_lines("fineweb", str(warc_set / "*.warc.gz"), output, *fineweb_assets())
+    return lines, json.loads((output / "stats.json").read_text())["steps"]
+
+
+@pytest.mark.slow
+def test_fineweb_shards_merge_to_the_single_run(warc_set, single_fineweb, tmp_path):
+    single, single_stats = single_fineweb
+    job = tmp_path / "job"
+    _prepare(job, "fineweb", str(warc_set / "*.warc.gz"), 3, args=fineweb_assets())
+    workers = [start_worker(job, f"node{k}") for k in range(2)]
+    assert [worker.wait(timeout=900) for worker in workers] == [0, 0]
+    merged = _merge(job, tmp_path / "merged.jsonl")
+    assert len(merged) > 20 and sorted(merged) == single
+    # Whole WARC files per shard: every step's counters add up to the single run's, input files included;
+    # only the writers made more (smaller) files.
+    merged_stats = json.loads((tmp_path / "merged.jsonl.stats.json").read_text())["steps"]
+    assert _without_written_files(merged_stats) == _without_written_files(single_stats)
+    assert merged_stats["WriteDocuments"]["counters"]["files"] == 3
+
+
+def _without_written_files(steps: dict) -> dict:
+    return {
+        step: {
+            k: v
+            for k, v in entry["counters"].items()
+            if not (step.lower().startswith("write") and k in ("files", "bytes"))
+        }
+        for step, entry in steps.items()
+    }
+
+
+def test_a_worker_killed_mid_shard_is_taken_over_after_the_lock_timeout(review_jsonl, single_convert, tmp_path):
+    job = tmp_path / "job"
+    _prepare(job, "convert", str(review_jsonl), 3, "--lock-timeout", "3")
+    victim = start_worker(job, "doomed")
+    attempt = wait_for(
+        lambda: next((job / "attempts").glob("*/*/attempt.json"), None), what="the first attempt to start"
+    )
+    child = wait_for(lambda: json.loads(attempt.read_text()).get("child_pid"), what="the pipeline process")
+    victim.send_signal(signal.SIGKILL)
+    victim.wait()
+    # The kernel stops the orphaned pipeline too (PR_SET_PDEATHSIG).
+    wait_for(lambda: process_state(child) in (None, "Z"), timeout=30, what="the pipeline to die with its worker")
+    shard = attempt.parent.parent.name
+    assert not (job / "done" / f"{shard}.json").exists()
+    rescuer = start_worker(job, "rescuer")
+    assert rescuer.wait(timeout=600) == 0
+    runs = _attempts(job)[shard]
+    assert [run["status"] for run in runs] == ["running", "succeeded"]
+    assert [run["host"] for run in runs] == ["doomed", "rescuer"]
+    assert list((job / "history" / shard).glob("*/*.lock")), "the stale lock is archived"
+    assert "taking over" in (tmp_path / "worker-rescuer.log").read_text()
+    assert sorted(_merge(job, tmp_path / "merged.jsonl.gz")) == single_convert
+
+
+def test_sigterm_frees_the_shard_at_once_without_spending_an_attempt(review_jsonl, single_convert, tmp_path):
+    job = tmp_path / "job"
+    _prepare(job, "convert", str(review_jsonl), 2, "--max-retries", "0")
+    worker = start_worker(job, "preempted")
+    attempt = wait_for(lambda: next((job / "attempts").glob("*/*/attempt.json"), None), what="an attempt")
+    wait_for(lambda: json.loads(attempt.read_text()).get("child_pid"), what="the pipeline process")
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(timeout=60) == 2
+    assert json.loads(attempt.read_text())["status"] == "interrupted"
+    assert not list((job / "locks").glob("*.lock"))
+    # With no retries allowed, the interrupted attempt must not count as the shard's one attempt.
+    assert start_worker(job, "next").wait(timeout=600) == 0
+    assert sorted(_merge(job, tmp_path / "merged.jsonl.gz")) == single_convert
+
+
+@pytest.mark.slow
+def test_failures_exhaust_retries_then_retry_requeues_and_a_worker_completes(warc_set, single_fineweb, tmp_path):
+    model = tmp_path / "lid.176.ftz"
+    shutil.copy(LID_MODEL, model)
+    args = ["--lid_model", str(model), *fineweb_assets()[2:]]
+    job = tmp_path / "job"
+    _prepare(job, "fineweb", str(warc_set / "*.warc.gz"), 1, "--max-retries", "1", args=args)
+    model.unlink()  # the model vanishes from this "node" after prepare: every attempt fails to start
+    worker = start_worker(job, "node0")
+    assert worker.wait(timeout=600) == 2
+    runs = _attempts(job)
+    assert {shard: [run["status"] for run in r] for shard, r in runs.items()} == {"shard-00000": ["failed", "failed"]}
+    assert "lid.176.ftz" in runs["shard-00000"][-1]["error"]
+    failed = json.loads((job / "failed" / "shard-00000.json").read_text())
+    assert failed["attempts"] == 2 and "lid.176.ftz" in failed["error"]
+    status = beamtrove("elastic", "status", "--job-dir", str(job))
+    assert status.returncode == 1 and "1 failed" in status.stdout
+    refused = beamtrove("elastic", "merge", "--job-dir", str(job), "--output", str(tmp_path / "m.jsonl"))
+    assert refused.returncode == 2 and "failed: shard-00000)" in refused.stderr
+    assert beamtrove("elastic", "retry", "--job-dir", str(job), "--shard-id", "shard-00009").returncode == 2
+
+    shutil.copy(LID_MODEL, model)
+    retry = beamtrove("elastic", "retry", "--job-dir", str(job), "--all-failed")
+    assert retry.returncode == 0 and "re-queued 1" in retry.stdout
+    assert not list((job / "failed").iterdir()) and not list((job / "attempts").iterdir())
+    # The failure record and the attempts directory, archived together.
+    assert sorted(p.name for p in (job / "history").glob("shard-*/*/*")) == ["shard-00000", "shard-00000.json"]
+    assert start_worker(job, "node0").wait(timeout=900) == 0
+    assert sorted(_merge(job, tmp_path / "merged.jsonl.gz")) == single_fineweb[0]
+
+
+@pytest.fixture(scope="module")
+def finished_job(review_jsonl, tmp_path_factory) -> pathlib.Path:
+    """A job of two shards, done by two simulated hosts."""
+    job = tmp_path_factory.mktemp("finished") / "job"
+    _prepare(job, "convert", str(review_jsonl), 2)
+    assert start_worker(job, "alpha", "--max-shards", "1").wait(timeout=600) == 0
+    verify = beamtrove("elastic", "verify", "--job-dir", str(job))
+    assert verify.returncode == 1 and "1 pending or running" in verify.stdout
+    assert start_worker(job, "beta").wait(timeout=600) == 0
+    return job
+
+
+def test_verify_counts_the_hosts_that_completed_shards(finished_job):
+    ok = beamtrove("elastic", "verify", "--job-dir", str(finished_job), "--expect-hosts", "2")
+    assert ok.returncode == 0, ok.stdout
+    assert "600 documents in done shards, completed by 2 host(s): alpha (1), beta (1)" in ok.stdout
+    too_many = beamtrove("elastic", "verify", "--job-dir", str(finished_job), "--expect-hosts", "3")
+    assert too_many.returncode == 1 and "at least 3 hosts" in too_many.stdout
+
+
+def test_merge_catches_a_corrupted_or_miscounted_shard_output(finished_job, tmp_path):
+    finished_job = pathlib.Path(shutil.copytree(finished_job, tmp_path / "job"))
+    done_path = finished_job / "done" / "shard-00001.json"
+    done = json.loads(done_path.read_text())
+    output = finished_job / done["output"]
+    pristine = output.read_bytes()
+    damaged = bytearray(pristine)
+    damaged[len(damaged) // 2] ^= 0xFF
+    output.write_bytes(bytes(damaged))
+    merge = beamtrove("elastic", "merge", "--job-dir", str(finished_job), "--output", str(tmp_path / "m.jsonl"))
+    assert merge.returncode == 2 and "does not match the size and SHA-256" in merge.stderr
+    assert not (tmp_path / "m.jsonl").exists()
+    assert beamtrove("elastic", "verify", "--job-dir", str(finished_job)).returncode == 2
+    output.write_bytes(pristine)
+    done_path.write_text(json.dumps({**done, "records": done["records"] + 1}))
+    merge = beamtrove("elastic", "merge", "--job-dir", str(finished_job), "--output", str(tmp_path / "m.jsonl"))
+    assert merge.returncode == 2 and f"holds {done['records']} documents" in merge.stderr
+
+
+def test_workers_refuse_a_tampered_manifest_or_changed_input(review_jsonl, tmp_path):
+    inputs = tmp_path / "inputs"
+    shutil.copytree(review_jsonl, inputs)
+    job = tmp_path / "job"
+    _prepare(job, "convert", str(inputs), 2)
+    manifest = job / "manifest.json"
+    original = manifest.read_bytes()
+    manifest.write_bytes(original.replace(b'"max_retries": 2', b'"max_retries": 7'))
+    assert start_worker(job, "w").wait(timeout=120) == 2
+    assert "manifest was modified" in (tmp_path / "worker-w.log").read_text()
+    manifest.write_bytes(original)
+
+    changed = inputs / "reviews-0.jsonl"
+    stat = changed.stat()
+    data = changed.read_bytes()
+    # Same size and time, other bytes: only the shard checksum can tell.
+    changed.write_bytes(data.replace(b"the", b"THE", 1))
+    os.utime(changed, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert start_worker(job, "x").wait(timeout=300) == 2
+    assert "changed since prepare" in (tmp_path / "worker-x.log").read_text()
+    changed.write_bytes(data + b"\n")
+    assert start_worker(job, "y").wait(timeout=120) == 2
+    assert "reviews-0.jsonl changed since prepare" in (tmp_path / "worker-y.log").read_text()
+    assert not list((job / "done").iterdir())
+
+
+def test_an_attempt_over_its_time_limit_is_stopped_and_counted_as_failed(review_jsonl, tmp_path):
+    job = tmp_path / "job"
+    # No pipeline process even starts within 0.5 s here, so every attempt hits the limit.
+    _prepare(job, "convert", str(review_jsonl), 1, "--attempt-timeout", "0.5", "--max-retries", "1")
+    assert start_worker(job, "slow").wait(timeout=120) == 2
+    runs = _attempts(job)["shard-00000"]
+    assert [run["status"] for run in runs] == ["failed", "failed"]
+    assert all("stopped after the attempt timeout of 0.5 s" in run["error"] for run in runs)
+    assert all(process_state(run["child_pid"]) in (None, "Z") for run in runs)
+    assert json.loads((job / "failed" / "shard-00000.json").read_text())["attempts"] == 2

@@ -1,0 +1,63 @@
+"""Pipeline declarations and the registry: what a declaration resolves to for one run's options."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from beamtrove.options import ConfigurationError
+from beamtrove.pipelines import PIPELINES, all_pipeline_specs, pipeline_spec
+from beamtrove.pipelines.spec import GlobalStep
+from beamtrove.transforms.dedup import ExactDedup
+from tests.conftest import require
+
+
+def test_the_registry_holds_every_pipeline_by_name():
+    assert [spec.name for spec in all_pipeline_specs()] == sorted(PIPELINES)
+    assert {spec.name for spec in all_pipeline_specs() if spec.shard_safe} == {"convert", "extract", "fineweb"}
+    assert {spec.name for spec in all_pipeline_specs() if spec.resumable} == {"extract", "fineweb"}
+    with pytest.raises(ConfigurationError, match=r"Unknown pipeline 'finweb'; available: convert, dedup, extract"):
+        pipeline_spec("finweb")
+
+
+def test_a_flow_leaves_out_the_steps_the_options_do_not_ask_for(movie_reviews, tmp_path):
+    reviews = tmp_path / "reviews.jsonl"
+    reviews.write_text("".join(json.dumps({"text": text}) + "\n" for text in movie_reviews.values()))
+    dedup = pipeline_spec("dedup")
+    flow = dedup.flow(PipelineOptions(["--input", str(reviews), "--output", str(tmp_path / "out"), "--dedup",
+                                       "sentence,exact"]))  # fmt: skip
+    assert [(step.name, step.label, step.per_document) for step in flow.steps] == [
+        ("exact", "exact_dedup", False),
+        ("sentence", "sentence_dedup", False),
+    ]
+    assert flow.output == str(tmp_path / "out") and flow.read_label == "Read"
+    assert flow.sink.documents_dir == str(tmp_path / "out" / "documents")
+    with pytest.raises(ValueError, match="--dedup takes a comma-separated list of exact, url, minhash, sentence"):
+        dedup.flow(PipelineOptions(["--input", str(reviews), "--output", "o", "--dedup", "fuzzy"]))
+
+
+def test_the_dump_moves_a_fineweb_run_into_its_folder(data_dir, tmp_path):
+    warc = str(require(data_dir / "warc" / "cc-main-2020-34_resiliparse_warcfile.warc.gz"))
+    fineweb = pipeline_spec("fineweb")
+    flow = fineweb.flow(PipelineOptions(["--input", warc, "--output", str(tmp_path), "--dump", "CC-MAIN-2020-34"]))
+    assert flow.output == str(tmp_path / "CC-MAIN-2020-34")
+    assert flow.steps[0].name == "AddDump"
+    # Without --input, the dump's WARC files are read from --cc_base (here a local folder without them).
+    with pytest.raises(FileNotFoundError, match=r"crawl-data/CC-MAIN-2020-34/segments/\*/warc/\*\.warc\.gz"):
+        fineweb.flow(PipelineOptions(["--output", str(tmp_path), "--dump", "CC-MAIN-2020-34", "--cc_base",
+                                      str(tmp_path)]))  # fmt: skip
+    with pytest.raises(ValueError, match="fineweb needs --input or --dump"):
+        fineweb.flow(PipelineOptions(["--output", str(tmp_path)]))
+
+
+def test_a_shard_safe_declaration_cannot_hold_a_global_step(tmp_path):
+    reviews = tmp_path / "reviews.jsonl"
+    reviews.write_text('{"text": "one review"}\n')
+    convert = pipeline_spec("convert")
+    exact = GlobalStep("exact", "exact_dedup", ExactDedup())
+    wrong = dataclasses.replace(convert, steps=(lambda options: exact,))
+    with pytest.raises(TypeError, match="The convert pipeline is declared shard-safe but has a global step"):
+        wrong.flow(PipelineOptions(["--input", str(reviews), "--output", str(tmp_path / "out")]))
