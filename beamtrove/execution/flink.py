@@ -20,6 +20,8 @@ import time
 import urllib.request
 from collections.abc import Callable, Iterable
 
+from beamtrove.options import ConfigurationError
+
 __all__ = [
     "FlinkProcess",
     "flink_process",
@@ -90,13 +92,13 @@ def parse_properties(values: list[str] | None) -> dict[str, str]:
     """``KEY=VALUE`` settings (as ``-D`` takes them) as a dict.
 
     Raises:
-        ValueError: A value without ``=`` or without a key.
+        ConfigurationError: A value without ``=`` or without a key.
     """
     properties = {}
     for value in values or []:
         key, sep, setting = value.partition("=")
         if not sep or not key:
-            raise ValueError(f"-D takes key=value, not {value!r}")
+            raise ConfigurationError(f"-D takes key=value, not {value!r}")
         properties[key] = setting
     return properties
 

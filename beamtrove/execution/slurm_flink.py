@@ -1,6 +1,7 @@
-"""``beamtrove slurm submit``: one pipeline on a standalone Flink cluster that lives inside one Slurm job.
+"""``beamtrove slurm``: one pipeline on a standalone Flink cluster that lives inside one Slurm job.
 
-The job script this module writes starts, inside its allocation:
+:func:`submit` writes (and sbatches) the job script; :func:`run_node` is what
+the script runs on each node. The job script starts, inside its allocation:
 
 * the JobManager on the allocation's first node (where Slurm runs the batch
   script), with a Flink configuration generated in the job's directory;

@@ -1,0 +1,2 @@
+"""What the steps of a pipeline do, one folder per role: readers, extractors, filters, formatters, dedup,
+tokens and writers; each a thin PTransform over plain functions, counting into its own stats namespace."""

@@ -96,7 +96,7 @@ class _ProcessInputFn(beam.DoFn):
         stem = spec.stems[file.url]
         temp_dir = join(spec.output, RESUME_TEMP_DIR, uuid.uuid4().hex)
         outputs: dict[str, _Output] = {}
-        counts: dict[str, Any] = {"read": 0, "documents": 0, "excluded": {}, "dead_letters": {}}
+        counts: dict[str, Any] = {"read": 0, "documents": 0, EXCLUDED: {}, DEAD_LETTERS: {}}
         try:
             for chunk in _chunks(spec.reader.read_file(file), _CHUNK):
                 counts["read"] += len(chunk)

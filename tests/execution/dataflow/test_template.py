@@ -12,7 +12,6 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from google.cloud.dataflow_v1beta3 import types as dataflow_types
 
 from beamtrove import __version__
-from beamtrove.cli import main
 from beamtrove.execution.dataflow.template import REQUIRED_OPTIONS, flex_template_spec, template_options
 from beamtrove.options import option_actions
 from beamtrove.pipelines import PIPELINES, pipeline_spec
@@ -142,40 +141,3 @@ def test_refuses_unknown_pipeline_and_bad_image():
         flex_template_spec("fine_web", IMAGE)
     with pytest.raises(ValueError, match="Not a container image reference"):
         flex_template_spec("fineweb", "my image")
-
-
-def test_build_template_command(tmp_path, capsys):
-    spec_path = tmp_path / "fineweb.json"
-
-    assert main(["dataflow", "build-template", "fineweb", "--image", IMAGE, "--output", str(spec_path)]) == 0
-
-    assert json.loads(spec_path.read_text()) == flex_template_spec("fineweb", IMAGE, sdk_container_image=IMAGE)
-    assert f"{spec_path}: Flex Template spec of fineweb" in capsys.readouterr().out
-
-    own_workers = tmp_path / "default-workers.json"
-    assert (
-        main(
-            [
-                "dataflow",
-                "build-template",
-                "dedup",
-                "--image",
-                IMAGE,
-                "--output",
-                str(own_workers),
-                "--sdk-container-image",
-                "",
-            ]
-        )
-        == 0
-    )
-    assert json.loads(own_workers.read_text())["defaultEnvironment"] == {}
-
-
-def test_build_template_refuses_unknown_pipeline(tmp_path, capsys):
-    spec_path = tmp_path / "spec.json"
-
-    assert main(["dataflow", "build-template", "finweb", "--image", IMAGE, "--output", str(spec_path)]) == 2
-
-    assert "Unknown pipeline 'finweb'; available: convert, dedup, extract, fineweb" in capsys.readouterr().err
-    assert not spec_path.exists()

@@ -1,0 +1,58 @@
+"""``beamtrove dataflow``: writing a template spec and a job graph, and what each refuses."""
+
+from __future__ import annotations
+
+import json
+
+from beamtrove.cli import main
+from beamtrove.execution.dataflow.template import flex_template_spec
+from tests.conftest import DATA, require
+
+IMAGE = "us-central1-docker.pkg.dev/my-project/beamtrove/beamtrove:test"
+WARC = DATA / "warc" / "cc-main-2024-22_whirlwind.warc.gz"
+
+
+def test_build_template_writes_the_spec_with_the_workers_image(tmp_path, capsys):
+    spec_path = tmp_path / "fineweb.json"
+    assert main(["dataflow", "build-template", "fineweb", "--image", IMAGE, "--output", str(spec_path)]) == 0
+    assert json.loads(spec_path.read_text()) == flex_template_spec("fineweb", IMAGE, sdk_container_image=IMAGE)
+    parameters = len(json.loads(spec_path.read_text())["metadata"]["parameters"])
+    assert (
+        capsys.readouterr().out.strip()
+        == f"{spec_path}: Flex Template spec of fineweb ({parameters} parameters) for {IMAGE}"
+    )
+    # '' leaves Dataflow's own worker image.
+    own_workers = tmp_path / "default-workers.json"
+    argv = ["dataflow", "build-template", "dedup", "--image", IMAGE, "--output", str(own_workers)]
+    assert main([*argv, "--sdk-container-image", ""]) == 0
+    assert json.loads(own_workers.read_text())["defaultEnvironment"] == {}
+
+
+def test_build_template_refuses_an_unknown_pipeline_and_an_unwritable_output(tmp_path, capsys):
+    spec_path = tmp_path / "spec.json"
+    assert main(["dataflow", "build-template", "finweb", "--image", IMAGE, "--output", str(spec_path)]) == 2
+    assert "Unknown pipeline 'finweb'; available: convert, dedup, extract, fineweb" in capsys.readouterr().err
+    assert not spec_path.exists()
+    blocked = tmp_path / "file"
+    blocked.write_text("not a directory")
+    assert main(["dataflow", "build-template", "extract", "--image", IMAGE, "--output", str(blocked / "s.json")]) == 2
+    assert capsys.readouterr().err.startswith(f"beamtrove: error: cannot write {blocked / 's.json'}: ")
+    assert main(["dataflow", "build-template", "extract", "--image", IMAGE, "--output", "x", "--", "--input", "y"]) == 2
+    assert "`beamtrove dataflow build-template` takes no pipeline options after --." in capsys.readouterr().err
+
+
+def test_graph_prints_the_steps_and_writes_the_job(tmp_path, capsys):
+    job = tmp_path / "job.json"
+    argv = ["dataflow", "graph", "extract", "--output", str(job), "--", f"--input={require(WARC)}", "--output=gs://b/x"]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    graph = json.loads(job.read_text())
+    assert [step["name"] for step in graph["steps"]] == [
+        "ReadWarc",
+        "extract",
+        "WriteDocuments",
+        "FlattenDeadLetters",
+        "WriteDeadLetters",
+    ]
+    assert "5 steps" in printed and f"job written to {job}" in printed
+    assert graph["job"]["environment"]["sdkPipelineOptions"]["options"]["output"] == "gs://b/x"
