@@ -25,9 +25,9 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from beamtrove.execution.resume import configuration, pending_inputs
 from beamtrove.fs import join
-from beamtrove.layout import DOCUMENTS_DIR, WRITE_DEAD_LETTERS, write_clusters, write_excluded
+from beamtrove.layout import CLUSTERS_DIR, DOCUMENTS_DIR, WRITE_DEAD_LETTERS, write_clusters, write_excluded
 from beamtrove.options import BeamtroveOptions, ConfigurationError, ResumeOptions
-from beamtrove.pipelines.common import cluster_map_writer, dead_letters_writer, excluded_writer
+from beamtrove.pipelines.common import dead_letters_writer, excluded_writer
 from beamtrove.pipelines.spec import Flow, PipelineSpec
 from beamtrove.transforms.per_input import ProcessInputs
 
@@ -78,7 +78,7 @@ def _apply(pipeline: beam.Pipeline, flow: Flow, options: PipelineOptions) -> Non
         if outputs.excluded is not None:
             outputs.excluded | write_excluded(step.name) >> excluded_writer(flow.output, step.name, options)
         if outputs.clusters is not None:
-            outputs.clusters | write_clusters(step.name) >> cluster_map_writer(flow.output, step.name)
+            outputs.clusters | write_clusters(step.name) >> step.cluster_map(join(flow.output, CLUSTERS_DIR, step.name))
         if outputs.dead_letters is not None:
             dead_letters.append(outputs.dead_letters)
         records = outputs.kept

@@ -1,20 +1,20 @@
-"""What pipelines share: their input options and readers, the extraction and filter steps, and their writers.
+"""What pipelines share: their input options and readers, and the writers of their outputs.
 
-The writers put each kind of output where :mod:`beamtrove.layout` says:
-kept documents in ``documents/``, what a step excluded in
-``excluded/<step>/``, cluster maps in ``clusters/<step>/`` and dead letters
-in ``dead_letters/``.
+The writers put each kind of output where :mod:`beamtrove.layout` says: kept
+documents in ``documents/``, what a step excluded in ``excluded/<step>/`` and
+dead letters in ``dead_letters/``. The per-document steps pipelines share
+are in :mod:`beamtrove.pipelines.steps`. Every command imports this module,
+so it imports no model or extraction library.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beamtrove.fs import InputFile, join, read_input_ranges
 from beamtrove.layout import (
-    CLUSTERS_DIR,
     DEAD_LETTERS_DIR,
     DOCUMENTS_DIR,
     EXCLUDED_DIR,
@@ -22,26 +22,20 @@ from beamtrove.layout import (
     WRITE_DOCUMENTS,
 )
 from beamtrove.options import BeamtroveOptions, Option, declared
-from beamtrove.pipelines.spec import DocumentStep, Sink
-from beamtrove.transforms.dedup import ClusterMember
-from beamtrove.transforms.extractors import Extract, Resiliparse, Trafilatura
-from beamtrove.transforms.filters import DocumentFilter, Filter
+from beamtrove.pipelines.spec import Sink
 from beamtrove.transforms.readers import FileReader, ReadWarc, reader_for
 from beamtrove.transforms.tokens import WriteTokenShards
-from beamtrove.transforms.writers import JsonlFormat, WriteDeadLetters, WriteFiles, WriteJsonl
+from beamtrove.transforms.writers import WriteDeadLetters, WriteJsonl
 
 __all__ = [
+    "EXTRACTORS",
     "ExtractionOptions",
     "RowInputOptions",
     "ShardOptions",
-    "cluster_map_writer",
     "dead_letters_writer",
     "document_reader",
     "documents_sink",
     "excluded_writer",
-    "extraction",
-    "filter_step",
-    "fixed_filter",
     "input_files",
     "reader_settings",
     "required_inputs",
@@ -50,7 +44,8 @@ __all__ = [
     "warc_reader",
 ]
 
-_EXTRACTORS = {"trafilatura": Trafilatura, "resiliparse": Resiliparse}
+#: The extractors ``--extractor`` chooses from (see :mod:`beamtrove.pipelines.steps`).
+EXTRACTORS = ("resiliparse", "trafilatura")
 
 
 class RowInputOptions(PipelineOptions):
@@ -77,7 +72,7 @@ class ExtractionOptions(PipelineOptions):
             "Main-text extractor: trafilatura (DataTrove's and FineWeb's) or resiliparse (much faster). "
             "Default: trafilatura.",
             default="trafilatura",
-            choices=sorted(_EXTRACTORS),
+            choices=EXTRACTORS,
         ),
         Option(
             "extract_timeout",
@@ -186,18 +181,6 @@ def warc_reader(options: PipelineOptions, inputs: Sequence[str | InputFile] | No
     return ReadWarc(inputs or required_inputs(options), max_payload_bytes=max_payload_bytes, **reader_settings(options))
 
 
-def extraction(options: PipelineOptions) -> DocumentStep:
-    """The step that replaces each page's HTML by its main text, with the extractor the options choose."""
-    own = options.view_as(ExtractionOptions)
-    extract = Extract(_EXTRACTORS[own.extractor](), timeout=own.extract_timeout or None)
-    return DocumentStep("extract", extract.step_fn())
-
-
-def filter_step(rule: DocumentFilter) -> DocumentStep:
-    """The step applying a filter or formatter, named after it; what it drops goes to ``excluded/<name>/``."""
-    return DocumentStep(rule.name, Filter(rule).step_fn(), excludes=True)
-
-
 def documents_sink(options: PipelineOptions, output: str, files: Sequence[InputFile] = ()) -> Sink:
     """Kept documents as JSONL part files in ``<output>/documents/``."""
     directory = join(output, DOCUMENTS_DIR)
@@ -211,33 +194,9 @@ def excluded_writer(output: str, step: str, options: PipelineOptions) -> WriteJs
     return WriteJsonl(join(output, EXCLUDED_DIR, step), PART_FILES, max_file_size=max_file_size)
 
 
-def _cluster_member_key(member: ClusterMember) -> str:
-    return member.id
-
-
-def cluster_map_writer(output: str, step: str) -> WriteFiles:
-    """Writes ``step``'s cluster map (id, kept id, cluster size) to ``<output>/clusters/<step>/``."""
-    return WriteFiles(
-        join(output, CLUSTERS_DIR, step),
-        PART_FILES,
-        JsonlFormat(ClusterMember.to_row),
-        fields_of=ClusterMember.to_row,
-        key_of=_cluster_member_key,
-    )
-
-
 def dead_letters_writer(output: str) -> WriteDeadLetters:
     """Writes dead letters to ``<output>/dead_letters/``."""
     return WriteDeadLetters(join(output, DEAD_LETTERS_DIR))
-
-
-def fixed_filter(rule_class: type[DocumentFilter], **settings) -> Callable[[PipelineOptions], DocumentStep]:
-    """A step factory for a filter whose settings do not depend on the run's options."""
-
-    def make(options: PipelineOptions) -> DocumentStep:
-        return filter_step(rule_class(**settings))
-
-    return make
 
 
 def token_shards_sink(options: PipelineOptions, output: str, tokenizer: str) -> Sink:

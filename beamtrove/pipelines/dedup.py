@@ -15,10 +15,12 @@ from __future__ import annotations
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from beamtrove.layout import PART_FILES
 from beamtrove.options import Option, declared
 from beamtrove.pipelines.common import RowInputOptions, documents_sink, row_reader
 from beamtrove.pipelines.spec import GlobalStep, PipelineSpec
 from beamtrove.transforms.dedup import (
+    ClusterMember,
     DedupOutputs,
     ExactDedup,
     MinHashClusters,
@@ -28,6 +30,7 @@ from beamtrove.transforms.dedup import (
     UrlDedup,
 )
 from beamtrove.transforms.readers import FileReader
+from beamtrove.transforms.writers import JsonlFormat, WriteFiles
 
 __all__ = ["SPEC", "STEPS", "DedupOptions"]
 
@@ -80,18 +83,32 @@ def _chosen(options: PipelineOptions) -> list[str]:
     return [step for step in STEPS if step in steps]
 
 
+def _cluster_member_key(member: ClusterMember) -> str:
+    return member.id
+
+
+def _cluster_map(directory: str) -> WriteFiles:
+    """Writes a step's cluster map, one row per removed document: ``id``, ``kept_id``, ``cluster_size``."""
+    rows = JsonlFormat(ClusterMember.to_row)
+    return WriteFiles(directory, PART_FILES, rows, fields_of=ClusterMember.to_row, key_of=_cluster_member_key)
+
+
+def _cluster_map_if_asked(options: PipelineOptions):
+    return _cluster_map if options.view_as(DedupOptions).cluster_map else None
+
+
 def _exact(options: PipelineOptions) -> GlobalStep | None:
     own = options.view_as(DedupOptions)
     if "exact" not in _chosen(options):
         return None
-    return GlobalStep("exact", "exact_dedup", ExactDedup(keep_by=own.keep_by), writes_clusters=own.cluster_map)
+    return GlobalStep("exact", "exact_dedup", ExactDedup(keep_by=own.keep_by), _cluster_map_if_asked(options))
 
 
 def _url(options: PipelineOptions) -> GlobalStep | None:
     own = options.view_as(DedupOptions)
     if "url" not in _chosen(options):
         return None
-    return GlobalStep("url", "url_dedup", UrlDedup(keep_by=own.keep_by), writes_clusters=own.cluster_map)
+    return GlobalStep("url", "url_dedup", UrlDedup(keep_by=own.keep_by), _cluster_map_if_asked(options))
 
 
 class _NearDuplicates(beam.PTransform):
@@ -127,7 +144,7 @@ def _minhash(options: PipelineOptions) -> GlobalStep | None:
     clusters = MinHashClusters(config, own.keep_by, own.max_cc_rounds)
     second_read = row_reader(options) if chosen[0] == "minhash" else None
     near_duplicates = _NearDuplicates(clusters, own.keep_by, second_read)
-    return GlobalStep("minhash", "minhash", near_duplicates, writes_clusters=own.cluster_map)
+    return GlobalStep("minhash", "minhash", near_duplicates, _cluster_map_if_asked(options))
 
 
 def _sentence(options: PipelineOptions) -> GlobalStep | None:

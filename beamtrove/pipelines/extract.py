@@ -7,8 +7,9 @@ runs. Writes ``<output>/documents/``, ``<output>/dead_letters/`` and
 
 from __future__ import annotations
 
-from beamtrove.pipelines.common import ExtractionOptions, documents_sink, extraction, warc_reader
+from beamtrove.pipelines.common import ExtractionOptions, documents_sink, warc_reader
 from beamtrove.pipelines.spec import PipelineSpec
+from beamtrove.pipelines.steps import extraction
 
 __all__ = ["SPEC"]
 

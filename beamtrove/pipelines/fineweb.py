@@ -19,16 +19,9 @@ from beamtrove.assets import default_lid_model, default_url_blocklist
 from beamtrove.document import Document
 from beamtrove.fs import join
 from beamtrove.options import BeamtroveOptions, Option, declared
-from beamtrove.pipelines.common import (
-    ExtractionOptions,
-    documents_sink,
-    extraction,
-    filter_step,
-    fixed_filter,
-    input_files,
-    warc_reader,
-)
+from beamtrove.pipelines.common import ExtractionOptions, documents_sink, input_files, warc_reader
 from beamtrove.pipelines.spec import DocumentStep, PipelineSpec
+from beamtrove.pipelines.steps import extraction, filter_step, fixed_filter
 from beamtrove.transforms.filters import (
     C4QualityFilter,
     FineWebQualityFilter,

@@ -84,20 +84,21 @@ class GlobalStep:
         name: Its folder under ``excluded/`` and ``clusters/``.
         label: Its label in the graph, the stats name of its counters.
         transform: Returns ``.kept`` and ``.excluded`` (and ``.clusters``).
-        writes_clusters: Whether the cluster map of ``.clusters`` is written.
+        cluster_map: Makes the writer of ``.clusters`` into a folder; None
+            when the step's cluster map is not written.
     """
 
     name: str
     label: str
     transform: beam.PTransform
-    writes_clusters: bool = False
+    cluster_map: Callable[[str], beam.PTransform] | None = None
 
     per_document: ClassVar[bool] = False
 
     def apply(self, records: beam.PCollection) -> StepOutputs:
         """Applies the step's transform to ``records``."""
         result = records | self.label >> self.transform
-        return StepOutputs(result.kept, result.excluded, None, result.clusters if self.writes_clusters else None)
+        return StepOutputs(result.kept, result.excluded, None, result.clusters if self.cluster_map else None)
 
 
 Step = DocumentStep | GlobalStep

@@ -12,7 +12,7 @@ from beamtrove.cli import main
 from beamtrove.execution.build import build
 from beamtrove.options import ConfigurationError, parse
 from beamtrove.pipelines import extract, pipeline_spec
-from beamtrove.pipelines.common import filter_step
+from beamtrove.pipelines.steps import filter_step
 from beamtrove.transforms.filters import LengthFilter
 from tests.conftest import jsonl_rows, require
 

@@ -1,4 +1,4 @@
-"""What pipelines share: their inputs and readers, the extraction and filter steps, and where they write."""
+"""What pipelines share: their inputs and readers, and where they write."""
 
 from __future__ import annotations
 
@@ -12,15 +12,11 @@ from beamtrove.fs import InputFile, write_input_ranges
 from beamtrove.pipelines.common import (
     document_reader,
     documents_sink,
-    extraction,
-    filter_step,
-    fixed_filter,
     input_files,
     reader_settings,
     row_reader,
     warc_reader,
 )
-from beamtrove.transforms.filters import GopherQualityFilter, LengthFilter
 from beamtrove.transforms.readers import ReadCsv, ReadJsonl, ReadWarc
 from tests.conftest import require
 
@@ -68,17 +64,6 @@ def test_the_reader_is_the_input_formats(movie_reviews, tmp_path):
         document_reader(PipelineOptions(["--input", str(tmp_path)]))
     chosen = document_reader(PipelineOptions(["--input", str(tmp_path), "--input_format", "csv", "--id_key", "review"]))
     assert isinstance(chosen, ReadCsv) and [file.name for file in chosen.files] == ["reviews.csv"]
-
-
-def test_steps_take_their_names_from_what_they_run():
-    quality = filter_step(GopherQualityFilter())
-    assert (quality.name, quality.excludes, quality.per_document) == ("gopher_quality", True, True)
-    made = fixed_filter(LengthFilter, min_chars=500)(PipelineOptions([]))
-    assert made.name == "length_filter" and made.fn._rule.min_chars == 500
-    resiliparse = extraction(PipelineOptions(["--extractor", "resiliparse", "--extract_timeout", "0"]))
-    assert (resiliparse.name, resiliparse.excludes) == ("extract", False)
-    assert resiliparse.fn._timeout is None and type(resiliparse.fn._extractor).__name__ == "Resiliparse"
-    assert extraction(PipelineOptions([])).fn._timeout == 1.0
 
 
 def test_documents_go_to_the_documents_folder_of_the_output():
