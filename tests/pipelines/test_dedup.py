@@ -2,24 +2,15 @@
 
 from __future__ import annotations
 
-import gzip
 import json
 import pathlib
 
 import pytest
 
 from beamtrove.cli import main
-from tests.conftest import near_copy
+from tests.conftest import jsonl_rows, near_copy
 
 BOILERPLATE = "Subscribe to our newsletter. Reviews are the opinion of their authors. All rights reserved. "
-
-
-def _rows(folder: pathlib.Path) -> list[dict]:
-    rows = []
-    for path in sorted(folder.glob("*.jsonl.gz")):
-        with gzip.open(path, "rt", encoding="utf-8") as lines:
-            rows.extend(json.loads(line) for line in lines)
-    return rows
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +49,8 @@ def test_every_step_removes_its_duplicates_and_says_why(corpus, tmp_path):
     argv = ["run", "dedup", "--input", str(corpus / "*.jsonl"), "--output", str(output), "--cluster_map"]
     assert main([*argv, "--dedup", "sentence,minhash,url,exact", "--progress_interval", "0"]) == 0
     excluded = {
-        step: sorted(row["id"] for row in _rows(output / "excluded" / step)) for step in ("exact", "url", "minhash")
+        step: sorted(row["id"] for row in jsonl_rows(output / "excluded" / step))
+        for step in ("exact", "url", "minhash")
     }
     assert excluded == {
         "exact": ["review-000-exact", "review-001-exact", "review-002-exact"],
@@ -66,10 +58,10 @@ def test_every_step_removes_its_duplicates_and_says_why(corpus, tmp_path):
         "minhash": ["review-010-near", "review-011-near", "review-012-near"],
     }
     clusters = sorted(
-        (row["id"], row["kept_id"], row["cluster_size"]) for row in _rows(output / "clusters" / "minhash")
+        (row["id"], row["kept_id"], row["cluster_size"]) for row in jsonl_rows(output / "clusters" / "minhash")
     )
     assert clusters == [(f"review-0{n}-near", f"review-0{n}", 2) for n in (10, 11, 12)]
-    kept = {row["id"]: row["text"] for row in _rows(output / "documents")}
+    kept = {row["id"]: row["text"] for row in jsonl_rows(output / "documents")}
     assert len(kept) == 80
     # The boilerplate stays in the first review that has it.
     assert kept["review-020"].startswith(BOILERPLATE) and not kept["review-030"].startswith("Subscribe")
@@ -84,7 +76,7 @@ def test_minhash_alone_reads_the_input_twice_and_agrees(corpus, tmp_path):
     output = tmp_path / "out"
     argv = ["run", "dedup", "--input", str(corpus / "*.jsonl"), "--output", str(output), "--minhash_threshold", "0.8"]
     assert main([*argv, "--progress_interval", "0"]) == 0
-    removed = sorted(row["id"] for row in _rows(output / "excluded" / "minhash"))
+    removed = sorted(row["id"] for row in jsonl_rows(output / "excluded" / "minhash"))
     assert removed == [
         "review-000-exact",
         "review-001-exact",
@@ -93,7 +85,7 @@ def test_minhash_alone_reads_the_input_twice_and_agrees(corpus, tmp_path):
         "review-011-near",
         "review-012-near",
     ]
-    assert len(_rows(output / "documents")) == 81
+    assert len(jsonl_rows(output / "documents")) == 81
 
 
 @pytest.mark.parametrize(
