@@ -27,17 +27,3 @@ def test_a_run_writes_its_stats_beside_its_results(data_dir, tmp_path):
     steps = result.stats["steps"]
     assert list(steps)[:2] == ["ReadWarc", "extract"]
     assert steps["WriteDocuments"]["counters"]["out"] == len(jsonl_rows(tmp_path / "documents")) > 0
-
-
-def test_a_dump_run_writes_everything_under_the_dumps_folder(data_dir, tmp_path):
-    fineweb = pipeline_spec("fineweb")
-    warc = str(require(data_dir / "warc" / "cc-main-2020-34_resiliparse_warcfile.warc.gz"))
-    lid = str(require(data_dir / "models" / "lid176" / "lid.176.ftz"))
-    blocklist = str(require(data_dir / "blocklists" / "ut1"))
-    argv = ["--input", warc, "--output", str(tmp_path), "--dump", "CC-MAIN-2020-34", "--lid_model", lid,
-            "--url_blocklist", blocklist, "--extractor", "resiliparse", "--languages", "all"]  # fmt: skip
-    result = run_pipeline(fineweb, parse(fineweb, argv))
-    assert result.stats_path == str(tmp_path / "CC-MAIN-2020-34" / "stats.json")
-    assert sorted(path.name for path in tmp_path.iterdir()) == ["CC-MAIN-2020-34"]
-    kept = jsonl_rows(tmp_path / "CC-MAIN-2020-34" / "documents")
-    assert kept and {row["metadata"]["dump"] for row in kept} == {"CC-MAIN-2020-34"}

@@ -78,6 +78,8 @@ def test_dump_layout_and_metadata(data_dir, tmp_path):
     assert main([*argv, "--languages", "all", "--language_threshold", "0", *_assets()]) == 0
     root = tmp_path / "CC-MAIN-2020-34"
     assert (root / "stats.json").exists()
+    # Everything of the run, stats.json included, is in the dump's folder.
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["CC-MAIN-2020-34"]
     documents = jsonl_rows(root / "documents") + [
         row for step in FILTERS if (root / "excluded" / step).exists() for row in jsonl_rows(root / "excluded" / step)
     ]
