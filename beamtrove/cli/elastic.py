@@ -8,7 +8,7 @@ import json
 from beamtrove.cli.parsing import command, group
 from beamtrove.execution.elastic import merge_job, prepare_job, retry_shards, run_worker, shard_states
 from beamtrove.execution.elastic.merge import format_verification, verify_job
-from beamtrove.execution.elastic.status import STATES, format_status
+from beamtrove.execution.elastic.status import format_status, state_counts
 from beamtrove.execution.elastic.worker import slurm_array_script
 
 __all__ = ["add_commands"]
@@ -45,8 +45,7 @@ def _status(args: argparse.Namespace, _: list[str]) -> int:
     states = shard_states(args.job_dir)
     complete = all(entry["state"] == "done" for entry in states)
     if args.json:
-        counts = {state: sum(entry["state"] == state for entry in states) for state in STATES}
-        print(json.dumps({"complete": complete, "counts": counts, "shards": states}, indent=1))
+        print(json.dumps({"complete": complete, "counts": state_counts(states), "shards": states}, indent=1))
     else:
         print(format_status(states, args.all))
     return 0 if complete else 1

@@ -181,17 +181,20 @@ def warc_reader(options: PipelineOptions, inputs: Sequence[str | InputFile] | No
     return ReadWarc(inputs or required_inputs(options), max_payload_bytes=max_payload_bytes, **reader_settings(options))
 
 
+def _part_files(directory: str, options: PipelineOptions) -> WriteJsonl:
+    """Documents as JSONL part files in ``directory``, each file up to ``--max_file_size``."""
+    return WriteJsonl(directory, PART_FILES, max_file_size=options.view_as(BeamtroveOptions).max_file_size)
+
+
 def documents_sink(options: PipelineOptions, output: str, files: Sequence[InputFile] = ()) -> Sink:
     """Kept documents as JSONL part files in ``<output>/documents/``."""
     directory = join(output, DOCUMENTS_DIR)
-    max_file_size = options.view_as(BeamtroveOptions).max_file_size
-    return Sink(WRITE_DOCUMENTS, WriteJsonl(directory, PART_FILES, max_file_size=max_file_size), directory)
+    return Sink(WRITE_DOCUMENTS, _part_files(directory, options), directory)
 
 
 def excluded_writer(output: str, step: str, options: PipelineOptions) -> WriteJsonl:
     """Writes what ``step`` excluded to ``<output>/excluded/<step>/``."""
-    max_file_size = options.view_as(BeamtroveOptions).max_file_size
-    return WriteJsonl(join(output, EXCLUDED_DIR, step), PART_FILES, max_file_size=max_file_size)
+    return _part_files(join(output, EXCLUDED_DIR, step), options)
 
 
 def dead_letters_writer(output: str) -> WriteDeadLetters:

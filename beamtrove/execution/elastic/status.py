@@ -9,7 +9,7 @@ from typing import Any
 
 from beamtrove.execution.elastic.jobdir import ElasticError, JobDir, read_json
 
-__all__ = ["STATES", "format_status", "retry_shards", "shard_states"]
+__all__ = ["STATES", "format_status", "retry_shards", "shard_states", "state_counts"]
 
 #: The states of a shard, in the order status lists their counts.
 STATES = ("done", "running", "stale", "pending", "failed")
@@ -72,9 +72,14 @@ def retry_shards(job_dir: str | os.PathLike, shard_ids: Iterable[str] = (), all_
     return list(dict.fromkeys(wanted))
 
 
+def state_counts(states: list[dict[str, Any]]) -> dict[str, int]:
+    """How many shards are in each state, in the order of :data:`STATES`."""
+    return {state: sum(entry["state"] == state for entry in states) for state in STATES}
+
+
 def format_status(states: list[dict[str, Any]], show_all: bool = False) -> str:
     """What ``status`` prints: the counts per state, then each shard not done (every shard with ``show_all``)."""
-    counts = {state: sum(entry["state"] == state for entry in states) for state in STATES}
+    counts = state_counts(states)
     lines = [f"{len(states)} shards: " + ", ".join(f"{counts[state]} {state}" for state in STATES)]
     for entry in states:
         if entry["state"] == "done" and not show_all:
