@@ -4,20 +4,22 @@ A :class:`Document` is one piece of text with a stable id and free-form
 metadata (URL, dump, language, scores, ...). :class:`DocumentCoder` is
 registered with Beam's coder registry, so any ``PCollection`` typed as
 ``Document`` crosses shuffles in a compact, deterministic byte form instead of
-pickles.
+pickles. :func:`check_storable` tells whether the coder and every writer can
+store a document; readers check each document they make from a row with it.
 """
 
 from __future__ import annotations
 
 import base64
 import dataclasses
+import re
 import struct
 from typing import Any
 
 import orjson
 from apache_beam import coders
 
-__all__ = ["Document", "DocumentCoder", "Media"]
+__all__ = ["MAX_NESTING", "Document", "DocumentCoder", "Media", "UnstorableDocument", "check_storable"]
 
 
 @dataclasses.dataclass(slots=True)
@@ -101,6 +103,111 @@ def _media_from_json(encoded: bytes) -> list[Media]:
     if not encoded:
         return []
     return [Media.from_row(item) for item in orjson.loads(encoded)]
+
+
+#: How many levels of dicts and lists a document's metadata (or media) may nest. orjson encodes at most 254
+#: levels and Parquet files read back at most about 120, and the writers nest metadata one to three levels
+#: below their rows: 100 leaves room for both.
+MAX_NESTING = 100
+
+# UTF-8 has no encoding for a surrogate code point on its own, so no writer can store one.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class UnstorableDocument(ValueError):
+    """A document that the coder or a writer could not store.
+
+    Attributes:
+        reason: A short, stable reason naming an ``errors.<reason>`` counter.
+        message: What is wrong, for a human.
+    """
+
+    def __init__(self, reason: str, message: str):
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+def check_storable(document: Document) -> None:
+    """Checks that :class:`DocumentCoder` and every writer can store ``document``.
+
+    Readers check each document they make from a row, so that no later step,
+    coder or writer meets one that would end the run.
+
+    Raises:
+        UnstorableDocument: The text or id holds a lone surrogate
+            (``lone_surrogate``), metadata or media nest deeper than
+            :data:`MAX_NESTING` (``nested_too_deep``), hold values JSON cannot
+            store (``not_json``), or media bytes are not bytes
+            (``malformed_media``).
+    """
+    _check_utf8("text", document.text)
+    _check_utf8("id", document.id)
+    _check_json("metadata", document.metadata)
+    _check_json("media", _media_rows(document.media))
+
+
+def _check_utf8(field: str, text: str) -> None:
+    lone = None if text.isascii() else _LONE_SURROGATE.search(text)
+    if lone is not None:
+        raise UnstorableDocument(
+            "lone_surrogate",
+            f"{field} holds the lone surrogate U+{ord(lone.group()):04X} at character {lone.start()}, "
+            "which UTF-8 cannot encode",
+        )
+
+
+def _media_rows(media: list[Media]) -> list[dict[str, Any]]:
+    try:
+        return [item.to_row() for item in media]
+    except TypeError as exc:  # media_bytes that base64 cannot encode
+        raise UnstorableDocument("malformed_media", f"media cannot be encoded: {exc}") from None
+
+
+def _check_json(field: str, value: Any) -> None:
+    depth = _nesting(value)
+    if depth > MAX_NESTING:
+        raise UnstorableDocument(
+            "nested_too_deep",
+            f"{field} nests {depth} levels of dicts and lists; beamtrove stores at most {MAX_NESTING}",
+        )
+    try:
+        orjson.dumps(value, option=_JSON_OPTIONS)
+    except TypeError as exc:
+        raise UnstorableDocument(
+            "not_json", f"{field}{_unencodable_entry(value)} cannot be stored as JSON: {exc}"
+        ) from None
+
+
+def _nesting(value: Any) -> int:
+    """How many levels of dicts and lists ``value`` nests (0 for a scalar).
+
+    Iterative, so that no depth can exhaust Python's stack.
+    """
+    deepest = 0
+    pending = [(value, 1)]
+    while pending:
+        item, level = pending.pop()
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, (list, tuple)):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, level)
+        pending.extend((child, level + 1) for child in children)
+    return deepest
+
+
+def _unencodable_entry(value: dict | list) -> str:
+    """The first top-level entry of ``value`` that JSON cannot store, as ``['key']``; empty if it is a key."""
+    entries = value.items() if isinstance(value, dict) else enumerate(value)
+    for key, item in entries:
+        try:
+            orjson.dumps(item, option=_JSON_OPTIONS)
+        except TypeError:
+            return f"[{key!r}]"
+    return ""
 
 
 class DocumentCoder(coders.Coder):

@@ -24,6 +24,7 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beamtrove.execution.resume import configuration, pending_inputs
+from beamtrove.execution.runner_checks import check_runner_options
 from beamtrove.fs import join
 from beamtrove.layout import CLUSTERS_DIR, DOCUMENTS_DIR, WRITE_DEAD_LETTERS, write_clusters, write_excluded
 from beamtrove.options import BeamtroveOptions, ConfigurationError, ResumeOptions
@@ -58,6 +59,7 @@ def build(spec: PipelineSpec, options: PipelineOptions) -> Built:
     """
     pipeline = beam.Pipeline(options=options)
     try:
+        check_runner_options(options)
         flow = spec.flow(options)
         if options.view_as(ResumeOptions).resumable:
             _apply_per_input(pipeline, spec, flow, options)

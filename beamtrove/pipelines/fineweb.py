@@ -30,6 +30,7 @@ from beamtrove.transforms.filters import (
     LanguageFilter,
     URLFilter,
 )
+from beamtrove.transforms.filters.language import UnknownLanguageError
 from beamtrove.transforms.readers import ReadWarc
 
 __all__ = ["SPEC", "FineWebOptions"]
@@ -104,7 +105,11 @@ def _url_filter(options: PipelineOptions) -> DocumentStep:
 def _language_filter(options: PipelineOptions) -> DocumentStep:
     own = options.view_as(FineWebOptions)
     languages = None if own.languages == "all" else [code.strip() for code in own.languages.split(",")]
-    return filter_step(LanguageFilter(own.lid_model, languages=languages, language_threshold=own.language_threshold))
+    try:
+        rule = LanguageFilter(own.lid_model, languages=languages, language_threshold=own.language_threshold)
+    except UnknownLanguageError as exc:
+        raise ValueError(f"--languages {exc}") from None
+    return filter_step(rule)
 
 
 SPEC = PipelineSpec(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import posixpath
 import tempfile
 from collections.abc import Iterable
 
@@ -13,7 +14,7 @@ from beamtrove.document import Document
 from beamtrove.fs import filesystem, open_url
 from beamtrove.transforms.filters.base import DocumentFilter, Drop, Verdict, load_once
 
-__all__ = ["LanguageFilter"]
+__all__ = ["LanguageFilter", "UnknownLanguageError"]
 
 _LABEL_PREFIX = "__label__"
 
@@ -26,6 +27,26 @@ def _load_model(path: str):
     with tempfile.NamedTemporaryFile(suffix=".ftz", delete=False) as copy, open_url(path) as remote:
         copy.write(remote.read())
     return fasttext.load_model(copy.name)
+
+
+class UnknownLanguageError(ValueError):
+    """A language code that the language-ID model has no label for."""
+
+
+def _check_languages(languages: frozenset[str], model, model_path: str) -> None:
+    """Refuses codes the model cannot predict: a document would never be kept in their language.
+
+    Raises:
+        UnknownLanguageError: Names the first unknown code and lists the model's codes.
+    """
+    known = sorted(label.removeprefix(_LABEL_PREFIX) for label in model.get_labels())
+    unknown = sorted(languages.difference(known))
+    if unknown:
+        model_name = posixpath.splitext(posixpath.basename(model_path))[0]
+        raise UnknownLanguageError(
+            f"{unknown[0] or repr(unknown[0])}: not a language code of the {model_name} model; "
+            f"it knows: {', '.join(known)}"
+        )
 
 
 class LanguageFilter(DocumentFilter):
@@ -47,6 +68,8 @@ class LanguageFilter(DocumentFilter):
 
     Raises:
         FileNotFoundError: There is no model at ``model_path``.
+        UnknownLanguageError: A code of ``languages`` is not one of the
+            model's labels (``en``, ``fr``, ... for lid.176).
     """
 
     name = "language_filter"
@@ -69,9 +92,14 @@ class LanguageFilter(DocumentFilter):
         self.languages = None if languages is None else frozenset(languages)
         self.language_threshold = language_threshold
         self.label_only = label_only
+        if self.languages is not None:
+            _check_languages(self.languages, self._shared_model(), model_path)
 
     def setup(self) -> None:
-        self._model = load_once((LanguageFilter, self.model_path), lambda: _load_model(self.model_path))
+        self._model = self._shared_model()
+
+    def _shared_model(self):
+        return load_once((LanguageFilter, self.model_path), lambda: _load_model(self.model_path))
 
     def filter(self, document: Document) -> Verdict:
         return self.filter_batch([document])[0]

@@ -22,7 +22,7 @@ from apache_beam.io.range_trackers import OffsetRangeTracker, UnsplittableRangeT
 from fsspec.utils import infer_compression
 
 from beamtrove.dead_letter import DeadLetter
-from beamtrove.document import Document, Media
+from beamtrove.document import Document, Media, UnstorableDocument, check_storable
 from beamtrove.fs import InputFile, match_inputs, open_url
 from beamtrove.layout import DEAD_LETTERS
 from beamtrove.metrics import StepMetrics
@@ -96,6 +96,9 @@ class RowFields:
     ``media`` list are unpacked. Every other field lands in metadata too,
     taking precedence over the nested mapping, which takes precedence over
     ``default_metadata``. ``file_path`` is added unless the row has one.
+    A document that the coder or a writer could not store (see
+    :func:`~beamtrove.document.check_storable`) is refused with that reason,
+    so one row can never end the run later.
     """
 
     text_key: str = "text"
@@ -106,7 +109,8 @@ class RowFields:
         """Builds a Document from ``row`` (which it consumes), row ``index`` of ``file``.
 
         Raises:
-            RowError: The row has no usable text, or malformed media.
+            RowError: The row has no usable text, malformed media, or holds
+                what the coder or a writer could not store.
         """
         text = row.pop(self.text_key, None)
         if text is None:
@@ -122,12 +126,17 @@ class RowFields:
             media_items = [Media.from_row(item) for item in media] if media else []
         except (TypeError, ValueError) as exc:  # unknown fields, or media_bytes that are not base64
             raise RowError("malformed_media", f"media entries do not fit the Media fields: {exc}") from exc
-        return Document(
+        document = Document(
             text=text,
             id=f"{file.name}/{index}" if doc_id is None else str(doc_id),
             metadata=metadata,
             media=media_items,
         )
+        try:
+            check_storable(document)
+        except UnstorableDocument as problem:
+            raise RowError(problem.reason, problem.message) from None
+        return document
 
 
 class _FileRecordSource(iobase.BoundedSource):

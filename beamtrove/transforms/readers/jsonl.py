@@ -65,7 +65,8 @@ class ReadJsonl(FileReader):
     Stats: ``in`` counts non-blank lines, ``out`` documents,
     ``errors.malformed_json``, ``errors.not_an_object``,
     ``errors.missing_text``, ``errors.text_not_a_string``,
-    ``errors.malformed_media``.
+    ``errors.malformed_media``, ``errors.nested_too_deep`` (metadata no
+    writer could store).
     """
 
     def __init__(

@@ -79,7 +79,9 @@ class ReadParquet(FileReader):
     Stats: ``in`` counts rows, ``out`` documents, ``errors.corrupt_parquet``
     (once per unreadable file or row group; the other row groups are read),
     ``errors.missing_text``, ``errors.text_not_a_string``,
-    ``errors.malformed_media``.
+    ``errors.malformed_media``, and for rows no writer could store
+    ``errors.not_json`` (a binary or decimal column) and
+    ``errors.nested_too_deep``.
     """
 
     def __init__(

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import re
 import zipfile
 
 import apache_beam as beam
 import pytest
 from apache_beam.testing.util import assert_that, equal_to
 
+from beamtrove.cli import main
 from beamtrove.document import Document
 from beamtrove.transforms.filters import Drop, Filter, LanguageFilter
+from beamtrove.transforms.filters.language import UnknownLanguageError
 from tests.conftest import require, run_and_collect
 from tests.transforms.filters.conftest import outcomes
 
@@ -71,6 +74,32 @@ def test_any_language_and_label_only(model_path, udhr_texts):
     assert empty.document.metadata["language_score"] < 0.65
     labelled = language_rule(model_path, label_only=True).filter(doc(udhr_texts, "deu"))
     assert not isinstance(labelled, Drop) and labelled.metadata["language"] == "de"
+
+
+def test_codes_the_model_does_not_know_fail_at_construction_listing_those_it_does(model_path):
+    # DataTrove's filter takes the labels of lid.176 without their __label__ prefix: en, fr, ...
+    every_code = [label.removeprefix("__label__") for label in language_rule(model_path)._model.get_labels()]
+    assert len(every_code) == 176 and {"en", "fr", "zh", "als"} <= set(every_code)
+    assert LanguageFilter(model_path, languages=every_code).languages == frozenset(every_code)
+    refusal = re.escape("not a language code of the lid.176 model; it knows: af, als, am,")
+    for wrong in (["english"], ["en", "__label__fr"], ["en", ""]):
+        with pytest.raises(UnknownLanguageError, match=refusal):
+            LanguageFilter(model_path, languages=wrong)
+
+
+def test_a_language_name_instead_of_a_code_fails_the_fineweb_run_before_any_work(
+    model_path, data_dir, tmp_path, capsys
+):
+    # Issue 16, case 12: --languages english dropped every document and reported success.
+    warc = require(data_dir / "warc" / "cc-main-2020-34_resiliparse_warcfile.warc.gz")
+    blocklist = require(data_dir / "blocklists" / "ut1")
+    out = tmp_path / "out"
+    argv = ["run", "fineweb", "--input", str(warc), "--output", str(out), "--lid_model", model_path]
+    assert main([*argv, "--url_blocklist", str(blocklist), "--languages", "english"]) == 2
+    assert "--languages english: not a language code of the lid.176 model; it knows: af, als, am, " in (
+        capsys.readouterr().err
+    )
+    assert not out.exists()
 
 
 def test_missing_model_is_reported(tmp_path):

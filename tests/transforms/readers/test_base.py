@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import apache_beam as beam
+import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.testing import test_pipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from beamtrove.transforms.readers import ReadJsonl
+from beamtrove.fs import InputFile
+from beamtrove.transforms.readers import ReadJsonl, RowError, RowFields
 from tests.conftest import run_and_collect
 
 
@@ -73,3 +76,23 @@ def test_files_are_spread_over_workers(tmp_path, udhr_texts):
     )
     build(pipeline)
     pipeline.run().wait_until_finish()
+
+
+def test_rows_the_coder_or_a_writer_could_not_store_are_refused_with_a_reason(udhr_texts):
+    file = InputFile("/data/udhr.jsonl", "udhr.jsonl", 1)
+    english = udhr_texts["eng"][:2000]
+    deep = {"leaf": 1}
+    for _ in range(150):
+        deep = {"k": deep}
+    # Python's json module reads the escape \ud800 as a lone surrogate, which UTF-8 (so every writer) cannot encode.
+    refused = {
+        "lone_surrogate": ({"text": english + "\ud800"}, "text holds the lone surrogate U+D800 at character 2000"),
+        "nested_too_deep": ({"text": english, "metadata": {"deep": deep}}, "metadata nests 152 levels"),
+        "not_json": ({"text": english, "big": 2**64}, "metadata['big'] cannot be stored as JSON: Integer exceeds"),
+    }
+    for reason, (row, message) in refused.items():
+        with pytest.raises(RowError, match=re.escape(message)) as error:
+            RowFields().to_document(row, file, 0)
+        assert error.value.reason == reason
+    kept = RowFields().to_document({"text": english, "metadata": {"languages": [{"code": "en"}]}}, file, 0)
+    assert kept.metadata == {"languages": [{"code": "en"}], "file_path": "/data/udhr.jsonl"}

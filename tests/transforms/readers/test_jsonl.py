@@ -8,14 +8,16 @@ import json
 
 import apache_beam as beam
 import fsspec
+import pyarrow.parquet as pq
 import pytest
 import zstandard
 from apache_beam.testing.util import assert_that, equal_to
 
-from beamtrove.document import Document, Media
+from beamtrove.cli import main
+from beamtrove.document import MAX_NESTING, Document, Media
 from beamtrove.fs import InputFile
 from beamtrove.transforms.readers import ReadJsonl
-from tests.conftest import run_and_collect
+from tests.conftest import jsonl_rows, run_and_collect
 
 COMPRESSORS = {".jsonl": lambda b: b, ".jsonl.gz": gzip.compress, ".jsonl.zst": zstandard.ZstdCompressor().compress}
 
@@ -146,6 +148,11 @@ def test_malformed_media_costs_only_its_line(tmp_path, udhr_texts):
         },
         {"text": udhr_texts["fra"], "media": [{"id": "m", "type": 0, "url": "https://ohchr.org/b.png", "size": 3}]},
         {"text": udhr_texts["deu"]},
+        # Bytes that are a number: base64 cannot encode them, so the coder could not store the document.
+        {
+            "text": udhr_texts["spa"],
+            "media": [{"id": "m", "type": 0, "url": "https://ohchr.org/c.png", "media_bytes": 7}],
+        },
     ]
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
 
@@ -154,12 +161,12 @@ def test_malformed_media_costs_only_its_line(tmp_path, udhr_texts):
         assert_that(docs | beam.Map(lambda d: d.id), equal_to(["media.jsonl/2"]), label="Docs")
         assert_that(
             dead | beam.Map(lambda d: (d.reason, d.line)),
-            equal_to([("malformed_media", 1), ("malformed_media", 2)]),
+            equal_to([("malformed_media", 1), ("malformed_media", 2), ("malformed_media", 4)]),
             label="Dead",
         )
 
     stats = run_and_collect(build)
-    assert stats["ReadJsonl"]["counters"]["errors.malformed_media"] == 2
+    assert stats["ReadJsonl"]["counters"]["errors.malformed_media"] == 3
 
 
 def test_byte_ranges_read_as_the_whole_file_does(tmp_path, udhr_texts):
@@ -204,3 +211,38 @@ def test_byte_ranges_of_compressed_files_are_refused(tmp_path):
     path.write_bytes(gzip.compress(b'{"text": "x"}\n'))
     with pytest.raises(ValueError, match="compressed file"):
         ReadJsonl([InputFile(str(path), path.name, 5, 0, 5)])
+
+
+def _nested(levels: int) -> dict:
+    """A mapping ``levels`` dicts deep."""
+    value = {"leaf": 1}
+    for _ in range(levels - 1):
+        value = {"k": value}
+    return value
+
+
+@pytest.mark.parametrize("output_format", ["jsonl", "parquet"])
+def test_a_row_nested_too_deep_for_any_writer_is_a_dead_letter_and_the_run_completes(
+    movie_reviews, tmp_path, output_format
+):
+    # Issue 16, case 8: metadata nested 500 deep ended the run ("TypeError: Document 'neg/...' has metadata that is
+    # not JSON-compatible (Recursion limit reached)" in the document coder), with no stats.json.
+    rows = [{"text": text, "id": name, "metadata": {"source": "movie_reviews"}} for name, text in movie_reviews.items()]
+    rows = rows[:20]
+    rows[3]["metadata"]["deep"] = _nested(500)
+    rows[7]["metadata"]["deep"] = _nested(MAX_NESTING - 1)  # with the metadata mapping itself: the most kept
+    jsonl = tmp_path / "reviews.jsonl"
+    jsonl.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    out = tmp_path / "out"
+    argv = ["run", "convert", "--input", str(jsonl), "--input_format", "jsonl", "--output", str(out)]
+    assert main([*argv, "--output_format", output_format]) == 0
+
+    steps = json.loads((out / "stats.json").read_text())["steps"]
+    assert steps["Read"]["counters"]["errors.nested_too_deep"] == 1
+    assert steps["Write"]["counters"]["out"] == 19
+    # The deepest metadata kept reads back from either format.
+    written = jsonl_rows(out) if output_format == "jsonl" else pq.read_table(next(out.glob("*.parquet"))).to_pylist()
+    assert sorted(row["id"] for row in written) == sorted(row["id"] for row in rows if row is not rows[3])
+    (dead,) = jsonl_rows(out / "dead_letters")
+    assert (dead["reason"], dead["line"], dead["file"]) == ("nested_too_deep", 4, str(jsonl))
+    assert dead["message"] == "metadata nests 501 levels of dicts and lists; beamtrove stores at most 100"

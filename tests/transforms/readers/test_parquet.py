@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
+
 import apache_beam as beam
 import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.testing.util import assert_that, equal_to
 
+from beamtrove.cli import main
 from beamtrove.document import Document
 from beamtrove.transforms.readers import ReadParquet
-from tests.conftest import run_and_collect
+from tests.conftest import jsonl_rows, run_and_collect
 
 
 def test_struct_metadata_reads_back_without_the_nulls_parquet_adds(tmp_path, udhr_texts):
@@ -68,3 +71,23 @@ def test_a_damaged_file_keeps_the_rows_before_the_damage(tmp_path, udhr_texts):
         "files": 1,
         "bytes": len(data),
     }
+
+
+def test_rows_with_values_json_cannot_store_are_dead_letters_and_the_run_completes(movie_reviews, tmp_path):
+    # Issue 16, case 8: a binary column's bytes reached the document coder, whose TypeError ended the run.
+    reviews = list(movie_reviews.items())[:10]
+    raw = [text[:40].encode() if row in (2, 5) else None for row, (_, text) in enumerate(reviews)]
+    table = pa.table(
+        {"text": [text for _, text in reviews], "id": [name for name, _ in reviews], "raw": pa.array(raw, pa.binary())}
+    )
+    path = tmp_path / "reviews.parquet"
+    pq.write_table(table, path)
+    out = tmp_path / "out"
+    assert main(["run", "convert", "--input", str(path), "--output", str(out)]) == 0
+
+    steps = json.loads((out / "stats.json").read_text())["steps"]
+    assert steps["Read"]["counters"]["errors.not_json"] == 2
+    assert steps["Write"]["counters"]["out"] == 8
+    dead = sorted(jsonl_rows(out / "dead_letters"), key=lambda letter: letter["line"])
+    assert [(letter["reason"], letter["line"]) for letter in dead] == [("not_json", 2), ("not_json", 5)]
+    assert dead[0]["message"] == "metadata['raw'] cannot be stored as JSON: Type is not JSON serializable: bytes"
