@@ -52,8 +52,8 @@ def _status(args: argparse.Namespace, _: list[str]) -> int:
 
 
 def _retry(args: argparse.Namespace, _: list[str]) -> int:
-    """Re-queue failed (or stale) shards, archiving their history."""
-    requeued = retry_shards(args.job_dir, args.shard_id or (), all_failed=args.all_failed)
+    """Re-queue failed, damaged (or stale) shards, archiving their history."""
+    requeued = retry_shards(args.job_dir, args.shard_id or (), all_failed=args.all_failed, all_damaged=args.all_damaged)
     print(f"re-queued {len(requeued)} shard(s): {', '.join(requeued)}")
     return 0
 
@@ -66,10 +66,14 @@ def _merge(args: argparse.Namespace, _: list[str]) -> int:
 
 
 def _verify(args: argparse.Namespace, _: list[str]) -> int:
-    """Check every done output: exit 0 when complete and intact, 1 when incomplete, 2 when damaged."""
+    """Check every done output and its records against the manifest.
+
+    Exits 0 when complete and intact, 1 when incomplete, 2 when an output is
+    damaged or a done record disagrees with the manifest.
+    """
     report = verify_job(args.job_dir, args.expect_hosts)
     print(format_verification(report, args.expect_hosts))
-    return 2 if report["problems"] else 0 if report["ok"] else 1
+    return 2 if report["problems"] or report["mismatches"] else 0 if report["ok"] else 1
 
 
 def _slurm_template(args: argparse.Namespace, _: list[str]) -> int:
@@ -107,8 +111,11 @@ def add_commands(commands) -> None:
     status.add_argument("--all", action="store_true", help="list done shards too")
     retry = command(subcommands, "retry", _retry)
     which = retry.add_mutually_exclusive_group(required=True)
-    which.add_argument("--all-failed", action="store_true")
-    which.add_argument("--shard-id", action="append")
+    which.add_argument("--all-failed", action="store_true", help="every failed shard")
+    which.add_argument(
+        "--all-damaged", action="store_true", help="every done shard whose output is missing or changed (see status)"
+    )
+    which.add_argument("--shard-id", action="append", help="a failed, damaged, stale or pending shard; repeatable")
     merge = command(subcommands, "merge", _merge)
     merge.add_argument("--output", required=True, help="the merged JSONL file (gzip when it ends in .gz)")
     merge.add_argument("--overwrite", action="store_true", help="replace an existing output")

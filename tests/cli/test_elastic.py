@@ -5,7 +5,19 @@ from __future__ import annotations
 import json
 import subprocess
 
+import pytest
+
 from beamtrove.cli import main
+from beamtrove.execution.elastic import JobDir
+from tests.execution.elastic.conftest import give_real_output
+
+
+@pytest.fixture
+def shard_states_job(shard_states_job) -> JobDir:
+    """The hand-made job of every shard state, its done shard with a real output (a done record without one is
+    damaged)."""
+    give_real_output(shard_states_job, "shard-00003")
+    return shard_states_job
 
 
 def test_prepare_reports_the_shards_and_a_second_prepare_changes_nothing(review_jsonl, tmp_path, capsys):
@@ -33,12 +45,12 @@ def test_prepare_refuses_options_of_another_pipeline_with_its_name(review_jsonl,
 def test_status_lists_what_is_not_done_and_exits_1_until_done(shard_states_job, capsys):
     assert main(["elastic", "status", "--job-dir", str(shard_states_job.path)]) == 1
     out = capsys.readouterr().out
-    assert out.startswith("5 shards: 1 done, 1 running, 1 stale, 1 pending, 1 failed\n")
+    assert out.startswith("5 shards: 1 done, 1 running, 1 stale, 1 pending, 1 failed, 0 damaged\n")
     assert "shard-00002  failed   attempts 0  b: boom" in out and "shard-00003" not in out
     assert main(["elastic", "status", "--job-dir", str(shard_states_job.path), "--all", "--json"]) == 1
     report = json.loads(capsys.readouterr().out)
     assert report["complete"] is False
-    assert report["counts"] == {"done": 1, "running": 1, "stale": 1, "pending": 1, "failed": 1}
+    assert report["counts"] == {"done": 1, "running": 1, "stale": 1, "pending": 1, "failed": 1, "damaged": 0}
     assert [shard["id"] for shard in report["shards"]] == [f"shard-0000{k}" for k in range(5)]
 
 
@@ -47,6 +59,29 @@ def test_retry_reports_what_it_requeued_and_refuses_when_nothing_failed(shard_st
     assert capsys.readouterr().out.strip() == "re-queued 1 shard(s): shard-00002"
     assert main(["elastic", "retry", "--job-dir", str(shard_states_job.path), "--all-failed"]) == 2
     assert capsys.readouterr().err.strip() == "beamtrove: error: Nothing to retry: no shard is failed."
+
+
+def test_status_and_retry_of_a_done_shard_whose_output_was_deleted(shard_states_job, capsys):
+    job = str(shard_states_job.path)
+    assert main(["elastic", "retry", "--job-dir", job, "--shard-id", "shard-00003"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "beamtrove: error: shard-00003 is done and its output is intact: "
+        "only failed, damaged, stale or pending shards retry."
+    )
+    output = shard_states_job.path / json.loads(shard_states_job.done_path("shard-00003").read_text())["output"]
+    output.unlink()
+    assert main(["elastic", "status", "--job-dir", job]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("5 shards: 0 done, 1 running, 1 stale, 1 pending, 1 failed, 1 damaged\n")
+    assert f"shard-00003  damaged  attempts 1  c:7: output missing ({output.relative_to(job)})" in out
+    assert main(["elastic", "status", "--job-dir", job, "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["counts"]["damaged"] == 1
+    assert report["shards"][3]["state"] == "damaged" and report["shards"][3]["damage"] == "missing"
+    assert main(["elastic", "retry", "--job-dir", job, "--all-damaged"]) == 0
+    assert capsys.readouterr().out.strip() == "re-queued 1 shard(s): shard-00003"
+    assert main(["elastic", "retry", "--job-dir", job, "--all-damaged"]) == 2
+    assert capsys.readouterr().err.strip() == "beamtrove: error: Nothing to retry: no shard is damaged."
 
 
 def test_verify_and_merge_refuse_an_unfinished_job(review_jsonl, tmp_path, capsys):

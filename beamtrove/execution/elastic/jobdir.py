@@ -169,7 +169,10 @@ class JobDir:
         """Moves ``paths`` together into a new ``history/<shard>/<time>-<random>/`` directory."""
         destination = self._new_history_dir(shard_id)
         for path in paths:
-            os.rename(path, destination / path.name)
+            target = destination / path.name
+            if target.exists():  # a shard's done and failed records share their name
+                target = destination / f"{path.parent.name}-{path.name}"
+            os.rename(path, target)
 
     def manifest(self) -> dict[str, Any]:
         """The manifest, after checking it is intact and meant for this beamtrove.
@@ -263,8 +266,18 @@ class JobDir:
         return sorted(p for p in directory.iterdir() if p.is_dir()) if directory.exists() else []
 
     def requeue(self, shard_id: str) -> None:
-        """Archives the shard's failure, attempts and stale lock, so workers start it afresh."""
-        paths = (self.failed_path(shard_id), self.attempts_dir(shard_id), self.lock_path(shard_id))
+        """Archives the shard's attempts (its outputs with them), stale lock, and failure or done record.
+
+        Workers then start the shard afresh. The records move last: until
+        then workers leave the shard alone, so none starts an attempt that
+        would be archived with the old ones.
+        """
+        paths = (
+            self.attempts_dir(shard_id),
+            self.lock_path(shard_id),
+            self.failed_path(shard_id),
+            self.done_path(shard_id),
+        )
         existing = [path for path in paths if path.exists()]
         if existing:
             self.archive(existing, shard_id)

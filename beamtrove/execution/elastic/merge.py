@@ -12,7 +12,7 @@ import uuid
 from typing import Any
 
 from beamtrove.execution.elastic.jobdir import ElasticError, JobDir, read_json, write_atomically
-from beamtrove.fs import file_sha256
+from beamtrove.execution.elastic.status import output_damage
 from beamtrove.stats import merge_stats
 
 __all__ = ["format_verification", "merge_job", "verify_job"]
@@ -20,11 +20,10 @@ __all__ = ["format_verification", "merge_job", "verify_job"]
 
 def _check_output(job: JobDir, done: dict[str, Any]) -> str | None:
     """What is wrong with a done record's output file, or None when its size, checksum and count hold."""
+    damage = output_damage(job, done)
+    if damage:
+        return f"{done['shard']}: output {damage} ({done.get('output')})"
     path = job.path / done["output"]
-    if not path.exists():
-        return f"{done['shard']}: its output {path} is missing"
-    if path.stat().st_size != done["bytes"] or file_sha256(path) != done["sha256"]:
-        return f"{done['shard']}: {path} does not match the size and SHA-256 of its done record"
     try:
         with gzip.open(path, "rb") as source:
             records = sum(1 for _ in source)
@@ -35,17 +34,44 @@ def _check_output(job: JobDir, done: dict[str, Any]) -> str | None:
     return None
 
 
+def _scan_stopped_early(manifest: dict[str, Any], shard: dict[str, Any]) -> bool:
+    """Whether prepare stopped counting the records of one of the shard's files at an unreadable record."""
+    return any("scan_error" in manifest["inputs"][segment["input"]] for segment in shard["segments"])
+
+
+def _check_against_manifest(manifest: dict[str, Any], shard: dict[str, Any], done: dict[str, Any]) -> str | None:
+    """Where the manifest and the shard's done record disagree: its input checksum or the records read."""
+    if done.get("input_sha256") != shard["sha256"]:
+        return (
+            f"{shard['id']}: the manifest gives its input the SHA-256 {shard['sha256']}, "
+            f"its done record {done.get('input_sha256')}"
+        )
+    read = done.get("records_read")
+    if read is None:
+        return f"{shard['id']}: its done record does not say how many records its run read"
+    if _scan_stopped_early(manifest, shard):
+        # Past an unreadable record the reader still counts what it finds, so the manifest's count is a floor.
+        if read < shard["records"]:
+            return f"{shard['id']}: the manifest says it holds at least {shard['records']} records, its run read {read}"
+    elif read != shard["records"]:
+        return f"{shard['id']}: the manifest says it holds {shard['records']} records, its run read {read}"
+    return None
+
+
 def verify_job(job_dir: str | os.PathLike, expect_hosts: int | None = None) -> dict[str, Any]:
-    """Re-checks every done record's output against its checksum and count.
+    """Re-checks every done record's output against its checksum and count, and against the manifest.
 
     Returns:
-        ``{"complete", "missing", "failed", "problems", "hosts", "documents",
-        "ok"}``: ``ok`` is True when every shard is done, every output checks
-        out and at least ``expect_hosts`` distinct hosts completed shards.
+        ``{"complete", "missing", "failed", "problems", "mismatches", "hosts",
+        "documents", "ok"}``: ``problems`` are damaged outputs, ``mismatches``
+        shards whose done record disagrees with the manifest (the records its
+        run read, its input checksum); ``ok`` is True when every shard is done,
+        every output checks out, nothing disagrees and at least
+        ``expect_hosts`` distinct hosts completed shards.
     """
     job = JobDir(job_dir)
     manifest = job.manifest()
-    missing, failed, problems, hosts, documents = [], [], [], {}, 0
+    missing, failed, problems, mismatches, hosts, documents = [], [], [], [], {}, 0
     for shard in manifest["shards"]:
         done = read_json(job.done_path(shard["id"]))
         if done is None:
@@ -54,6 +80,9 @@ def verify_job(job_dir: str | os.PathLike, expect_hosts: int | None = None) -> d
         problem = _check_output(job, done)
         if problem:
             problems.append(problem)
+        mismatch = _check_against_manifest(manifest, shard, done)
+        if mismatch:
+            mismatches.append(mismatch)
         hosts[done["host"]] = hosts.get(done["host"], 0) + 1
         documents += done["records"]
     complete = not missing and not failed
@@ -63,9 +92,10 @@ def verify_job(job_dir: str | os.PathLike, expect_hosts: int | None = None) -> d
         "missing": missing,
         "failed": failed,
         "problems": problems,
+        "mismatches": mismatches,
         "hosts": hosts,
         "documents": documents,
-        "ok": complete and not problems and enough_hosts,
+        "ok": complete and not problems and not mismatches and enough_hosts,
     }
 
 
@@ -95,7 +125,14 @@ def merge_job(job_dir: str | os.PathLike, output: str | os.PathLike, overwrite: 
             f"{', '.join(report['failed']) or 'none'}): run workers (and `retry` failed shards) first."
         )
     if report["problems"]:
-        raise ElasticError("Refusing to merge damaged shard outputs:\n  " + "\n  ".join(report["problems"]))
+        raise ElasticError(
+            "Refusing to merge damaged shard outputs (`beamtrove elastic retry --all-damaged` redoes them):\n  "
+            + "\n  ".join(report["problems"])
+        )
+    if report["mismatches"]:
+        raise ElasticError(
+            "Refusing to merge: the manifest and the done records disagree:\n  " + "\n  ".join(report["mismatches"])
+        )
     manifest = job.manifest()
     dones = [read_json(job.done_path(shard["id"])) for shard in manifest["shards"]]
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -128,6 +165,7 @@ def format_verification(report: dict[str, Any], expect_hosts: int | None = None)
     hosts = ", ".join(f"{host} ({count})" for host, count in sorted(report["hosts"].items()))
     lines = [f"{report['documents']} documents in done shards, completed by {len(report['hosts'])} host(s): {hosts}"]
     lines += [f"damaged: {problem}" for problem in report["problems"]]
+    lines += [f"mismatch: {mismatch}" for mismatch in report["mismatches"]]
     if report["missing"] or report["failed"]:
         lines.append(f"not done: {len(report['missing'])} pending or running, {len(report['failed'])} failed")
     if expect_hosts is not None and len(report["hosts"]) < expect_hosts:

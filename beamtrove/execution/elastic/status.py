@@ -1,4 +1,4 @@
-"""Looking at an elastic job's shards and re-queueing the failed ones: ``beamtrove elastic status`` and ``retry``."""
+"""Shard states, and re-queueing failed or damaged shards: ``beamtrove elastic status`` and ``retry``."""
 
 from __future__ import annotations
 
@@ -8,19 +8,59 @@ from collections.abc import Iterable
 from typing import Any
 
 from beamtrove.execution.elastic.jobdir import ElasticError, JobDir, read_json
+from beamtrove.fs import file_sha256
 
-__all__ = ["STATES", "format_status", "retry_shards", "shard_states", "state_counts"]
+__all__ = ["STATES", "format_status", "output_damage", "retry_shards", "shard_states", "state_counts"]
 
 #: The states of a shard, in the order status lists their counts.
-STATES = ("done", "running", "stale", "pending", "failed")
+STATES = ("done", "running", "stale", "pending", "failed", "damaged")
+
+#: The states ``retry`` re-queues when named: a running shard belongs to its worker, an intact done one is finished.
+_RETRYABLE = ("stale", "pending", "failed", "damaged")
+
+
+def output_damage(job: JobDir, done: dict[str, Any], *, trust_unchanged_mtime: bool = False) -> str | None:
+    """What is wrong with a done record's output file: ``missing``, ``size differs`` or ``hash differs``.
+
+    Args:
+        job: The job directory.
+        done: The shard's done record.
+        trust_unchanged_mtime: Skip reading the file when its size and
+            modification time are those its done record gives (so ``status``
+            does not read every output each time; ``verify`` reads them all).
+
+    Returns:
+        The damage, or None when the output is the one the done record describes.
+    """
+    path = job.path / done["output"] if done.get("output") else None
+    if path is None or not path.is_file():
+        return "missing"
+    stat = path.stat()
+    if stat.st_size != done.get("bytes"):
+        return "size differs"
+    if trust_unchanged_mtime and stat.st_mtime_ns == done.get("mtime_ns"):
+        return None
+    return "hash differs" if file_sha256(path) != done.get("sha256") else None
+
+
+def _done_entry(job: JobDir, done: dict[str, Any]) -> dict[str, Any]:
+    """The state of a shard with a done record: ``done``, or ``damaged`` with what is wrong with its output."""
+    entry = {"owner": f"{done['host']}:{done['pid']}", "documents": done["records"]}
+    damage = output_damage(job, done, trust_unchanged_mtime=True)
+    if damage is None:
+        return {"state": "done", **entry}
+    return {"state": "damaged", **entry, "damage": damage, "output": done.get("output")}
 
 
 def shard_states(job_dir: str | os.PathLike) -> list[dict[str, Any]]:
     """One entry per shard, in manifest order: id, state, owner, attempts, records.
 
-    States: ``done`` (a done record exists), ``failed`` (out of attempts),
-    ``running`` (locked, with a fresh heartbeat), ``stale`` (locked, heartbeat
-    older than the lock timeout: its worker died or hangs) and ``pending``.
+    States: ``done`` (a done record exists and its output is intact),
+    ``damaged`` (a done record exists, but its output is missing or its size or
+    SHA-256 differs from the record's: ``damage`` says which), ``failed`` (out
+    of attempts), ``running`` (locked, with a fresh heartbeat), ``stale``
+    (locked, heartbeat older than the lock timeout: its worker died or hangs)
+    and ``pending``.
     """
     job = JobDir(job_dir)
     manifest = job.manifest()
@@ -31,7 +71,7 @@ def shard_states(job_dir: str | os.PathLike) -> list[dict[str, Any]]:
         done = read_json(job.done_path(shard_id))
         failed = read_json(job.failed_path(shard_id))
         if done is not None:
-            entry.update(state="done", owner=f"{done['host']}:{done['pid']}", documents=done["records"])
+            entry.update(_done_entry(job, done))
         elif failed is not None:
             entry.update(state="failed", owner=failed["host"], error=failed["error"])
         else:
@@ -43,38 +83,72 @@ def shard_states(job_dir: str | os.PathLike) -> list[dict[str, Any]]:
     return states
 
 
-def retry_shards(job_dir: str | os.PathLike, shard_ids: Iterable[str] = (), all_failed: bool = False) -> list[str]:
-    """Re-queues shards: their failure, attempts and stale lock move to ``history/``.
+def _shards_to_retry(
+    states: dict[str, dict[str, Any]], shard_ids: Iterable[str], all_failed: bool, all_damaged: bool
+) -> list[str]:
+    """The named shards and those the ``all_*`` flags select, once each, in that order."""
+    selected = [state for flag, state in ((all_failed, "failed"), (all_damaged, "damaged")) if flag]
+    wanted = [*shard_ids, *(shard_id for shard_id, entry in states.items() if entry["state"] in selected)]
+    if not wanted:
+        raise ElasticError(
+            f"Nothing to retry: no shard is {' or '.join(selected)}." if selected else "Name shards to retry."
+        )
+    return list(dict.fromkeys(wanted))
+
+
+def retry_shards(
+    job_dir: str | os.PathLike, shard_ids: Iterable[str] = (), all_failed: bool = False, all_damaged: bool = False
+) -> list[str]:
+    """Re-queues shards: their failure or done record, attempts and stale lock move to ``history/``.
+
+    Args:
+        job_dir: The job directory.
+        shard_ids: Shards to re-queue: failed, damaged, stale or pending ones.
+        all_failed: Also re-queue every failed shard.
+        all_damaged: Also re-queue every damaged shard (see :func:`shard_states`).
 
     Returns:
         The re-queued shard ids.
 
     Raises:
-        ElasticError: An unknown shard, one that is done or running, or
-            nothing to retry.
+        ElasticError: An unknown shard, one that is running or done with an
+            intact output, or nothing to retry.
     """
     job = JobDir(job_dir)
     states = {entry["id"]: entry for entry in shard_states(job_dir)}
-    wanted = list(shard_ids)
-    if all_failed:
-        wanted += [shard_id for shard_id, entry in states.items() if entry["state"] == "failed"]
-    if not wanted:
-        raise ElasticError("Nothing to retry: no shard is failed." if all_failed else "Name shards to retry.")
+    wanted = _shards_to_retry(states, shard_ids, all_failed, all_damaged)
     for shard_id in wanted:
         if shard_id not in states:
             raise ElasticError(f"No shard {shard_id!r} in this job (see `beamtrove elastic status --all`).")
-        if states[shard_id]["state"] in ("done", "running"):
+        state = states[shard_id]["state"]
+        if state == "done":
             raise ElasticError(
-                f"{shard_id} is {states[shard_id]['state']}: only failed, stale or pending shards retry."
+                f"{shard_id} is done and its output is intact: only failed, damaged, stale or pending shards retry."
             )
-    for shard_id in dict.fromkeys(wanted):
+        if state not in _RETRYABLE:
+            raise ElasticError(f"{shard_id} is {state}: only failed, damaged, stale or pending shards retry.")
+    for shard_id in wanted:
         job.requeue(shard_id)
-    return list(dict.fromkeys(wanted))
+    return wanted
 
 
 def state_counts(states: list[dict[str, Any]]) -> dict[str, int]:
     """How many shards are in each state, in the order of :data:`STATES`."""
     return {state: sum(entry["state"] == state for entry in states) for state in STATES}
+
+
+def _detail(entry: dict[str, Any]) -> str:
+    """What the listing says after a shard's state: its owner, and what it did or what went wrong."""
+    detail = entry.get("owner", "")
+    if "since" in entry:
+        detail += f" for {time.time() - entry['since']:.0f} s"
+    if entry["state"] == "done":
+        detail += f", {entry['documents']} documents"
+    if entry["state"] == "damaged":
+        detail += f": output {entry['damage']} ({entry['output']})"
+    if entry["state"] == "failed":
+        detail += f": {(entry['error'].strip().splitlines() or [''])[-1]}"
+    return detail
 
 
 def format_status(states: list[dict[str, Any]], show_all: bool = False) -> str:
@@ -84,12 +158,5 @@ def format_status(states: list[dict[str, Any]], show_all: bool = False) -> str:
     for entry in states:
         if entry["state"] == "done" and not show_all:
             continue
-        detail = entry.get("owner", "")
-        if "since" in entry:
-            detail += f" for {time.time() - entry['since']:.0f} s"
-        if entry["state"] == "done":
-            detail += f", {entry['documents']} documents"
-        if entry["state"] == "failed":
-            detail += f": {(entry['error'].strip().splitlines() or [''])[-1]}"
-        lines.append(f"  {entry['id']}  {entry['state']:<8} attempts {entry['attempts']}  {detail}")
+        lines.append(f"  {entry['id']}  {entry['state']:<8} attempts {entry['attempts']}  {_detail(entry)}")
     return "\n".join(lines)

@@ -96,7 +96,20 @@ def _collect_documents(documents_dir: str, target: pathlib.Path) -> dict[str, An
         for line in lines:
             out.write(line)
     os.replace(temporary, target)
-    return {"records": len(lines), "bytes": target.stat().st_size, "sha256": file_sha256(target)}
+    stat = target.stat()
+    # The modification time lets status skip re-hashing an output nobody touched since.
+    return {"records": len(lines), "bytes": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": file_sha256(target)}
+
+
+def _records_read(stats: pathlib.Path, read_label: str) -> int | None:
+    """How many records the run's reader read (its ``in`` counter), None when the run wrote no stats.
+
+    Verify compares it with the records the manifest gives the shard.
+    """
+    if not stats.exists():
+        return None
+    steps = orjson.loads(stats.read_bytes())["steps"]
+    return steps.get(read_label, {}).get("counters", {}).get("in", 0)
 
 
 def _log_tail(log: pathlib.Path) -> str:
@@ -239,6 +252,7 @@ class _Worker:
             "output": str(target.relative_to(self.job.path)),
             **fields,
             "stats": str(stats.relative_to(self.job.path)) if stats.exists() else None,
+            "records_read": _records_read(stats, flow.read_label),
             "input_sha256": shard["sha256"],
             "seconds": round(time.time() - started, 3),
             "finished_at": time.time(),

@@ -2,16 +2,53 @@
 
 from __future__ import annotations
 
+import gzip
+import json
 import pathlib
 import subprocess
 import sys
 
 import pytest
 
+from beamtrove.execution.elastic import JobDir
+from beamtrove.fs import file_sha256
 from tests.conftest import DATA, beamtrove, jsonl_lines, make_warc_set, require
 
 LID_MODEL = DATA / "models" / "lid176" / "lid.176.ftz"
 BLOCKLIST = DATA / "blocklists" / "ut1"
+
+
+@pytest.fixture
+def shard_states_job(shard_states_job) -> JobDir:
+    """The hand-made job of every shard state, its done shard with a real output (a done record without one is
+    damaged)."""
+    give_real_output(shard_states_job, "shard-00003")
+    return shard_states_job
+
+
+def give_real_output(job: JobDir, shard_id: str) -> pathlib.Path:
+    """Writes the documents a hand-made done record counts into an attempt's output, and records it as a worker does.
+
+    Returns:
+        The output file.
+    """
+    done = json.loads(job.done_path(shard_id).read_text())
+    attempt = job.attempts_dir(shard_id) / f"01-{done['host']}-{done['pid']}"
+    attempt.mkdir(parents=True)
+    output = attempt / "documents.jsonl.gz"
+    with gzip.open(output, "wt") as out:
+        out.writelines(
+            json.dumps({"id": f"{shard_id}/{k}", "text": f"document {k}"}) + "\n" for k in range(done["records"])
+        )
+    stat = output.stat()
+    done.update(
+        output=str(output.relative_to(job.path)),
+        bytes=stat.st_size,
+        mtime_ns=stat.st_mtime_ns,
+        sha256=file_sha256(output),
+    )
+    job.done_path(shard_id).write_text(json.dumps(done))
+    return output
 
 
 @pytest.fixture(scope="session")

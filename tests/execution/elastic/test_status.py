@@ -3,12 +3,21 @@ processes)."""
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
 
 from beamtrove.execution.elastic import ElasticError, retry_shards, shard_states
 from beamtrove.execution.elastic.status import format_status
+
+
+def _state_of(job, shard_id: str) -> dict:
+    return next(entry for entry in shard_states(job.path) if entry["id"] == shard_id)
+
+
+def _output(job, shard_id: str):
+    return job.path / json.loads(job.done_path(shard_id).read_text())["output"]
 
 
 def test_each_shard_has_its_state_and_owner(shard_states_job):
@@ -31,7 +40,7 @@ def test_each_shard_has_its_state_and_owner(shard_states_job):
 def test_the_listing_counts_states_and_shows_what_is_not_done(shard_states_job):
     states = shard_states(shard_states_job.path)
     listing = format_status(states).splitlines()
-    assert listing[0] == "5 shards: 1 done, 1 running, 1 stale, 1 pending, 1 failed"
+    assert listing[0] == "5 shards: 1 done, 1 running, 1 stale, 1 pending, 1 failed, 0 damaged"
     assert [line.split()[:2] for line in listing[1:]] == [
         ["shard-00000", "running"],
         ["shard-00001", "stale"],
@@ -40,12 +49,17 @@ def test_the_listing_counts_states_and_shows_what_is_not_done(shard_states_job):
     ]
     assert listing[3].endswith("attempts 0  b: boom"), "a failure shows the last line of its error"
     assert "for " in listing[1] and listing[1].endswith(" s"), "a running shard shows how long it has been held"
-    assert "shard-00003  done     attempts 0  c:7, 120 documents" in format_status(states, show_all=True)
+    assert "shard-00003  done     attempts 1  c:7, 120 documents" in format_status(states, show_all=True)
 
 
 def test_retry_requeues_failed_and_stale_shards_only(shard_states_job):
     job = shard_states_job
-    for shard_id, message in (("shard-00000", "is running"), ("shard-00003", "is done"), ("shard-9", "No shard")):
+    refusals = (
+        ("shard-00000", "is running"),
+        ("shard-00003", "is done and its output is intact"),
+        ("shard-9", "No shard"),
+    )
+    for shard_id, message in refusals:
         with pytest.raises(ElasticError, match=message):
             retry_shards(job.path, [shard_id])
     assert retry_shards(job.path, ["shard-00001"]) == ["shard-00001"]
@@ -57,3 +71,45 @@ def test_retry_requeues_failed_and_stale_shards_only(shard_states_job):
         retry_shards(job.path, all_failed=True)
     states = {entry["id"]: entry["state"] for entry in shard_states(job.path)}
     assert states["shard-00001"] == states["shard-00002"] == "pending"
+
+
+def test_a_done_shard_whose_output_is_missing_or_changed_is_damaged_with_the_reason(shard_states_job):
+    job = shard_states_job
+    output = _output(job, "shard-00003")
+    pristine = output.read_bytes()
+    records_in = _state_of(job, "shard-00003")["records_in"]
+    output.unlink()
+    assert _state_of(job, "shard-00003") == {
+        "id": "shard-00003",
+        "records_in": records_in,
+        "attempts": 1,
+        "state": "damaged",
+        "owner": "c:7",
+        "documents": 120,
+        "damage": "missing",
+        "output": str(output.relative_to(job.path)),
+    }
+    output.write_bytes(pristine[:-10])
+    assert _state_of(job, "shard-00003")["damage"] == "size differs"
+    changed = bytearray(pristine)
+    changed[len(changed) // 2] ^= 0xFF
+    output.write_bytes(bytes(changed))
+    assert _state_of(job, "shard-00003")["damage"] == "hash differs", "a same-size rewrite is caught by its hash"
+    listing = format_status(shard_states(job.path)).splitlines()
+    assert listing[0] == "5 shards: 0 done, 1 running, 1 stale, 1 pending, 1 failed, 1 damaged"
+    assert f"  shard-00003  damaged  attempts 1  c:7: output hash differs ({output.relative_to(job.path)})" in listing
+    output.write_bytes(pristine)
+    assert _state_of(job, "shard-00003")["state"] == "done"
+
+
+def test_retry_moves_a_damaged_shards_done_record_and_attempts_to_its_history(shard_states_job):
+    job = shard_states_job
+    _output(job, "shard-00003").unlink()
+    assert retry_shards(job.path, all_failed=True, all_damaged=True) == ["shard-00002", "shard-00003"]
+    assert not job.done_path("shard-00003").exists() and not job.attempts_dir("shard-00003").exists()
+    (archived,) = (job.path / "history" / "shard-00003").iterdir()
+    assert sorted(path.name for path in archived.iterdir()) == ["shard-00003", "shard-00003.json"]
+    assert json.loads((archived / "shard-00003.json").read_text())["host"] == "c"
+    assert _state_of(job, "shard-00003")["state"] == "pending"
+    with pytest.raises(ElasticError, match="Nothing to retry: no shard is damaged"):
+        retry_shards(job.path, all_damaged=True)

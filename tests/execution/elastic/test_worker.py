@@ -15,6 +15,7 @@ import signal
 import pytest
 
 from beamtrove.execution.elastic import JobDir
+from beamtrove.execution.elastic.jobdir import MANIFEST, MANIFEST_CHECKSUM, sha256_of
 from beamtrove.execution.elastic.worker import ATTEMPT_FILE
 from tests.conftest import beamtrove, jsonl_lines, wait_for
 from tests.execution.elastic.conftest import LID_MODEL, fineweb_assets, process_state, single_run_lines, start_worker
@@ -210,13 +211,109 @@ def test_merge_catches_a_corrupted_or_miscounted_shard_output(finished_job, tmp_
     damaged[len(damaged) // 2] ^= 0xFF
     output.write_bytes(bytes(damaged))
     merge = beamtrove("elastic", "merge", "--job-dir", str(finished_job), "--output", str(tmp_path / "m.jsonl"))
-    assert merge.returncode == 2 and "does not match the size and SHA-256" in merge.stderr
+    assert merge.returncode == 2 and "shard-00001: output hash differs" in merge.stderr
     assert not (tmp_path / "m.jsonl").exists()
     assert beamtrove("elastic", "verify", "--job-dir", str(finished_job)).returncode == 2
     output.write_bytes(pristine)
     done_path.write_text(json.dumps({**done, "records": done["records"] + 1}))
     merge = beamtrove("elastic", "merge", "--job-dir", str(finished_job), "--output", str(tmp_path / "m.jsonl"))
     assert merge.returncode == 2 and f"holds {done['records']} documents" in merge.stderr
+
+
+def _copy_of(job: pathlib.Path, tmp_path: pathlib.Path) -> pathlib.Path:
+    return pathlib.Path(shutil.copytree(job, tmp_path / "job"))
+
+
+def _output_of(job: pathlib.Path, shard_id: str) -> pathlib.Path:
+    return job / json.loads((job / "done" / f"{shard_id}.json").read_text())["output"]
+
+
+def _status(job: pathlib.Path) -> dict:
+    result = beamtrove("elastic", "status", "--job-dir", str(job), "--json")
+    assert result.returncode in (0, 1), result.stderr[-3000:]
+    return {shard["id"]: shard for shard in json.loads(result.stdout)["shards"]}
+
+
+def test_a_done_shard_whose_output_was_deleted_is_damaged_then_retried_and_redone(
+    finished_job, single_convert, tmp_path
+):
+    job = _copy_of(finished_job, tmp_path)
+    before = _merge(job, tmp_path / "before.jsonl.gz")
+    output = _output_of(job, "shard-00001")
+    output.unlink()
+    status = beamtrove("elastic", "status", "--job-dir", str(job))
+    assert status.returncode == 1
+    assert status.stdout.startswith("2 shards: 1 done, 0 running, 0 stale, 0 pending, 0 failed, 1 damaged\n")
+    assert "shard-00001  damaged  attempts 1  beta:" in status.stdout
+    assert f": output missing ({output.relative_to(job)})" in status.stdout
+    verify = beamtrove("elastic", "verify", "--job-dir", str(job))
+    assert verify.returncode == 2 and "damaged: shard-00001: output missing" in verify.stdout
+    retry = beamtrove("elastic", "retry", "--job-dir", str(job), "--shard-id", "shard-00001")
+    assert retry.returncode == 0 and retry.stdout.strip() == "re-queued 1 shard(s): shard-00001"
+    # The done record and the attempt that made the lost output, archived together.
+    assert sorted(p.name for p in (job / "history").glob("shard-00001/*/*")) == ["shard-00001", "shard-00001.json"]
+    assert _status(job)["shard-00001"]["state"] == "pending"
+    assert start_worker(job, "gamma").wait(timeout=600) == 0
+    assert _status(job)["shard-00001"]["owner"].startswith("gamma:")
+    assert beamtrove("elastic", "verify", "--job-dir", str(job)).returncode == 0
+    after = _merge(job, tmp_path / "after.jsonl.gz")
+    assert after == before and sorted(after) == single_convert
+
+
+def test_a_truncated_or_overwritten_done_output_is_damaged(finished_job, tmp_path):
+    job = _copy_of(finished_job, tmp_path)
+    output = _output_of(job, "shard-00000")
+    pristine = output.read_bytes()
+    output.write_bytes(pristine[: len(pristine) // 2])
+    shard = _status(job)["shard-00000"]
+    assert (shard["state"], shard["damage"]) == ("damaged", "size differs")
+    output.write_bytes(pristine[::-1])
+    shard = _status(job)["shard-00000"]
+    assert (shard["state"], shard["damage"]) == ("damaged", "hash differs")
+    verify = beamtrove("elastic", "verify", "--job-dir", str(job))
+    assert verify.returncode == 2 and "damaged: shard-00000: output hash differs" in verify.stdout
+    output.write_bytes(pristine)
+    assert _status(job)["shard-00000"]["state"] == "done"
+
+
+def test_retry_all_damaged_requeues_every_damaged_shard_and_nothing_else(finished_job, tmp_path):
+    job = _copy_of(finished_job, tmp_path)
+    _output_of(job, "shard-00000").unlink()
+    _output_of(job, "shard-00001").write_bytes(b"")
+    retry = beamtrove("elastic", "retry", "--job-dir", str(job), "--all-damaged")
+    assert retry.returncode == 0 and retry.stdout.strip() == "re-queued 2 shard(s): shard-00000, shard-00001"
+    assert {shard: entry["state"] for shard, entry in _status(job).items()} == {
+        "shard-00000": "pending",
+        "shard-00001": "pending",
+    }
+    assert not list((job / "done").iterdir()) and not list((job / "attempts").iterdir())
+    again = beamtrove("elastic", "retry", "--job-dir", str(job), "--all-damaged")
+    assert again.returncode == 2 and "Nothing to retry: no shard is damaged." in again.stderr
+
+
+def test_retry_refuses_a_done_shard_whose_output_is_intact(finished_job):
+    retry = beamtrove("elastic", "retry", "--job-dir", str(finished_job), "--shard-id", "shard-00000")
+    assert retry.returncode == 2
+    assert "shard-00000 is done and its output is intact" in retry.stderr
+    assert (finished_job / "done" / "shard-00000.json").exists()
+
+
+def test_verify_reports_a_manifest_whose_shard_records_were_edited_with_a_recomputed_checksum(finished_job, tmp_path):
+    job = _copy_of(finished_job, tmp_path)
+    manifest = json.loads((job / MANIFEST).read_text())
+    records = manifest["shards"][0]["records"]
+    manifest["shards"][0]["records"] = records - 1
+    data = json.dumps(manifest, indent=1).encode()
+    (job / MANIFEST).write_bytes(data)
+    (job / MANIFEST_CHECKSUM).write_text(f"{sha256_of(data)}  {MANIFEST}\n")
+    assert beamtrove("elastic", "status", "--job-dir", str(job)).returncode == 0, "the edited manifest is accepted"
+    verify = beamtrove("elastic", "verify", "--job-dir", str(job))
+    assert verify.returncode == 2
+    assert f"mismatch: shard-00000: the manifest says it holds {records - 1} records, its run read {records}" in (
+        verify.stdout.splitlines()
+    )
+    merge = beamtrove("elastic", "merge", "--job-dir", str(job), "--output", str(tmp_path / "m.jsonl"))
+    assert merge.returncode == 2 and "the manifest and the done records disagree" in merge.stderr
 
 
 def test_workers_refuse_a_tampered_manifest_or_changed_input(review_jsonl, tmp_path):
