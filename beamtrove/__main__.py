@@ -2,6 +2,10 @@
 
 import sys
 
-from beamtrove.cli import main
+try:
+    from beamtrove.cli import main
+except KeyboardInterrupt:
+    # Ctrl-C while the command is still loading: nothing started, nothing to report.
+    sys.exit(130)
 
 sys.exit(main())

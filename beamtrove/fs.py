@@ -28,6 +28,7 @@ __all__ = [
     "InputFile",
     "file_sha256",
     "filesystem",
+    "is_hidden",
     "join",
     "match_inputs",
     "move",
@@ -70,9 +71,10 @@ class InputFile:
     first_index: int = 0
 
 
-def file_sha256(path: str | os.PathLike) -> str:
-    """The SHA-256 (hex) of a local file's bytes."""
-    with open(path, "rb") as file:
+def file_sha256(path: str | os.PathLike, storage_options: Mapping[str, Any] | None = None) -> str:
+    """The SHA-256 (hex) of a file's bytes: a local path or an fsspec URL."""
+    fs, fs_path = filesystem(os.fspath(path), storage_options)
+    with fs.open(fs_path, "rb") as file:
         return hashlib.file_digest(file, "sha256").hexdigest()
 
 
@@ -125,6 +127,15 @@ def _relative(path: str, base: str) -> str:
     return path[len(base) :].lstrip("/") if base and path.startswith(base) else posixpath.basename(path)
 
 
+def is_hidden(relative_path: str) -> bool:
+    """Whether a path inside a folder is bookkeeping rather than data: a part of it starts with ``.`` or ``_``.
+
+    The convention Hadoop and Spark follow: ``_SUCCESS``, ``.tmp`` folders,
+    beamtrove's ``_completed/`` markers and ``.beamtrove-staging/``.
+    """
+    return any(part.startswith((".", "_")) for part in relative_path.split("/") if part)
+
+
 def _match_one(pattern: str, suffixes: tuple[str, ...], storage_options) -> list[InputFile]:
     fs, path = filesystem(pattern, storage_options)
     if any(c in path for c in _GLOB_CHARS):
@@ -144,7 +155,8 @@ def _match_one(pattern: str, suffixes: tuple[str, ...], storage_options) -> list
     files = [
         InputFile(_full_url(fs, e["name"]), _relative(e["name"], base), int(e.get("size") or 0))
         for e in entries
-        if e.get("type", "file") == "file"
+        # A file named outright is read even when hidden; one found in a folder or by a pattern is not.
+        if e.get("type", "file") == "file" and (not where or not is_hidden(_relative(e["name"], base)))
     ]
     if not files:
         raise FileNotFoundError(f"No {where}: check the path and the pattern.")
@@ -161,6 +173,8 @@ def match_inputs(
     Args:
         patterns: One or more files, directories (searched recursively for
             names ending in ``suffixes``) or glob patterns, as paths or URLs;
+            entries found in directories or by patterns are skipped when
+            :func:`is_hidden`;
             or already matched :class:`InputFile` entries, taken as they are.
         suffixes: File name endings accepted when a pattern is a directory.
         storage_options: Passed to the fsspec filesystem (credentials, ...).

@@ -11,8 +11,12 @@ An output folder holds::
     stats.json               every step's counters
     _completed/<stem>.json   resumable runs: an input's completion marker, written after its outputs
     _resume.json             resumable runs: the configuration the output was started with
-    .beamtrove-resume-tmp/   resumable runs: the outputs of inputs still in progress
-    .beamtrove-tmp-<run>/    the files a writer has not finalized yet
+    .beamtrove-staging/      everything still in flight: a run's outputs until it succeeds, the outputs
+                             of inputs still in progress; removed by the next run
+
+Names starting with ``.`` or ``_`` are never data: readers skip them
+(:func:`beamtrove.fs.is_hidden`). A run stages its outputs and moves them into the
+output folder only when it succeeds (:mod:`beamtrove.execution.output`).
 
 ``<stem>`` is an input's path relative to its pattern, ``/`` replaced by
 ``--``, extensions dropped (:func:`input_stem`).
@@ -36,7 +40,8 @@ __all__ = [
     "KEPT",
     "PART_FILES",
     "RESUME_CONFIG_FILE",
-    "RESUME_TEMP_DIR",
+    "RUN_OUTPUT_NAMES",
+    "STAGING_DIR",
     "STATS_FILE",
     "WRITER_TEMP_PREFIX",
     "WRITE_DEAD_LETTERS",
@@ -57,8 +62,10 @@ DEAD_LETTERS_DIR = "dead_letters"
 STATS_FILE = "stats.json"
 COMPLETED_DIR = "_completed"
 RESUME_CONFIG_FILE = "_resume.json"
-RESUME_TEMP_DIR = ".beamtrove-resume-tmp"
+STAGING_DIR = ".beamtrove-staging"
 WRITER_TEMP_PREFIX = ".beamtrove-tmp-"
+#: What a run's output folder holds besides bookkeeping: a file name template never renders them from a value.
+RUN_OUTPUT_NAMES = (DOCUMENTS_DIR, EXCLUDED_DIR, CLUSTERS_DIR, DEAD_LETTERS_DIR, STATS_FILE)
 #: The file names of documents, excluded documents and cluster maps written by a whole run.
 PART_FILES = "part-${shard}.jsonl.gz"
 

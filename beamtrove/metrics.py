@@ -16,12 +16,38 @@ Distributions (document length, ...) use free names.
 
 from __future__ import annotations
 
+import contextlib
+import threading
+from collections.abc import Iterator
+
 from apache_beam.metrics import Metrics
 
-__all__ = ["NAMESPACE_PREFIX", "OUTCOME_PREFIXES", "StepMetrics"]
+__all__ = ["NAMESPACE_PREFIX", "OUTCOME_PREFIXES", "StepMetrics", "counters_recorded"]
 
 NAMESPACE_PREFIX = "beamtrove/"
 OUTCOME_PREFIXES = ("skipped.", "dropped.", "errors.")
+
+
+# Per thread: a runner may process several bundles at once, each in its own thread.
+_recording = threading.local()
+
+
+@contextlib.contextmanager
+def counters_recorded() -> Iterator[dict[str, dict[str, int]]]:
+    """Records, besides reporting them to Beam, the counters this thread increments inside the block.
+
+    Yields:
+        ``{step: {counter: value}}``, filled as the block runs: what a
+        resumable run stores in an input's completion marker, so that the
+        stats of an output total every input whichever run completed it.
+    """
+    counts: dict[str, dict[str, int]] = {}
+    outer = getattr(_recording, "counts", None)
+    _recording.counts = counts
+    try:
+        yield counts
+    finally:
+        _recording.counts = outer
 
 
 class StepMetrics:
@@ -49,6 +75,10 @@ class StepMetrics:
         if counter is None:
             counter = self._counters[name] = Metrics.counter(self._namespace, name)
         counter.inc(value)
+        recorded = getattr(_recording, "counts", None)
+        if recorded is not None:
+            step = recorded.setdefault(self.step, {})
+            step[name] = step.get(name, 0) + value
 
     def observe(self, name: str, value: int) -> None:
         """Records ``value`` in the distribution ``name``."""

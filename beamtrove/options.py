@@ -106,7 +106,17 @@ class BeamtroveOptions(PipelineOptions):
             "A JSON file listing input files, and byte ranges of plain JSONL files, to read instead of --input "
             "(what `beamtrove elastic worker` passes each shard).",
         ),
-        Option("output", "Output directory (local path or fsspec URL); stats.json is written here."),
+        Option(
+            "output",
+            "Output directory (local path or fsspec URL); stats.json is written here. It must be empty or "
+            "missing, unless --overwrite or --resumable.",
+        ),
+        Option(
+            "overwrite",
+            "Replace what --output holds once this run succeeds; a run that fails or is interrupted leaves it "
+            "as it was.",
+            flag=True,
+        ),
         Option(
             "progress_interval",
             "Seconds between each worker's 'records read' log lines; 0 turns them off. Default: 10.",
@@ -132,8 +142,8 @@ class ResumeOptions(PipelineOptions):
         ),
         Option(
             "restart",
-            "With --resumable: start the output over under a new configuration, deleting its completed "
-            "outputs and markers, instead of refusing it.",
+            "With --resumable: start the output over, deleting what it holds, when it was made with another "
+            "configuration or by a run that was not resumable, instead of refusing it.",
             flag=True,
         ),
     )

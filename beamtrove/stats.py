@@ -12,13 +12,14 @@ from __future__ import annotations
 import collections
 import json
 import math
+import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import apache_beam as beam
 from apache_beam.pipeline import PipelineVisitor
 
-from beamtrove.fs import filesystem, join, open_url
+from beamtrove.fs import filesystem, join, move, open_url
 from beamtrove.layout import STATS_FILE
 from beamtrove.metrics import NAMESPACE_PREFIX, OUTCOME_PREFIXES
 
@@ -114,9 +115,12 @@ def write_stats(stats: Mapping[str, Any], output_dir: str, storage_options: Mapp
     path = join(output_dir, STATS_FILE)
     fs, fs_path = filesystem(output_dir, storage_options)
     fs.makedirs(fs_path, exist_ok=True)
-    with open_url(path, "w", storage_options) as out:
+    # Written beside its final name and moved there whole: an interrupted write leaves no half stats.json.
+    temporary = join(output_dir, f".{STATS_FILE}.{uuid.uuid4().hex}")
+    with open_url(temporary, "w", storage_options) as out:
         json.dump(stats, out, indent=2)
         out.write("\n")
+    move(temporary, path, storage_options)
     return path
 
 

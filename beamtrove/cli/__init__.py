@@ -21,14 +21,16 @@ from __future__ import annotations
 import argparse
 import logging
 import re
+import signal
 import sys
 
 from beamtrove import __version__
 from beamtrove.cli import dataflow, elastic, pipelines, runners
+from beamtrove.cli.parsing import INTERRUPTED
 from beamtrove.execution.elastic import ElasticError
 from beamtrove.options import ConfigurationError
 
-__all__ = ["main"]
+__all__ = ["INTERRUPTED", "main"]
 
 _LOGGER = logging.getLogger("beamtrove")
 _SEPARATOR = "--"
@@ -69,8 +71,19 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``beamtrove`` command; returns the exit status."""
-    argv = sys.argv[1:] if argv is None else list(argv)
+    """Entry point of the ``beamtrove`` command; returns the exit status (130 when interrupted by Ctrl-C)."""
+    try:
+        status = _main(sys.argv[1:] if argv is None else list(argv))
+    except KeyboardInterrupt:
+        print("beamtrove: interrupted", file=sys.stderr)
+        status = INTERRUPTED
+    if argv is None:
+        # The command is done: a Ctrl-C while the interpreter exits would only add a traceback to its result.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    return status
+
+
+def _main(argv: list[str]) -> int:
     separated: list[str] = []
     if _SEPARATOR in argv:
         at = argv.index(_SEPARATOR)

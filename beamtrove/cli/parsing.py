@@ -14,10 +14,13 @@ import argparse
 import inspect
 from collections.abc import Callable
 
-__all__ = ["Handler", "command", "group"]
+__all__ = ["INTERRUPTED", "Handler", "command", "group"]
 
 #: A subcommand's handler: (parsed arguments, pipeline arguments) -> exit status.
 Handler = Callable[[argparse.Namespace, list[str]], int]
+
+#: The exit status of a command ended by Ctrl-C, as a shell reports it.
+INTERRUPTED = 130
 
 _PIPELINE_OPTIONS_EPILOG = (
     "Options after -- go to the pipeline, as `beamtrove run PIPELINE` takes them, with any Beam option."

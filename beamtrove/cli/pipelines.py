@@ -6,8 +6,8 @@ import argparse
 import sys
 
 from beamtrove.assets import ASSET_NAMES, asset_path, asset_present, fetch_assets
-from beamtrove.cli.parsing import command, group
-from beamtrove.execution.local import run_pipeline
+from beamtrove.cli.parsing import INTERRUPTED, command, group
+from beamtrove.execution.local import RunInterrupted, run_pipeline
 from beamtrove.options import ConfigurationError, format_help, parse
 from beamtrove.pipelines import all_pipeline_specs, pipeline_spec
 from beamtrove.stats import format_stats, read_stats
@@ -28,10 +28,17 @@ def _run(args: argparse.Namespace, pipeline_argv: list[str]) -> int:
     if wants_help:
         print(format_help(spec))
         return 0
-    result = run_pipeline(spec, parse(spec, pipeline_argv))
+    try:
+        result = run_pipeline(spec, parse(spec, pipeline_argv))
+    except RunInterrupted as interrupted:
+        print(f"beamtrove: {interrupted}", file=sys.stderr)
+        return INTERRUPTED
     print(format_stats(result.stats))
+    if not result.succeeded:
+        print(f"\n{result.state} in {result.stats['wall_seconds']:.1f} s; nothing was written to the output")
+        return 1
     print(f"\n{result.state} in {result.stats['wall_seconds']:.1f} s; stats written to {result.stats_path}")
-    return 0 if result.succeeded else 1
+    return 0
 
 
 def _stats(args: argparse.Namespace, _: list[str]) -> int:

@@ -6,11 +6,13 @@ two shapes:
 
 * ordinary: the reader, each step as its own transform (what it excludes
   written to ``excluded/<step>/``, cluster maps to ``clusters/<step>/``), the
-  sink, and every dead letter to ``dead_letters/``;
+  sink, and every dead letter to ``dead_letters/``, all staged and published
+  into the output folder by a last step once every writer is done;
 * per input (``--resumable``): the same steps' DoFns run over each input file
   on its own inside :class:`~beamtrove.transforms.per_input.ProcessInputs`,
   which finalizes the file's outputs and then its completion marker.
 
+Both apply the output folder contract of :mod:`beamtrove.execution.output`.
 Every local run, elastic shard, Dataflow template launch and offline Dataflow
 graph builds through here, and any construction error reaches its caller as
 one :class:`~beamtrove.options.ConfigurationError`.
@@ -23,6 +25,7 @@ import dataclasses
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from beamtrove.execution.output import OutputPlan, Publish, check_separate, plan_output
 from beamtrove.execution.resume import configuration, pending_inputs
 from beamtrove.execution.runner_checks import check_runner_options
 from beamtrove.fs import join
@@ -41,51 +44,73 @@ _CONSTRUCTION_ERRORS = (ValueError, OSError, ImportError)
 
 @dataclasses.dataclass(frozen=True)
 class Built:
-    """A pipeline ready to run, and the flow it was built from (its output folder, reader, steps and sink)."""
+    """A pipeline ready to run, the flow it was built from (its reader, steps and sink), and its output plan."""
 
     pipeline: beam.Pipeline
     flow: Flow
+    output: OutputPlan
 
 
-def build(spec: PipelineSpec, options: PipelineOptions) -> Built:
+def build(spec: PipelineSpec, options: PipelineOptions, *, inspect_output: bool = True) -> Built:
     """Builds the pipeline ``spec`` declares for ``options``, without running it.
 
     Construction checks everything it can before any work: inputs are
-    matched, models and lists found, outputs checked.
+    matched, models and lists found, the output folder checked against the
+    inputs and cleared of what killed runs left (unless ``inspect_output``
+    is off: a graph built offline or a dry run never looks at it).
 
     Raises:
         ConfigurationError: The options, inputs or assets do not let the
             pipeline run; the message says what to fix.
     """
     pipeline = beam.Pipeline(options=options)
+    resume = options.view_as(ResumeOptions)
     try:
         check_runner_options(options)
-        flow = spec.flow(options)
-        if options.view_as(ResumeOptions).resumable:
+        plan = plan_output(
+            spec.run_output(options),
+            overwrite=options.view_as(BeamtroveOptions).overwrite,
+            resumable=resume.resumable,
+            restart=resume.restart,
+            inspect=inspect_output,
+        )
+        flow = spec.flow(options, plan.write_to)
+        if inspect_output:
+            check_separate(flow.reader.patterns, flow.reader.files, flow.output)
+        if resume.resumable:
             _apply_per_input(pipeline, spec, flow, options)
         else:
-            _apply(pipeline, flow, options)
+            written = _apply(pipeline, flow, options)
+            written | "FlattenWritten" >> beam.Flatten() | "Publish" >> Publish(plan)
     except ConfigurationError:
         raise
     except _CONSTRUCTION_ERRORS as exc:
         raise ConfigurationError(str(exc)) from exc
-    return Built(pipeline, flow)
+    if inspect_output:
+        plan.stage()
+    return Built(pipeline, flow, plan)
 
 
-def _apply(pipeline: beam.Pipeline, flow: Flow, options: PipelineOptions) -> None:
+def _apply(pipeline: beam.Pipeline, flow: Flow, options: PipelineOptions) -> list[beam.PCollection]:
+    """Applies the flow; returns what every writer wrote."""
     records, read_errors = pipeline | flow.read_label >> flow.reader.with_dead_letters()
     dead_letters = [read_errors]
+    written = []
     for step in flow.steps:
         outputs = step.apply(records)
         if outputs.excluded is not None:
-            outputs.excluded | write_excluded(step.name) >> excluded_writer(flow.output, step.name, options)
+            excluded = excluded_writer(flow.write_to, step.name, options)
+            written.append(outputs.excluded | write_excluded(step.name) >> excluded)
         if outputs.clusters is not None:
-            outputs.clusters | write_clusters(step.name) >> step.cluster_map(join(flow.output, CLUSTERS_DIR, step.name))
+            cluster_map = step.cluster_map(join(flow.write_to, CLUSTERS_DIR, step.name))
+            written.append(outputs.clusters | write_clusters(step.name) >> cluster_map)
         if outputs.dead_letters is not None:
             dead_letters.append(outputs.dead_letters)
         records = outputs.kept
-    records | flow.sink.label >> flow.sink.transform
-    (dead_letters | "FlattenDeadLetters" >> beam.Flatten() | WRITE_DEAD_LETTERS >> dead_letters_writer(flow.output))
+    written.append(records | flow.sink.label >> flow.sink.transform)
+    all_dead_letters = dead_letters | "FlattenDeadLetters" >> beam.Flatten()
+    written.append(all_dead_letters | WRITE_DEAD_LETTERS >> dead_letters_writer(flow.write_to))
+    return written
 
 
 def _apply_per_input(pipeline: beam.Pipeline, spec: PipelineSpec, flow: Flow, options: PipelineOptions) -> None:

@@ -1,5 +1,11 @@
 """Runs a pipeline and waits for it: build, run, wait, collect the stats, write ``stats.json``.
 
+A run that fails or is interrupted leaves the output folder as it was (see
+:mod:`beamtrove.execution.output`) and removes what it staged; an
+interrupted resumable run keeps the inputs it completed. ``stats.json`` is
+written only by a run that succeeded; a resumable run's stats total every
+input the output holds, whichever run completed it.
+
 What ``beamtrove run`` does, and what tests and elastic shard workers (through
 ``beamtrove run``) rely on. The runner is the one the options name, the
 DirectRunner by default; a Prism or Flink run is pointed at the local copies
@@ -8,20 +14,32 @@ DirectRunner by default; a Prism or Flink run is pointed at the local copies
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import logging
+import signal
+import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 from apache_beam.runners.runner import PipelineState
 
 from beamtrove import __version__
-from beamtrove.execution.build import build
+from beamtrove.execution.build import Built, build
+from beamtrove.execution.output import discard_staging
+from beamtrove.execution.resume import completed_totals
 from beamtrove.execution.runner_parts import use_local_runner_parts
+from beamtrove.options import ResumeOptions
 from beamtrove.pipelines.spec import PipelineSpec
 from beamtrove.stats import collect_stats, write_stats
 
-__all__ = ["RunResult", "run_pipeline"]
+__all__ = ["RunInterrupted", "RunResult", "run_pipeline"]
+
+
+class RunInterrupted(Exception):
+    """The run was interrupted (Ctrl-C, SIGTERM); the message says what the output kept and how to go on."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,8 +49,11 @@ class RunResult:
     Attributes:
         state: The pipeline's final state, e.g. ``DONE``.
         stats: What ``stats.json`` holds: version, pipeline, runner, state,
-            wall time and every step's counters.
-        stats_path: Where ``stats.json`` was written.
+            wall time and every step's counters; for a resumable run, the
+            counters total every completed input (``inputs_completed``) and
+            ``run_steps`` holds this run's alone.
+        stats_path: Where ``stats.json`` was written; empty when the run did
+            not succeed (nothing was written).
     """
 
     state: str
@@ -50,12 +71,21 @@ def run_pipeline(spec: PipelineSpec, options: PipelineOptions) -> RunResult:
     Raises:
         ConfigurationError: The pipeline cannot be built with these options
             (nothing ran).
+        RunInterrupted: The run was interrupted.
     """
     use_local_runner_parts(options)
     built = build(spec, options)
     started = time.monotonic()
-    result = built.pipeline.run()
-    state = result.wait_until_finish()
+    with _interrupts_noted() as interrupted:
+        try:
+            result = built.pipeline.run()
+            state = result.wait_until_finish()
+        except BaseException:
+            _discard_staged(built)
+            # A runner reports an interrupt as the error of the step it stopped.
+            if interrupted:
+                raise RunInterrupted(_interrupted(built)) from None
+            raise
     stats = {
         "beamtrove_version": __version__,
         "pipeline": spec.name,
@@ -64,4 +94,63 @@ def run_pipeline(spec: PipelineSpec, options: PipelineOptions) -> RunResult:
         "wall_seconds": round(time.monotonic() - started, 3),
         "steps": collect_stats(result, built.pipeline),
     }
-    return RunResult(str(state), stats, write_stats(stats, built.flow.output))
+    if state != PipelineState.DONE:
+        _discard_staged(built)
+        return RunResult(str(state), stats, "")
+    if options.view_as(ResumeOptions).resumable:
+        # Each input removed its own staging folder; their common parent goes once all are done.
+        _discard_staged(built)
+        totals = completed_totals(built.output.output)
+        stats.update(inputs_completed=totals["inputs"], run_steps=stats["steps"], steps=totals["steps"])
+    return RunResult(str(state), stats, write_stats(stats, built.output.output))
+
+
+class _AfterInterrupt(logging.Filter):
+    """Silences the log once the run is interrupted: steps stopped mid-record report errors that are not."""
+
+    def __init__(self, received: list[int]):
+        super().__init__()
+        self._received = received
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not self._received
+
+
+@contextlib.contextmanager
+def _interrupts_noted() -> Iterator[list[int]]:
+    """Within the block, SIGINT and SIGTERM interrupt as Ctrl-C does, and the signals received are listed."""
+    received: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+
+    def interrupt(signum, frame):
+        received.append(signum)
+        raise KeyboardInterrupt
+
+    previous = {signum: signal.signal(signum, interrupt) for signum in (signal.SIGINT, signal.SIGTERM)}
+    quiet = _AfterInterrupt(received)
+    handlers = logging.getLogger().handlers
+    for handler in handlers:
+        handler.addFilter(quiet)
+    try:
+        yield received
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        for handler in handlers:
+            handler.removeFilter(quiet)
+
+
+def _discard_staged(built: Built) -> None:
+    """Removes what the run staged: its own staging folder, or a resumable run's whole one (it was the only run)."""
+    plan = built.output
+    discard_staging(plan.output, plan.storage_options, run=plan.write_to if plan.staged else None)
+
+
+def _interrupted(built: Built) -> str:
+    output = built.output.output
+    if built.output.staged:
+        return f"interrupted: nothing was written to {output}; it is as it was before the run."
+    done, total = completed_totals(output)["inputs"], len(built.flow.reader.files)
+    return f"interrupted after {done} of {total} inputs; rerun the same command to continue."

@@ -4,9 +4,12 @@ With ``--resumable``, a pipeline writes each input file's outputs under names
 derived from the input and a completion marker after them (see
 :mod:`beamtrove.transforms.per_input` and :mod:`beamtrove.layout`). Before the
 next run into that output, :func:`pending_inputs` checks that the
-configuration is the one the output was started with (``_resume.json``),
-drops the temporary files of killed runs and returns the inputs that have no
-marker yet.
+configuration is the one the output was started with (``_resume.json``) and
+returns the inputs to process: those without a marker, and those whose
+marker or outputs were damaged since (a marker that cannot be read or was
+edited, an output missing, of another size or with other contents), each
+named in a warning. :func:`completed_totals` sums the markers for the stats
+of the whole output.
 """
 
 from __future__ import annotations
@@ -15,25 +18,20 @@ import hashlib
 import json
 import logging
 import posixpath
+from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beamtrove import __version__
-from beamtrove.fs import InputFile, filesystem, join, open_url, write_json
-from beamtrove.layout import (
-    COMPLETED_DIR,
-    DEAD_LETTERS_DIR,
-    DOCUMENTS_DIR,
-    EXCLUDED_DIR,
-    RESUME_CONFIG_FILE,
-    RESUME_TEMP_DIR,
-    input_stem,
-)
+from beamtrove.execution.output import output_entries
+from beamtrove.fs import InputFile, file_sha256, filesystem, join, open_url, write_json
+from beamtrove.layout import COMPLETED_DIR, RESUME_CONFIG_FILE, input_stem
 from beamtrove.options import option_actions
+from beamtrove.transforms.per_input import MARKER_CHECKSUM, marker_checksum
 
-__all__ = ["configuration", "pending_inputs"]
+__all__ = ["completed_totals", "configuration", "pending_inputs"]
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -50,15 +48,34 @@ def _sha256(record: Mapping[str, Any]) -> str:
 
 
 def _read_json(url: str, storage_options) -> dict | None:
+    """The JSON object in ``url``, None when it does not exist.
+
+    Raises:
+        ValueError: The file holds no JSON object; the message names it.
+    """
     fs, path = filesystem(url, storage_options)
     if not fs.exists(path):
         return None
     with open_url(url, "rb", storage_options) as source:
-        return json.loads(source.read())
+        try:
+            record = json.loads(source.read())
+        except ValueError as exc:
+            raise ValueError(f"{url} is not valid JSON ({exc}): restore it, or pass --restart to start over.") from None
+    if not isinstance(record, dict):
+        raise ValueError(f"{url} holds no JSON object: restore it, or pass --restart to start over.")
+    return record
 
 
-def _completion_markers(fs, folder: str, stems: set[str]) -> dict[str, dict]:
-    """The markers in ``folder`` of the inputs named ``stems``, by stem: one listing, one batched read."""
+def _remove_unfinished_markers(fs, folder: str) -> None:
+    """Removes the temporary files of markers a killed run was writing (markers are moved into place whole)."""
+    if fs.exists(folder):
+        for path in fs.ls(folder, detail=False):
+            if not path.endswith(".json"):
+                fs.rm(path)
+
+
+def _completion_markers(fs, folder: str, stems: set[str]) -> dict[str, tuple[str, bytes]]:
+    """The markers in ``folder`` of the inputs named ``stems``: stem -> (path, bytes); one listing, one batched read."""
     if not fs.exists(folder):
         return {}
     paths = [
@@ -68,7 +85,65 @@ def _completion_markers(fs, folder: str, stems: set[str]) -> dict[str, dict]:
     ]
     # A list makes fsspec fetch the files concurrently on object stores: a dump has tens of thousands.
     contents = fs.cat(paths) if paths else {}
-    return {posixpath.basename(path).removesuffix(".json"): json.loads(data) for path, data in contents.items()}
+    return {posixpath.basename(path).removesuffix(".json"): (path, data) for path, data in contents.items()}
+
+
+def _parse_marker(data: bytes) -> tuple[dict | None, str]:
+    """The marker in ``data`` when it is whole and unedited, else None and what is wrong with it."""
+    try:
+        marker = json.loads(data)
+    except ValueError as exc:
+        return None, f"is not valid JSON ({exc})"
+    if not isinstance(marker, dict) or not isinstance(marker.get("outputs"), dict):
+        return None, "is not a completion marker"
+    if marker.get(MARKER_CHECKSUM) != marker_checksum(marker):
+        return None, "does not match its checksum (edited, or written by an older beamtrove)"
+    return marker, ""
+
+
+def _damaged_output(fs, output: str, relative: str, expected: Mapping[str, Any], storage_options) -> str:
+    """What is wrong with one output a marker names, or "" when it is as completed."""
+    path = filesystem(join(output, relative), storage_options)[1]
+    if not fs.exists(path):
+        return f"{relative} is missing"
+    size = fs.size(path)
+    if size != expected.get("bytes"):
+        return f"{relative} has {size} bytes, not the {expected.get('bytes')} it was completed with"
+    if file_sha256(join(output, relative), storage_options) != expected.get("sha256"):
+        return f"{relative} has other contents than it was completed with"
+    return ""
+
+
+def _verified(
+    fs, output: str, marker_path: str, data: bytes, config_sha256: str, storage_options
+) -> tuple[dict | None, str]:
+    """The marker when it and every output it names are as completed; else None and the first problem."""
+    marker, problem = _parse_marker(data)
+    if marker is None:
+        return None, f"its completion marker {marker_path} {problem}"
+    if marker.get("config_sha256") != config_sha256:
+        return None, f"its completion marker {marker_path} was made with another configuration"
+    for relative, expected in sorted(marker["outputs"].items()):
+        problem = _damaged_output(fs, output, relative, expected, storage_options)
+        if problem:
+            return None, problem
+    return marker, ""
+
+
+def _discard(fs, output: str, marker_path: str, data: bytes, storage_options) -> None:
+    """Removes a damaged input's marker, then whatever outputs it names, so the input starts clean."""
+    marker, _ = _parse_marker(data)
+    fs.rm(marker_path)
+    for relative in (marker or {}).get("outputs", {}):
+        path = filesystem(join(output, relative), storage_options)[1]
+        if fs.exists(path):
+            fs.rm(path)
+
+
+def _start_over(fs, root: str, output: str, storage_options) -> None:
+    for name in output_entries(output, storage_options):
+        fs.rm(join(root, name), recursive=True)
+    _LOGGER.warning("--restart: deleted what %s held", output)
 
 
 def pending_inputs(
@@ -81,47 +156,46 @@ def pending_inputs(
 ) -> tuple[list[InputFile], str]:
     """The inputs still to process into ``output``, and the configuration's SHA-256.
 
-    Records ``config`` in ``<output>/_resume.json`` on the first run and
-    removes the temporary files that killed runs left. Runs into one output
-    must not overlap.
+    Records ``config`` in ``<output>/_resume.json`` on the first run. An input
+    is pending when it has no completion marker, or when its marker or one
+    of its outputs was damaged since: the damage is logged, naming the file,
+    and the marker and outputs are removed before the input runs again. Runs
+    into one output must not overlap.
 
     Raises:
-        ValueError: The output was started with another configuration (unless
-            ``restart``), or an input differs in size from when it was completed.
+        ValueError: The output was started with another configuration, or by
+            a run that was not resumable (unless ``restart``); ``_resume.json``
+            is unreadable; or an input differs in size from when it was
+            completed.
     """
     fs, root = filesystem(output, storage_options)
     config_sha256 = _sha256(config)
     config_url = join(output, RESUME_CONFIG_FILE)
-    previous = _read_json(config_url, storage_options)
+    previous = None if restart else _read_json(config_url, storage_options)
     same_config = previous is not None and _sha256(previous) == config_sha256
     if previous is not None and not same_config:
-        if not restart:
-            changed = sorted(
-                key
-                for key in {*previous["options"], *config["options"]}
-                if previous["options"].get(key) != config["options"].get(key)
-            )
-            if previous.get("beamtrove_version") != config["beamtrove_version"]:
-                changed.append("beamtrove_version")
-            raise ValueError(
-                f"{output} was started with another configuration (differing: {', '.join(changed) or 'pipeline'}); "
-                "rerun with the same options, write to another --output, or pass --restart to delete its "
-                "completed outputs and start over."
-            )
-        for folder in (COMPLETED_DIR, DOCUMENTS_DIR, EXCLUDED_DIR, DEAD_LETTERS_DIR):
-            if fs.exists(join(root, folder)):
-                fs.rm(join(root, folder), recursive=True)
-        _LOGGER.warning("--restart: deleted the completed outputs of %s made with another configuration", output)
-    if fs.exists(join(root, RESUME_TEMP_DIR)):
-        fs.rm(join(root, RESUME_TEMP_DIR), recursive=True)
+        raise ValueError(
+            f"{output} was started with another configuration (differing: {', '.join(_differing(previous, config))}); "
+            "rerun with the same options, write to another --output, or pass --restart to delete its "
+            "completed outputs and start over."
+        )
+    if restart:
+        _start_over(fs, root, output, storage_options)
     if not same_config:
         write_json(config, config_url, storage_options)
+    _remove_unfinished_markers(fs, join(root, COMPLETED_DIR))
     stems = {file.url: input_stem(file) for file in inputs}
     markers = _completion_markers(fs, join(root, COMPLETED_DIR), set(stems.values()))
     pending = []
     for file in inputs:
-        marker = markers.get(stems[file.url])
+        if stems[file.url] not in markers:
+            pending.append(file)
+            continue
+        marker_path, data = markers[stems[file.url]]
+        marker, problem = _verified(fs, output, marker_path, data, config_sha256, storage_options)
         if marker is None:
+            _LOGGER.warning("%s runs again: %s", file.url, problem)
+            _discard(fs, output, marker_path, data, storage_options)
             pending.append(file)
         elif marker["size"] != file.size or marker["name"] != file.name:
             raise ValueError(
@@ -135,3 +209,34 @@ def pending_inputs(
         len(inputs),
     )
     return pending, config_sha256
+
+
+def _differing(previous: Mapping[str, Any], config: Mapping[str, Any]) -> list[str]:
+    options, earlier = config.get("options", {}), previous.get("options", {})
+    changed = sorted(key for key in {*earlier, *options} if earlier.get(key) != options.get(key))
+    if previous.get("beamtrove_version") != config.get("beamtrove_version"):
+        changed.append("beamtrove_version")
+    return changed or ["pipeline"]
+
+
+def completed_totals(output: str, storage_options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """What every completed input of a resumable output adds up to, from the markers.
+
+    Returns:
+        ``{"inputs": completed inputs, "steps": {step: {"counters": {...}}}}``,
+        the steps in the order they first appear.
+    """
+    fs, root = filesystem(output, storage_options)
+    folder = join(root, COMPLETED_DIR)
+    paths = [path for path in fs.ls(folder, detail=False) if path.endswith(".json")] if fs.exists(folder) else []
+    steps: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    inputs = 0
+    for _, data in sorted((fs.cat(paths) if paths else {}).items()):
+        marker, _ = _parse_marker(data)
+        if marker is None:
+            continue
+        inputs += 1
+        for step, counters in marker.get("counters", {}).items():
+            for name, value in counters.items():
+                steps[step][name] += value
+    return {"inputs": inputs, "steps": {step: {"counters": dict(counters)} for step, counters in steps.items()}}

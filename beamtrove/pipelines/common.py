@@ -9,16 +9,19 @@ so it imports no model or extraction library.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beamtrove.fs import InputFile, join, read_input_ranges
+from beamtrove.fs import InputFile, filesystem, join, read_input_ranges
 from beamtrove.layout import (
     DEAD_LETTERS_DIR,
     DOCUMENTS_DIR,
     EXCLUDED_DIR,
     PART_FILES,
+    RESUME_CONFIG_FILE,
+    STATS_FILE,
     WRITE_DOCUMENTS,
 )
 from beamtrove.options import BeamtroveOptions, Option, declared
@@ -43,6 +46,8 @@ __all__ = [
     "token_shards_sink",
     "warc_reader",
 ]
+
+_LOGGER = logging.getLogger(__name__)
 
 #: The extractors ``--extractor`` chooses from (see :mod:`beamtrove.pipelines.steps`).
 EXTRACTORS = ("resiliparse", "trafilatura")
@@ -102,17 +107,13 @@ class ShardOptions(PipelineOptions):
             int,
         ),
         Option("file_prefix", "Start of the shard file names. Default: tokens.", default="tokens"),
-        Option(
-            "overwrite",
-            "Replace token files of an earlier run in --output (removed once the new ones are complete).",
-            flag=True,
-        ),
     )
 
 
 def input_files(options: PipelineOptions) -> list[str | InputFile]:
     """What the pipeline reads: the ``--input`` patterns, or the files ``--input_ranges`` lists.
 
+    The output folder of a beamtrove run stands for its ``documents/``.
     Empty when neither is given.
 
     Raises:
@@ -121,10 +122,26 @@ def input_files(options: PipelineOptions) -> list[str | InputFile]:
     """
     common = options.view_as(BeamtroveOptions)
     if not common.input_ranges:
-        return list(common.input or [])
+        return [_documents_of_run(pattern) for pattern in common.input or []]
     if common.input:
         raise ValueError("--input_ranges replaces --input: pass one of them.")
     return read_input_ranges(common.input_ranges)
+
+
+def _documents_of_run(pattern: str) -> str:
+    """The ``documents/`` folder of a beamtrove run's output given as input, else the input as given.
+
+    A run's output also holds what it excluded and its dead letters, which
+    are not the documents it produced.
+    """
+    fs, path = filesystem(pattern)
+    if not fs.isdir(path) or not fs.isdir(join(path, DOCUMENTS_DIR)):
+        return pattern
+    if not (fs.exists(join(path, STATS_FILE)) or fs.exists(join(path, RESUME_CONFIG_FILE))):
+        return pattern
+    documents = join(pattern, DOCUMENTS_DIR)
+    _LOGGER.warning("%s is the output of a beamtrove run: reading its documents only, from %s", pattern, documents)
+    return documents
 
 
 def required_inputs(options: PipelineOptions) -> list[str | InputFile]:
@@ -207,7 +224,6 @@ def token_shards_sink(options: PipelineOptions, output: str, tokenizer: str) -> 
 
     Raises:
         ValueError: Bad shard options.
-        FileExistsError: ``output`` holds token files and ``--overwrite`` is off.
     """
     shards = options.view_as(ShardOptions)
     writer = WriteTokenShards(
@@ -217,6 +233,5 @@ def token_shards_sink(options: PipelineOptions, output: str, tokenizer: str) -> 
         seed=shards.shuffle_seed,
         max_tokens_per_file=shards.max_tokens_per_file,
         prefix=shards.file_prefix,
-        overwrite=shards.overwrite,
     )
     return Sink("write_tokens", writer)

@@ -11,6 +11,7 @@ under ``<output>/<dump>/`` with ``--dump``.
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
@@ -67,9 +68,22 @@ class FineWebOptions(PipelineOptions):
     )
 
 
+# One folder name: the dump's folder must stay inside --output.
+_DUMP_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
 def _output(options: PipelineOptions) -> str | None:
-    """``--output``, or the dump's folder under it with ``--dump``: everything of the run goes there."""
+    """``--output``, or the dump's folder under it with ``--dump``: everything of the run goes there.
+
+    Raises:
+        ValueError: ``--dump`` is not one folder name.
+    """
     output, dump = options.view_as(BeamtroveOptions).output, options.view_as(FineWebOptions).dump
+    if dump is not None and not _DUMP_NAME.fullmatch(dump):
+        raise ValueError(
+            f"--dump {dump!r} must be one folder name such as CC-MAIN-2024-22: letters, digits, '.', '_' and '-', "
+            "starting with a letter or digit."
+        )
     return join(output, dump) if output and dump else output
 
 

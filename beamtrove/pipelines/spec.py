@@ -127,6 +127,9 @@ class Flow:
 
     Attributes:
         output: The run's output folder, where ``stats.json`` goes.
+        write_to: Where the run's writers write: ``output``, or the staging
+            folder its outputs are published from (see
+            :mod:`beamtrove.execution.output`).
         read_label: The reader's label and stats name.
         reader: The reader, with its input matched.
         steps: The steps, in the order they run.
@@ -134,6 +137,7 @@ class Flow:
     """
 
     output: str
+    write_to: str
     read_label: str
     reader: FileReader
     steps: tuple[Step, ...]
@@ -189,19 +193,30 @@ class PipelineSpec:
         """Every option class the pipeline takes, in the order of its help."""
         return (*self.options, *((ResumeOptions,) if self.resumable else ()), BeamtroveOptions)
 
-    def flow(self, options: PipelineOptions) -> Flow:
-        """The flow for one run: the reader and steps built, the input matched.
+    def run_output(self, options: PipelineOptions) -> str:
+        """The run's output folder.
 
         Raises:
-            ValueError: Missing or contradictory options.
-            FileNotFoundError: The input, a model or a list does not exist.
-            FileExistsError: The output holds results a sink will not replace.
+            ValueError: The options name none.
         """
         output = self.output(options)
         if not output:
             raise ValueError(f"{self.name} needs --output.")
+        return output
+
+    def flow(self, options: PipelineOptions, write_to: str | None = None) -> Flow:
+        """The flow for one run: the reader and steps built, the input matched, writers writing to ``write_to``.
+
+        ``write_to`` is the run's output folder unless given.
+
+        Raises:
+            ValueError: Missing or contradictory options.
+            FileNotFoundError: The input, a model or a list does not exist.
+        """
+        output = self.run_output(options)
+        write_to = write_to or output
         reader = self.reader(options)
         steps = tuple(step for make in self.steps if (step := make(options)) is not None)
         if self.shard_safe and not all(step.per_document for step in steps):
             raise TypeError(f"The {self.name} pipeline is declared shard-safe but has a global step.")
-        return Flow(output, self.read_label, reader, steps, self.sink(options, output, reader.files))
+        return Flow(output, write_to, self.read_label, reader, steps, self.sink(options, write_to, reader.files))

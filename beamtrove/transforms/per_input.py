@@ -9,6 +9,11 @@ then is the completion marker ``_completed/<stem>.json`` written. A run
 killed at any point leaves every input either completed, with all its outputs
 in place, or without a marker, to be processed again by the next run.
 
+The marker records each output's records, size and SHA-256, and the
+counters of every step over the input, and carries a checksum of itself
+(:func:`marker_checksum`), so that the next run can tell a completed input
+from one whose outputs or marker were damaged since.
+
 The steps are the very DoFns the ordinary transforms apply (see
 ``Filter.step_fn`` and ``Extract.step_fn``), run one after the other inside
 one DoFn per input file, which is what a runner's fusion does with them
@@ -19,6 +24,8 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import hashlib
+import json
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -29,12 +36,12 @@ from apache_beam import pvalue
 
 from beamtrove.dead_letter import DeadLetter
 from beamtrove.document import Document
-from beamtrove.fs import InputFile, filesystem, join, move, write_json
+from beamtrove.fs import InputFile, file_sha256, filesystem, join, move, write_json
 from beamtrove.layout import (
     DEAD_LETTERS,
     EXCLUDED,
     KEPT,
-    RESUME_TEMP_DIR,
+    STAGING_DIR,
     WRITE_DEAD_LETTERS,
     WRITE_DOCUMENTS,
     completion_marker,
@@ -44,13 +51,16 @@ from beamtrove.layout import (
     input_stem,
     write_excluded,
 )
-from beamtrove.metrics import StepMetrics
+from beamtrove.metrics import StepMetrics, counters_recorded
 from beamtrove.transforms.batching import BatchDoFn
 from beamtrove.transforms.readers.base import FileReader
 from beamtrove.transforms.writers.base import TempFile
 from beamtrove.transforms.writers.jsonl import JsonlFormat, document_row
 
-__all__ = ["ProcessInputs"]
+__all__ = ["MARKER_CHECKSUM", "ProcessInputs", "marker_checksum"]
+
+#: The field of a completion marker holding :func:`marker_checksum`.
+MARKER_CHECKSUM = "marker_sha256"
 
 #: Records read before they go through the steps together: batched steps see full batches.
 _CHUNK = 256
@@ -68,13 +78,23 @@ class _Output:
         self.metrics.received()
         self.file.writer.write(element)
 
-    def close(self) -> tuple[int, int]:
-        """Closes the file; returns ``(records, bytes)``."""
+    def close(self, storage_options: Mapping[str, Any]) -> dict[str, Any]:
+        """Closes the file; returns what the marker records of it: records, bytes and SHA-256."""
         _, size = self.file.close()
         self.metrics.emitted(self.file.writer.records)
         self.metrics.inc("files")
         self.metrics.inc("bytes", size)
-        return self.file.writer.records, size
+        return {
+            "records": self.file.writer.records,
+            "bytes": size,
+            "sha256": file_sha256(self.file.path, storage_options),
+        }
+
+
+def marker_checksum(marker: Mapping[str, Any]) -> str:
+    """The SHA-256 of a completion marker's fields but :data:`MARKER_CHECKSUM`: tells a marker edited by hand."""
+    fields = {key: value for key, value in marker.items() if key != MARKER_CHECKSUM}
+    return hashlib.sha256(json.dumps(fields, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 class _ProcessInputFn(beam.DoFn):
@@ -94,19 +114,17 @@ class _ProcessInputFn(beam.DoFn):
     def process(self, file: InputFile) -> Iterator[dict[str, Any]]:
         spec = self._spec
         stem = spec.stems[file.url]
-        temp_dir = join(spec.output, RESUME_TEMP_DIR, uuid.uuid4().hex)
+        temp_dir = join(spec.output, STAGING_DIR, uuid.uuid4().hex)
         outputs: dict[str, _Output] = {}
         counts: dict[str, Any] = {"read": 0, "documents": 0, EXCLUDED: {}, DEAD_LETTERS: {}}
         try:
-            for chunk in _chunks(spec.reader.read_file(file), _CHUNK):
-                counts["read"] += len(chunk)
-                for kind, step, element in self._run_steps(chunk):
-                    self._output(outputs, kind, step, stem, temp_dir).write(element)
-                    _count(counts, kind, step)
-            written = {}
-            for output in outputs.values():
-                records, size = output.close()
-                written[output.final] = {"records": records, "bytes": size}
+            with counters_recorded() as counters:
+                for chunk in _chunks(spec.reader.read_file(file), _CHUNK):
+                    counts["read"] += len(chunk)
+                    for kind, step, element in self._run_steps(chunk):
+                        self._output(outputs, kind, step, stem, temp_dir).write(element)
+                        _count(counts, kind, step)
+                written = {output.final: output.close(spec.storage_options) for output in outputs.values()}
             for output in outputs.values():
                 move(output.file.path, join(spec.output, output.final), spec.storage_options)
             marker = {
@@ -117,7 +135,9 @@ class _ProcessInputFn(beam.DoFn):
                 "completed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 "outputs": written,
                 "counts": counts,
+                "counters": counters,
             }
+            marker[MARKER_CHECKSUM] = marker_checksum(marker)
             write_json(marker, join(spec.output, completion_marker(stem)), spec.storage_options)
         finally:
             fs, path = filesystem(temp_dir, spec.storage_options)

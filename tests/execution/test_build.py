@@ -43,7 +43,7 @@ def test_a_step_added_to_the_declaration_runs_in_ordinary_and_resumable_runs(dat
         assert counters["in"] == counters["out"] + counters["dropped.too_short"] and counters["out"] > 0, out
         assert steps["write_excluded_length_filter"]["counters"]["out"] == counters["dropped.too_short"], out
         assert steps["WriteDocuments"]["counters"]["out"] == counters["out"], out
-    assert runs[ordinary]["length_filter"] == runs[resumable]["length_filter"]
+    assert runs[ordinary]["length_filter"]["counters"] == runs[resumable]["length_filter"]["counters"]
 
     kept, dropped = _rows(ordinary / "documents"), _rows(ordinary / "excluded" / "length_filter")
     assert all(len(row["text"]) >= MIN_CHARS for row in kept)
@@ -75,8 +75,11 @@ def test_the_graph_applies_the_declared_steps_in_order_with_their_writers(data_d
     warc = str(require(data_dir / "warc" / "cc-main-2020-34_resiliparse_warcfile.warc.gz"))
     options = parse(fineweb, ["--input", warc, "--output", str(tmp_path), "--dump", "CC-MAIN-2020-34"])
     built = build(fineweb, options)
-    assert built.flow.output == str(tmp_path / "CC-MAIN-2020-34")
-    assert built.flow.sink.documents_dir == str(tmp_path / "CC-MAIN-2020-34" / "documents")
+    assert built.flow.output == built.output.output == str(tmp_path / "CC-MAIN-2020-34")
+    # Everything is written in the run's staging folder, and published into the dump's folder at the end.
+    assert built.flow.write_to == built.output.write_to
+    assert built.flow.write_to.startswith(str(tmp_path / "CC-MAIN-2020-34" / ".beamtrove-staging") + "/")
+    assert built.flow.sink.documents_dir == f"{built.flow.write_to}/documents"
     steps = [step.name for step in built.flow.steps]
     assert steps == [
         "AddDump", "url_filter", "extract", "language_filter", "gopher_repetition", "gopher_quality", "c4_quality",
@@ -88,5 +91,5 @@ def test_the_graph_applies_the_declared_steps_in_order_with_their_writers(data_d
     assert labels == [
         "ReadWarc", "AddDump", *with_writers["url_filter"], "extract",
         *(label for rule in filters[1:] for label in with_writers[rule]),
-        "WriteDocuments", "FlattenDeadLetters", "WriteDeadLetters",
+        "WriteDocuments", "FlattenDeadLetters", "WriteDeadLetters", "FlattenWritten", "Publish",
     ]  # fmt: skip

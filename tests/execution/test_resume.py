@@ -1,16 +1,20 @@
-"""What a resumable run skips, and what it refuses, over the real WARC files."""
+"""What a resumable run skips, redoes and refuses, over the real WARC files."""
 
 from __future__ import annotations
 
 import json
+import pathlib
+import shutil
 
 import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from beamtrove.cli import main
 from beamtrove.execution.resume import configuration, pending_inputs
 from beamtrove.fs import match_inputs
-from beamtrove.layout import COMPLETED_DIR, RESUME_CONFIG_FILE, RESUME_TEMP_DIR, input_stem
+from beamtrove.layout import COMPLETED_DIR, RESUME_CONFIG_FILE, input_stem
 from beamtrove.pipelines.fineweb import SPEC
+from beamtrove.transforms.per_input import MARKER_CHECKSUM, marker_checksum
 
 
 @pytest.fixture
@@ -32,27 +36,124 @@ def test_configuration_holds_the_results_options_only():
     assert _config() != config
 
 
-def test_inputs_with_a_marker_are_skipped_and_leftovers_removed(warcs, tmp_path):
+def _complete(output, file, sha: str, **fields) -> dict:
+    """Writes the completion marker a finished input leaves, with ``fields`` on top."""
+    marker = {"input": file.url, "name": file.name, "size": file.size, "config_sha256": sha, "outputs": {}, **fields}
+    marker[MARKER_CHECKSUM] = marker_checksum(marker)
+    (output / COMPLETED_DIR).mkdir(exist_ok=True)
+    (output / COMPLETED_DIR / f"{input_stem(file)}.json").write_text(json.dumps(marker))
+    return marker
+
+
+def test_inputs_with_a_marker_are_skipped(warcs, tmp_path):
     config = _config()
     pending, sha = pending_inputs(warcs, str(tmp_path), config)
     assert pending == warcs and len(warcs) == 5
     assert json.loads((tmp_path / RESUME_CONFIG_FILE).read_text()) == config
-    (tmp_path / COMPLETED_DIR).mkdir()
     done = warcs[1]
-    marker = {"input": done.url, "name": done.name, "size": done.size, "config_sha256": sha}
-    (tmp_path / COMPLETED_DIR / f"{input_stem(done)}.json").write_text(json.dumps(marker))
-    (tmp_path / RESUME_TEMP_DIR / "killed").mkdir(parents=True)
-    (tmp_path / RESUME_TEMP_DIR / "killed" / "half.jsonl.gz").write_bytes(b"\x1f\x8b")
+    _complete(tmp_path, done, sha)
     assert pending_inputs(warcs, str(tmp_path), config) == ([w for w in warcs if w != done], sha)
-    assert not (tmp_path / RESUME_TEMP_DIR).exists()
 
 
 def test_an_input_that_changed_since_its_completion_is_refused(warcs, tmp_path):
     config = _config()
     _, sha = pending_inputs(warcs, str(tmp_path), config)
-    (tmp_path / COMPLETED_DIR).mkdir()
     done = warcs[0]
-    marker = {"input": done.url, "name": done.name, "size": done.size + 1, "config_sha256": sha}
-    (tmp_path / COMPLETED_DIR / f"{input_stem(done)}.json").write_text(json.dumps(marker))
+    _complete(tmp_path, done, sha, size=done.size + 1)
     with pytest.raises(ValueError, match=f"{done.size} bytes.*is not the input completed.*--restart"):
         pending_inputs(warcs, str(tmp_path), config)
+
+
+@pytest.fixture(scope="module")
+def resumable_extract(data_dir, tmp_path_factory):
+    """A finished resumable extraction of the five real WARC files: its argv, output and files by path."""
+    output = tmp_path_factory.mktemp("resumable") / "out"
+    argv = [
+        "run", "extract", "--input", str(data_dir / "warc" / "*.warc.gz"), "--extractor", "resiliparse",
+        "--extract_timeout", "0", "--resumable",
+    ]  # fmt: skip
+    assert main([*argv, "--output", str(output)]) == 0
+    return argv, output, _contents(output)
+
+
+def _contents(output) -> dict[str, bytes]:
+    """Every file of an output but stats.json and the completion markers, which hold wall-clock times."""
+    return {
+        str(path.relative_to(output)): path.read_bytes()
+        for path in sorted(output.rglob("*"))
+        if path.is_file() and path.name != "stats.json" and path.parent.name != COMPLETED_DIR
+    }
+
+
+def _documents_output(output) -> tuple[pathlib.Path, pathlib.Path]:
+    """The largest documents file of an output, and the completion marker naming it."""
+    documents = max((output / "documents").iterdir(), key=lambda path: path.stat().st_size)
+    return documents, output / COMPLETED_DIR / documents.name.replace(".jsonl.gz", ".json")
+
+
+def _damage_documents(how: str):
+    def damage(output):
+        documents, _ = _documents_output(output)
+        data = documents.read_bytes()
+        if how == "delete":
+            documents.unlink()
+        elif how == "truncate":
+            documents.write_bytes(data[: len(data) // 2])
+        else:
+            documents.write_bytes(bytes(byte ^ 1 for byte in data[:64]) + data[64:])
+        return documents.name
+
+    return damage
+
+
+def _damage_marker(contents: str):
+    def damage(output):
+        _, marker = _documents_output(output)
+        marker.write_text(contents(json.loads(marker.read_text())))
+        return marker.name
+
+    return damage
+
+
+def _fewer_documents(marker: dict) -> str:
+    marker["counts"]["documents"] -= 1
+    return json.dumps(marker)
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        _damage_documents("delete"),
+        _damage_documents("truncate"),
+        _damage_documents("overwrite"),
+        _damage_marker(_fewer_documents),
+        _damage_marker(lambda marker: "[]"),
+        _damage_marker(lambda marker: json.dumps(marker)[:-20]),
+    ],
+    ids=["deleted", "truncated", "overwritten", "marker-edited", "marker-a-list", "marker-cut-short"],
+)
+def test_a_rerun_redoes_exactly_the_inputs_whose_outputs_or_marker_were_damaged(
+    resumable_extract, tmp_path, caplog, damage
+):
+    argv, original, files = resumable_extract
+    output = tmp_path / "out"
+    shutil.copytree(original, output)
+    stats = json.loads((original / "stats.json").read_text())
+    damaged = damage(output)
+
+    assert main([*argv, "--output", str(output)]) == 0
+    warnings = [record.getMessage() for record in caplog.records if record.levelname == "WARNING"]
+    assert len(warnings) == 1 and damaged in warnings[0] and "runs again" in warnings[0], warnings
+    rerun = json.loads((output / "stats.json").read_text())
+    assert rerun["run_steps"]["ProcessInputs"]["counters"]["completed"] == 1
+    assert _contents(output) == files
+    assert (rerun["steps"], rerun["inputs_completed"]) == (stats["steps"], 5)
+
+
+def test_an_unreadable_configuration_record_is_named(resumable_extract, tmp_path, capsys):
+    argv, original, _ = resumable_extract
+    output = tmp_path / "out"
+    shutil.copytree(original, output)
+    (output / RESUME_CONFIG_FILE).write_text("{not json")
+    assert main([*argv, "--output", str(output)]) == 2
+    assert f"{output / RESUME_CONFIG_FILE} is not valid JSON" in capsys.readouterr().err

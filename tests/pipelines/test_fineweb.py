@@ -139,18 +139,21 @@ def test_resumable_run_equals_the_ordinary_run_and_a_rerun_reads_nothing(fineweb
         assert _lines(out / "excluded" / step, timed_out) == _lines(ordinary / "excluded" / step, timed_out), step
     assert _lines(out / "dead_letters", timed_out) == _lines(ordinary / "dead_letters", timed_out)
     assert _lines(out / "dead_letters"), "the faults set has records that cannot be read"
-    steps = json.loads((out / "stats.json").read_text())["steps"]
+    stats = json.loads((out / "stats.json").read_text())
+    steps = stats["steps"]
     assert sum(m["counts"]["documents"] for m in markers.values()) == steps["WriteDocuments"]["counters"]["out"]
     read = steps["ReadWarc"]["counters"]
     assert sum(m["counts"]["read"] for m in markers.values()) == read["out"] + read.get("errors.truncated", 0) + sum(
         v for k, v in read.items() if k.startswith("errors.") and k != "errors.truncated"
     )
-    assert steps["ProcessInputs"]["counters"]["completed"] == 3
+    assert stats["run_steps"]["ProcessInputs"]["counters"]["completed"] == stats["inputs_completed"] == 3
 
     stamps = {path: path.stat().st_mtime_ns for path in out.rglob("*") if path.is_file() and path.name != "stats.json"}
     assert main(argv) == 0
-    rerun = json.loads((out / "stats.json").read_text())["steps"]
-    assert "ReadWarc" not in rerun and "ProcessInputs" not in rerun
+    rerun = json.loads((out / "stats.json").read_text())
+    assert "ReadWarc" not in rerun["run_steps"] and "ProcessInputs" not in rerun["run_steps"]
+    # The stats still total the whole output.
+    assert rerun["steps"] == steps and rerun["inputs_completed"] == 3
     assert {path: path.stat().st_mtime_ns for path in stamps} == stamps
 
 

@@ -162,7 +162,7 @@ def dry_run(pipeline_name: str, argv: list[str], staging_dir: str | None = None)
     spec = pipeline_spec(pipeline_name)
     options = _options(spec, argv)
     with _scratch():
-        job = build(spec, options).pipeline.run().job
+        job = build(spec, options, inspect_output=False).pipeline.run().job
         artifacts = _artifacts(job.proto_pipeline, staging_dir)
     return {
         "pipeline": pipeline_name,

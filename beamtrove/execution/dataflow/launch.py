@@ -26,7 +26,7 @@ import os
 import sys
 
 import apache_beam as beam
-from apache_beam.options.pipeline_options import StandardOptions
+from apache_beam.options.pipeline_options import StandardOptions, TestOptions
 
 from beamtrove.execution.build import build
 from beamtrove.execution.dataflow.template import NOT_PARAMETERS, PIPELINE_PARAMETER, template_options
@@ -131,7 +131,10 @@ def build_pipeline(argv: list[str]) -> tuple[str, beam.Pipeline]:
     """
     name, pipeline_args = pipeline_argv(argv)
     spec = pipeline_spec(name)
-    return name, build(spec, parse(spec, pipeline_args)).pipeline
+    options = parse(spec, pipeline_args)
+    # A dry run submits nothing, so it leaves the output alone.
+    inspect_output = not options.view_as(TestOptions).dry_run
+    return name, build(spec, options, inspect_output=inspect_output).pipeline
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -91,7 +91,9 @@ def _check_configuration(spec: PipelineSpec, args: list[str], runner_args: list[
         ranges = os.path.join(scratch, "inputs.json")
         write_input_ranges(shard_inputs(manifest, manifest["shards"][0]), ranges)
         try:
-            options = parse(spec, [*args, *runner_args, "--input_ranges", ranges, "--output", scratch])
+            options = parse(
+                spec, [*args, *runner_args, "--input_ranges", ranges, "--output", os.path.join(scratch, "output")]
+            )
             built = build(spec, options)
         except ConfigurationError as exc:
             raise ElasticError(f"The {spec.name} pipeline cannot run with these options: {exc}") from None

@@ -1,5 +1,6 @@
 """Beam sources that read crawl and dataset files into documents."""
 
+from beamtrove.fs import filesystem, match_inputs
 from beamtrove.transforms.readers.base import FileReader, RecordParser, RowError, RowFields, Skip
 from beamtrove.transforms.readers.csv import CsvParser, ReadCsv
 from beamtrove.transforms.readers.jsonl import JsonlParser, ReadJsonl
@@ -33,7 +34,8 @@ def reader_for(input_format: str, paths: str | list[str]) -> type[FileReader]:
 
     Args:
         input_format: ``warc``, ``jsonl``, ``parquet``, ``csv`` or ``auto``.
-        paths: The input paths, used by ``auto``.
+        paths: The input paths, used by ``auto``: a folder's format is the
+            one of the data files under it.
 
     Raises:
         ValueError: The format is unknown, or ``auto`` cannot tell it.
@@ -42,10 +44,20 @@ def reader_for(input_format: str, paths: str | list[str]) -> type[FileReader]:
         if input_format not in _READERS:
             raise ValueError(f"Unknown input format {input_format!r}: use one of auto, {', '.join(_READERS)}.")
         return _READERS[input_format]
-    names = [paths] if isinstance(paths, str) else list(paths)
+    names = [name for path in ([paths] if isinstance(paths, str) else paths) for name in _file_names(path)]
     found = {fmt for name in names for fmt, parser in _PARSERS.items() if name.rstrip("/*").endswith(parser.suffixes)}
     if len(found) != 1:
+        which = f"files of several formats ({', '.join(sorted(found))})" if found else "no file name it knows"
         raise ValueError(
-            f"Cannot tell the input format of {names} from the file names; pass --input_format ({', '.join(_READERS)})."
+            f"Cannot tell the input format of {paths}: they have {which}; pass --input_format ({', '.join(_READERS)})."
         )
     return _READERS[found.pop()]
+
+
+def _file_names(path: str) -> list[str]:
+    """The names of the data files under ``path`` when it is a folder, else ``path`` itself."""
+    fs, fs_path = filesystem(path)
+    if any(char in fs_path for char in "*?[") or not fs.isdir(fs_path):
+        return [path]
+    suffixes = tuple(suffix for parser in _PARSERS.values() for suffix in parser.suffixes)
+    return [file.name for file in match_inputs(path, suffixes)]

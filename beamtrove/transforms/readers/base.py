@@ -335,7 +335,9 @@ class FileReader(beam.PTransform):
         super().__init__()
         if skip < 0 or (limit is not None and limit < 0):
             raise ValueError(f"skip and limit must not be negative (got skip={skip}, limit={limit}).")
-        self.files = tuple(match_inputs(paths, parser.suffixes, storage_options))
+        #: What was asked for: the paths and patterns, as given.
+        self.patterns = (paths,) if isinstance(paths, (str, InputFile)) else tuple(paths)
+        self.files = tuple(match_inputs(self.patterns, parser.suffixes, storage_options))
         _check_byte_ranges(self.files, parser)
         self._parser = parser
         self._skip = skip

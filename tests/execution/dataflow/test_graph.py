@@ -97,6 +97,8 @@ def test_steps_are_the_pipelines(fineweb):
         "WriteDocuments",
         "FlattenDeadLetters",
         "WriteDeadLetters",
+        "FlattenWritten",
+        "Publish",
     ]
     by_name = {step["name"]: step["transforms"] for step in steps}
     assert by_name["ReadWarc"][0] == {"name": "ReadWarc/ReadRecords/Impulse", "urn": "beam:transform:impulse:v1"}
@@ -106,7 +108,9 @@ def test_steps_are_the_pipelines(fineweb):
         "WriteDocuments/CollectTempFiles/CollectTempFiles/CombinePerKey/GroupByKey"
     ]
     assert "WriteDocuments" in fineweb["printed"]
-    assert "18 steps" in fineweb["printed"]
+    # The last step waits for every writer, then moves the staged outputs into the output folder.
+    assert {"name": "FlattenWritten", "urn": "beam:transform:flatten:v1"} in by_name["FlattenWritten"]
+    assert "20 steps" in fineweb["printed"]
 
 
 def test_pipeline_options_reach_the_job(fineweb):
@@ -173,6 +177,8 @@ def test_without_setup_file_nothing_of_beamtrove_is_staged(tmp_path):
         "WriteDocuments",
         "FlattenDeadLetters",
         "WriteDeadLetters",
+        "FlattenWritten",
+        "Publish",
     ]
     assert "workflow.tar.gz" not in {artifact["name"] for artifact in graph["artifacts"]}
     assert all(artifact["staged"] is None for artifact in graph["artifacts"])
