@@ -28,7 +28,7 @@ from apache_beam.transforms import window
 
 from beamtrove.document import Document
 from beamtrove.fs import filesystem, join, move, open_url
-from beamtrove.layout import WRITER_TEMP_PREFIX
+from beamtrove.layout import RUN_OUTPUT_NAMES, WRITER_TEMP_PREFIX
 from beamtrove.metrics import StepMetrics
 
 __all__ = [
@@ -72,6 +72,12 @@ class FilenameTemplate:
     less when one name holds several placeholders) keeps its start and ends in
     ``-`` and 16 hex digits of its SHA-256, so the same value always gives the
     same name and no name exceeds :data:`MAX_NAME_BYTES`.
+
+    Rendered names stay visible data: a name a value would start with ``.``
+    or ``_`` (names readers skip) starts with ``%`` or ``~`` instead, which
+    no value renders to otherwise, and a first folder a value would name
+    like one of a run's own outputs (``dead_letters``, ...) gets the hash
+    ending too, so a document never lands among a run's dead letters.
     """
 
     def __init__(self, template: str):
@@ -104,7 +110,10 @@ class FilenameTemplate:
 
     def destination(self, fields: Mapping[str, Any]) -> str:
         """The template with every placeholder but ``${shard}`` filled in."""
-        return "/".join(_render(name, room, fields) for name, room in self._names)
+        rendered = [_data_name(_render(name, room, fields), name) for name, room in self._names]
+        if rendered[0] in RUN_OUTPUT_NAMES and rendered[0] != self._names[0][0]:
+            rendered[0] = _hashed(rendered[0], rendered[0])
+        return "/".join(rendered)
 
     @staticmethod
     def with_shard(destination: str, shard: int) -> str:
@@ -125,6 +134,8 @@ def _placement_problem(template: str) -> str | None:
             return "climbs out of the output directory with '..'"
         if name in ("", "."):
             return "has an empty or '.' folder name"
+        if name.startswith((".", "_")):
+            return f"has the name {name!r}, which readers skip as bookkeeping (it starts with '.' or '_')"
         if _value_room(name) < _MIN_VALUE_BYTES:
             return (
                 f"has the name {name!r}, which could render longer than {MAX_NAME_BYTES} bytes: shorten its text "
@@ -146,6 +157,18 @@ def _value_room(name: str) -> int:
     return min(MAX_VALUE_BYTES, (MAX_NAME_BYTES - fixed) // values)
 
 
+def _data_name(rendered: str, name: str) -> str:
+    """``rendered`` with a hidden start that a value gave it replaced: ``.`` by ``%``, ``_`` by ``~``."""
+    if rendered == name or not rendered.startswith((".", "_")):
+        return rendered
+    return {".": "%", "_": "~"}[rendered[0]] + rendered[1:]
+
+
+def _hashed(start: str, value: str) -> str:
+    """``start``, ``-`` and 16 hex digits of the SHA-256 of the whole ``value``."""
+    return f"{start}-{hashlib.sha256(value.encode('utf-8', 'surrogatepass')).hexdigest()[:_HASH_CHARS]}"
+
+
 def _render(name: str, room: int, fields: Mapping[str, Any]) -> str:
     """``name`` with its placeholders but ``${shard}`` filled from ``fields``, each value within ``room`` bytes."""
 
@@ -165,11 +188,9 @@ def _name_part(raw: Any, room: int) -> str:
     encoded = safe.encode("utf-8")
     if len(encoded) <= room:
         return safe
-    # The hash is of the whole value, so two values that share their start still get different names.
-    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:_HASH_CHARS]
+    # The hash is of the whole value, so two values that share their start still get different names;
     # "ignore" drops the bytes of a character the cut splits.
-    start = encoded[: room - _HASH_CHARS - 1].decode("utf-8", "ignore")
-    return f"{start}-{digest}"
+    return _hashed(encoded[: room - _HASH_CHARS - 1].decode("utf-8", "ignore"), text)
 
 
 class RolloverNeeded(Exception):

@@ -81,8 +81,9 @@ def test_templates_keep_every_file_inside_the_output():
         template.destination({"dump": "CC-MAIN-2024-22", "language": "en"})
         == "CC-MAIN-2024-22/en/part-${shard}.jsonl.gz"
     )
-    # Missing, empty and dot-only values become "unknown"; separators and other unsafe characters become "_".
-    assert template.destination({"language": "../../etc"}) == "unknown/.._.._etc/part-${shard}.jsonl.gz"
+    # Missing, empty and dot-only values become "unknown"; separators and other unsafe characters become "_",
+    # and a leading "." that would hide the name from readers "%".
+    assert template.destination({"language": "../../etc"}) == "unknown/%._.._etc/part-${shard}.jsonl.gz"
     assert template.destination({"dump": "..", "language": ""}) == "unknown/unknown/part-${shard}.jsonl.gz"
     assert FilenameTemplate.with_shard("en/part-${shard}.jsonl.gz", 12) == "en/part-00012.jsonl.gz"
     for bad, message in (("part.jsonl", r"needs a \$\{shard\}"), ("/tmp/part-${shard}", "absolute path"),
@@ -204,3 +205,26 @@ def test_a_template_naming_another_place_fails_before_any_work(movie_reviews, tm
     assert main([*argv, "--filename_template", template.replace("{target}", str(target))]) == 2
     assert "A template is a path relative to the output directory" in capsys.readouterr().err
     assert not out.exists() and not target.exists()
+
+
+def test_values_never_render_names_readers_skip_or_a_runs_own_folders(movie_reviews, tmp_path):
+    # A tag "_draft" made a folder every reader skips as bookkeeping, and a tag "dead_letters" mixed documents into
+    # the run's dead letters, which the dead letters writer then replaced.
+    tags = ["_draft", ".hidden", "dead_letters", "en"] * 5
+    jsonl = _reviews_jsonl(movie_reviews, tmp_path / "reviews.jsonl", tags)
+    out = tmp_path / "out"
+    argv = ["run", "convert", "--input", str(jsonl), "--input_format", "jsonl", "--output", str(out)]
+    assert main([*argv, "--filename_template", "${tag}/part-${shard}.jsonl"]) == 0
+
+    folders = sorted(path.name for path in out.iterdir() if path.is_dir())
+    dead_letters = "dead_letters-" + hashlib.sha256(b"dead_letters").hexdigest()[:16]
+    assert folders == sorted(["%hidden", dead_letters, "en", "~draft"])
+    assert all(len(jsonl_rows(out / folder)) == 5 for folder in folders)
+    # Read back as a folder, every document is there.
+    assert main(["run", "convert", "--input", str(out), "--output", str(tmp_path / "back")]) == 0
+    assert len(jsonl_rows(tmp_path / "back")) == 20
+
+
+def test_a_template_naming_a_hidden_folder_is_refused():
+    with pytest.raises(ValueError, match="readers skip as bookkeeping"):
+        FilenameTemplate("_meta/part-${shard}.jsonl")
