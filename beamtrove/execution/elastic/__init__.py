@@ -18,7 +18,7 @@ Job directory layout::
                         documents.jsonl.gz (its kept documents, sorted by id)
     done/<shard>.json   the shard's first published done record
     failed/<shard>.json the shard ran out of attempts
-    history/            archived stale locks and the attempts of retried shards
+    history/            archived stale locks, and the attempts, failures and done records of retried shards
 
 Modules: :mod:`~beamtrove.execution.elastic.jobdir` (the directory, locks
 and once-only records), :mod:`~beamtrove.execution.elastic.scan` (scanning
