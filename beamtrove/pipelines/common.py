@@ -81,8 +81,10 @@ class ExtractionOptions(PipelineOptions):
         ),
         Option(
             "extract_timeout",
-            "Seconds one page may take to extract before it becomes a dead letter; 0 runs the extractor "
-            "in the worker with no limit. Default: 1.",
+            "CPU seconds one page may take to extract before it becomes a dead letter (errors.timeout); "
+            "CPU time does not grow with the machine's load, so neither does what is kept. A page still "
+            "unfinished after max(30, 30 x this) wall-clock seconds (a hang) is a timeout too. 0 runs the "
+            "extractor in the worker with no limit. Default: 1.",
             float,
             1.0,
         ),

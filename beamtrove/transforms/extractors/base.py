@@ -1,19 +1,26 @@
 """The extractor contract and the ``Extract`` transform.
 
 An :class:`Extractor` turns a document's raw HTML into plain text. ``Extract``
-runs one on every document with a per-document time limit: the extraction
-happens in a child process that is killed and replaced when it overruns, so a
-pathological page costs at most the limit and never stalls a worker. This works
-on every runner because it relies on neither signals nor the worker's threads.
+runs one on every document with a per-document limit on the CPU time its
+extraction uses. The extraction happens in a child process: the child interrupts
+a page that used up its CPU time, and the worker kills and replaces a child that
+has not answered within a generous wall-clock backstop (a hang in C code, or a
+starved process). A limit on CPU time rather than wall-clock time keeps the
+output independent of the machine's load: a page is not cut short because other
+processes took the CPU. The signal that measures CPU time is handled in the child
+only, so this works on every runner and leaves the worker's signals and threads
+alone.
 """
 
 from __future__ import annotations
 
 import abc
 import dataclasses
+import gc
 import logging
 import multiprocessing
 import os
+import signal
 import time
 from typing import ClassVar
 
@@ -25,10 +32,15 @@ from beamtrove.document import Document
 from beamtrove.layout import DEAD_LETTERS
 from beamtrove.metrics import StepMetrics
 
-__all__ = ["Extract", "ExtractionTimeout", "Extractor"]
+__all__ = ["Extract", "ExtractionTimeout", "Extractor", "wall_clock_backstop"]
 
 _PARENT_CHECK_SECONDS = 5.0
 _START_ATTEMPTS = 3
+# A page that keeps to its CPU time only overruns the backstop when its process gets less than
+# 1/30 of a core, far beyond any load a worker sees (12 busy processes on 2 cores leave it 1/6.5),
+# so the backstop only ends pages that hang where the CPU-time signal cannot interrupt them.
+_BACKSTOP_FACTOR = 30.0
+_BACKSTOP_MIN_SECONDS = 30.0
 _LOGGER = logging.getLogger(__name__)
 
 
@@ -50,15 +62,101 @@ class Extractor(abc.ABC):
 
 
 class ExtractionTimeout(Exception):
-    """An extraction overran its time limit and its process was killed."""
+    """An extraction used up its CPU time, or overran the wall-clock backstop and its process was killed."""
 
 
 class ExtractionProcessDied(Exception):
     """The extraction process ended without answering (killed, out of memory...)."""
 
 
-def _serve(extractor: Extractor, connection, parent_pid: int) -> None:
+class _ChildFailure(Exception):
+    """The extractor raised in the extraction process; the message describes the original exception."""
+
+
+def wall_clock_backstop(cpu_limit: float) -> float:
+    """Wall-clock seconds after which a page is a timeout whatever CPU time it used.
+
+    Args:
+        cpu_limit: CPU seconds one page may use.
+
+    Returns:
+        ``max(30, 30 * cpu_limit)``.
+    """
+    return max(_BACKSTOP_MIN_SECONDS, _BACKSTOP_FACTOR * cpu_limit)
+
+
+class _CpuTimeExceeded(BaseException):
+    """Interrupts the extraction of a page that used up its CPU time.
+
+    A ``BaseException``, so that an extractor's ``except Exception`` does not swallow it.
+    """
+
+
+class _CpuTimeLimit:
+    """Limits the CPU time of each page the extraction process extracts.
+
+    ``ITIMER_PROF`` counts the user and system time of this process, also while
+    it runs C code such as lxml's parser; its signal handler interrupts the page
+    once control is back in Python (what never comes back is the backstop's).
+    The timer fires once per page: an extractor that catches the interruption
+    and carries on still has the page counted as used up, and the backstop ends
+    it if it never returns.
+
+    Args:
+        seconds: CPU seconds one page may use.
+    """
+
+    def __init__(self, seconds: float):
+        self._seconds = seconds
+        self._armed = False
+        self.used_up = False
+        signal.signal(signal.SIGPROF, self._interrupt)
+
+    def __enter__(self) -> _CpuTimeLimit:
+        self.used_up = False
+        self._armed = True
+        signal.setitimer(signal.ITIMER_PROF, self._seconds)
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        remaining, _ = signal.setitimer(signal.ITIMER_PROF, 0)
+        # The timer ran out even when its handler has not run yet or the extractor caught what it raised.
+        self.used_up = self.used_up or remaining == 0
+        self._armed = False
+
+    def _interrupt(self, signum, frame) -> None:
+        # A signal of the previous page that arrives once it is over must not touch the next one.
+        if self._armed:
+            self.used_up = True
+            raise _CpuTimeExceeded
+
+
+# What the extraction process answers for a page: (outcome, text or failure description).
+_EXTRACTED = "extracted"
+_FAILED = "failed"
+_CPU_TIME_USED_UP = "cpu_time_used_up"
+
+
+def _extract_page(extractor: Extractor, html: str, limit: _CpuTimeLimit) -> tuple[str, str]:
+    """Extracts one page within its CPU time; the answer the extraction process sends."""
+    try:
+        with limit:
+            answer = (_EXTRACTED, extractor.extract(html) or "")
+    except _CpuTimeExceeded:
+        answer = (_CPU_TIME_USED_UP, "")
+    except Exception as exc:  # the parent decides what a failure means
+        answer = (_FAILED, DeadLetter.describe(exc))
+    # Whatever the extractor made of the interruption, a page past its CPU time is a timeout.
+    return (_CPU_TIME_USED_UP, "") if limit.used_up else answer
+
+
+def _serve(extractor: Extractor, connection, parent_pid: int, cpu_limit: float) -> None:
     extractor.setup()
+    # The objects inherited from the worker and the extractor's setup live as long as this process.
+    # Frozen, they are left out of garbage collections, which would otherwise charge some page, one
+    # that depends on the pages before it, a tenth of a second or more of CPU time.
+    gc.freeze()
+    limit = _CpuTimeLimit(cpu_limit)
     connection.send(None)
     while True:
         # Sibling extraction processes inherit each other's pipe ends, so a
@@ -70,22 +168,24 @@ def _serve(extractor: Extractor, connection, parent_pid: int) -> None:
             html = connection.recv()
         except EOFError:
             return
-        try:
-            connection.send((True, extractor.extract(html) or ""))
-        except Exception as exc:  # the parent decides what a failure means
-            connection.send((False, DeadLetter.describe(exc)))
-
-
-class _ChildFailure(Exception):
-    """The extractor raised in the extraction process; the message describes the original exception."""
+        connection.send(_extract_page(extractor, html, limit))
 
 
 class _Sandbox:
-    """A long-lived child process that extracts one document at a time."""
+    """A long-lived child process that extracts one document at a time.
 
-    def __init__(self, extractor: Extractor, timeout: float):
+    Args:
+        extractor: The extractor the child runs.
+        cpu_limit: CPU seconds one document may use.
+        backstop: Wall-clock seconds after which a document that has not been
+            answered is a timeout and the child is replaced; by default
+            :func:`wall_clock_backstop` of ``cpu_limit``.
+    """
+
+    def __init__(self, extractor: Extractor, cpu_limit: float, backstop: float | None = None):
         self._extractor = extractor
-        self._timeout = timeout
+        self._cpu_limit = cpu_limit
+        self._backstop = wall_clock_backstop(cpu_limit) if backstop is None else backstop
         # A forked child inherits the imported extractor and starts at once.
         # Spawn and forkserver children would re-import the user's __main__
         # script, re-running an unguarded pipeline in every extraction process.
@@ -99,14 +199,14 @@ class _Sandbox:
         for attempt in range(1, _START_ATTEMPTS + 1):
             self._connection, child_end = self._context.Pipe()
             self._process = self._context.Process(
-                target=_serve, args=(self._extractor, child_end, os.getpid()), daemon=True
+                target=_serve, args=(self._extractor, child_end, os.getpid(), self._cpu_limit), daemon=True
             )
             try:
                 self._process.start()
             finally:
                 child_end.close()
             # Loading models can take far longer than one document may.
-            startup_limit = max(60.0, self._timeout)
+            startup_limit = max(60.0, self._backstop)
             if not self._connection.poll(startup_limit):
                 self.close()
                 raise ExtractionProcessDied(f"the extraction process did not start within {startup_limit:g} s")
@@ -121,32 +221,57 @@ class _Sandbox:
         raise ExtractionProcessDied(f"the extraction process died while starting, {_START_ATTEMPTS} times")
 
     def extract(self, html: str) -> str:
-        if self._process is not None and not self._process.is_alive():
-            self.close()
-        if self._process is None:
-            self._start()
+        """The text the child extracts from ``html``.
+
+        Raises:
+            ExtractionTimeout: The page used up its CPU time or overran the backstop.
+            ExtractionProcessDied: The child ended without answering.
+            _ChildFailure: The extractor raised.
+        """
+        self._send(html)
+        self._wait_for_answer()
         try:
-            self._connection.send(html)
-        except OSError as exc:  # the process died between two documents
+            outcome, result = self._connection.recv()
+        except (EOFError, OSError):  # OSError: a connection reset by the dying child
             self.close()
-            raise ExtractionProcessDied(f"the extraction process died ({exc})") from None
-        deadline = time.monotonic() + self._timeout
+            raise ExtractionProcessDied("the extraction process died mid-answer") from None
+        if outcome == _CPU_TIME_USED_UP:
+            # The interruption may have left the extractor's state half updated: the next page gets a new child.
+            self.close()
+            raise ExtractionTimeout(f"extraction used more than {self._cpu_limit:g} s of CPU time")
+        if outcome == _FAILED:
+            raise _ChildFailure(result)
+        return result
+
+    def _send(self, html: str) -> None:
+        # A child that died between two documents never received this one: rather than charge the
+        # document with a death it did not cause, it goes to a new child, once.
+        for attempt in range(1, 3):
+            if self._process is not None and not self._process.is_alive():
+                self.close()
+            if self._process is None:
+                self._start()
+            try:
+                self._connection.send(html)
+                return
+            except OSError as exc:
+                self.close()
+                if attempt == 2:
+                    raise ExtractionProcessDied(f"the extraction process died ({exc})") from None
+                _LOGGER.warning("extraction process died between two documents (%s); starting a new one", exc)
+
+    def _wait_for_answer(self) -> None:
+        deadline = time.monotonic() + self._backstop
         while not self._connection.poll(min(1.0, max(0.0, deadline - time.monotonic()))):
             if time.monotonic() >= deadline:
                 self.close()
-                raise ExtractionTimeout(f"extraction took longer than {self._timeout:g} s")
+                raise ExtractionTimeout(
+                    f"extraction did not finish within the {self._backstop:g} s wall-clock backstop"
+                )
             if not self._process.is_alive():
                 exit_code = self._process.exitcode
                 self.close()
                 raise ExtractionProcessDied(f"the extraction process died (exit code {exit_code})")
-        try:
-            succeeded, result = self._connection.recv()
-        except EOFError:
-            self.close()
-            raise ExtractionProcessDied("the extraction process died mid-answer") from None
-        if not succeeded:
-            raise _ChildFailure(result)
-        return result
 
     def close(self) -> None:
         process, connection = self._process, self._connection
@@ -228,10 +353,21 @@ class Extract(beam.PTransform):
     ``errors.failed``). The result is the kept documents, or with
     :meth:`with_dead_letters` a ``(documents, dead_letters)`` pair.
 
+    The limit is on CPU time, which machine load does not change, so the same
+    input keeps the same documents on a busy machine as on an idle one. A
+    document is a timeout when its extraction uses more than ``timeout`` CPU
+    seconds (user and system time of the extraction process, C code such as
+    lxml's parser included), or when it has not finished after
+    :func:`wall_clock_backstop` (``max(30, 30 * timeout)``) seconds of
+    wall-clock time: a hang where the CPU-time check cannot interrupt it, or a
+    process starved of CPU. Either way the extraction process is replaced and
+    the next document is extracted as usual.
+
     Args:
         extractor: The extractor to run.
-        timeout: Seconds one document may take; ``None`` extracts in the worker
-            process with no limit (only for extractors that cannot hang).
+        timeout: CPU seconds one document's extraction may use; ``None``
+            extracts in the worker process with no limit (only for extractors
+            that cannot hang).
         step: Stats name of the step.
     """
 

@@ -22,15 +22,15 @@ CRASH_MARKER = "face masks to schoolchildren"
 
 
 class _Pathological(Trafilatura):
-    """Trafilatura, except that it hangs on one real page and kills its own process on another.
+    """Trafilatura, except that it computes forever on one real page and kills its own process on another.
 
     Real pages that take trafilatura minutes or kill it are rare and machine-dependent; this
     makes the two behaviours the sandbox guards against happen on known pages.
     """
 
     def extract(self, html: str) -> str:
-        if HANG_MARKER in html:
-            time.sleep(600)
+        while HANG_MARKER in html:
+            pass
         if CRASH_MARKER in html:
             os._exit(3)
         return super().extract(html)
@@ -49,7 +49,7 @@ def test_a_hung_page_times_out_and_a_dead_process_is_replaced(benchmark):
 
     def build(pipeline):
         texts, dead_letters = (
-            pipeline | beam.Create(documents) | "extract" >> Extract(_Pathological(), timeout=5.0).with_dead_letters()
+            pipeline | beam.Create(documents) | "extract" >> Extract(_Pathological(), timeout=2.0).with_dead_letters()
         )
         assert_that(
             texts | beam.Map(lambda d: d.id),
@@ -67,7 +67,7 @@ def test_a_hung_page_times_out_and_a_dead_process_is_replaced(benchmark):
         )
 
     counters = run_and_collect(build)["extract"]["counters"]
-    # The hung page cost its time limit, not the 600 s it asked for.
+    # The endless page cost its CPU-time limit, not forever.
     assert time.monotonic() - started < 120
     assert counters == {"in": len(PAGES), "out": len(PAGES) - 2, "errors.timeout": 1, "errors.process_died": 1}
 

@@ -1,0 +1,66 @@
+"""Machine load does not change what extraction keeps (issue 16, case 11).
+
+With a wall-clock limit, 12 CPU-bound processes beside an extraction of 1200 make_warc.py records turned
+dozens of pages into timeouts; the limit on CPU time gives the same documents and counters either way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import beamtrove, jsonl_rows, make_warc_set
+
+BUSY_PROCESSES = 12
+# Two workers, two extraction processes: beside 12 busy ones they get twice the CPU share one would,
+# which keeps the loaded run to about two minutes on 2 cores. Both runs use the same workers.
+RUNNER = ("--direct_running_mode", "multi_processing", "--direct_num_workers", "2")
+
+
+@contextlib.contextmanager
+def _busy_processes(count: int):
+    """Runs ``count`` processes that only burn CPU, and kills them when the block ends."""
+    processes = []
+    try:
+        for _ in range(count):
+            processes.append(subprocess.Popen([sys.executable, "-c", "while True: pass"]))
+        yield
+    finally:
+        for process in processes:
+            process.kill()
+        for process in processes:
+            process.wait()
+
+
+def _extract(warcs: pathlib.Path, output: pathlib.Path) -> tuple[list[tuple[str, str]], dict[str, dict]]:
+    """Runs ``beamtrove run extract`` with its default time limit; returns (sorted (id, text)s, counters by step)."""
+    argv = ["run", "extract", "--input", str(warcs / "*.warc.gz"), "--output", str(output), *RUNNER]
+    # Beside 12 busy processes on 2 cores the run gets a fraction of a core: minutes, not seconds.
+    result = beamtrove(*argv, timeout=1200)
+    assert result.returncode == 0, result.stderr[-3000:]
+    documents = sorted((row["id"], row["text"]) for row in jsonl_rows(output / "documents"))
+    steps = json.loads((output / "stats.json").read_text())["steps"]
+    return documents, {step: stats["counters"] for step, stats in steps.items()}
+
+
+@pytest.mark.slow
+def test_busy_processes_beside_the_extraction_change_no_document_and_no_counter(tmp_path):
+    warcs = tmp_path / "warcs"
+    warcs.mkdir()
+    make_warc_set(warcs, "--records", "1200", "--files", "4", "--seed", "0")
+
+    alone_documents, alone_counters = _extract(warcs, tmp_path / "alone")
+    with _busy_processes(BUSY_PROCESSES):
+        loaded_documents, loaded_counters = _extract(warcs, tmp_path / "loaded")
+
+    assert loaded_counters == alone_counters, (
+        f"extract alone: {alone_counters['extract']}; beside {BUSY_PROCESSES} busy processes: "
+        f"{loaded_counters['extract']}"
+    )
+    assert loaded_documents == alone_documents
+    assert len(alone_documents) > 1100, "most of the 1200 real pages have a main text"
