@@ -81,7 +81,7 @@ def run_pipeline(spec: PipelineSpec, options: PipelineOptions) -> RunResult:
             result = built.pipeline.run()
             state = result.wait_until_finish()
         except BaseException:
-            _discard_staged(built)
+            built.output.abandon()
             # A runner reports an interrupt as the error of the step it stopped.
             if interrupted:
                 raise RunInterrupted(_interrupted(built)) from None
@@ -95,11 +95,11 @@ def run_pipeline(spec: PipelineSpec, options: PipelineOptions) -> RunResult:
         "steps": collect_stats(result, built.pipeline),
     }
     if state != PipelineState.DONE:
-        _discard_staged(built)
+        built.output.abandon()
         return RunResult(str(state), stats, "")
     if options.view_as(ResumeOptions).resumable:
         # Each input removed its own staging folder; their common parent goes once all are done.
-        _discard_staged(built)
+        discard_staging(built.output.output, built.output.storage_options)
         totals = completed_totals(built.output.output)
         stats.update(inputs_completed=totals["inputs"], run_steps=stats["steps"], steps=totals["steps"])
     return RunResult(str(state), stats, write_stats(stats, built.output.output))
@@ -140,12 +140,6 @@ def _interrupts_noted() -> Iterator[list[int]]:
             signal.signal(signum, handler)
         for handler in handlers:
             handler.removeFilter(quiet)
-
-
-def _discard_staged(built: Built) -> None:
-    """Removes what the run staged: its own staging folder, or a resumable run's whole one (it was the only run)."""
-    plan = built.output
-    discard_staging(plan.output, plan.storage_options, run=plan.write_to if plan.staged else None)
 
 
 def _interrupted(built: Built) -> str:

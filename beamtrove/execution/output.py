@@ -60,12 +60,14 @@ class OutputPlan:
             ``output`` that :class:`Publish` moves into place, or ``output``
             itself for a resumable run.
         replace: Whether publishing removes what ``output`` held before.
+        creates: Whether the run creates ``output`` (it did not exist).
         storage_options: fsspec filesystem options.
     """
 
     output: str
     write_to: str
     replace: bool = False
+    creates: bool = False
     storage_options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
@@ -77,6 +79,16 @@ class OutputPlan:
         if self.staged:
             old = output_entries(self.output, self.storage_options) if self.replace else []
             write_json({"remove": old}, join(self.write_to, _PUBLISH_RECORD), self.storage_options)
+
+    def abandon(self) -> None:
+        """Removes what a run that did not succeed left in flight, and ``output`` if the run made it for nothing.
+
+        Runs into one output do not overlap, so the whole staging folder is this run's.
+        """
+        discard_staging(self.output, self.storage_options)
+        fs, path = filesystem(self.output, self.storage_options)
+        if self.creates and fs.exists(path) and not fs.ls(path, detail=False):
+            fs.rmdir(path)
 
 
 def output_entries(output: str, storage_options: Mapping[str, Any] | None = None) -> list[str]:
@@ -131,6 +143,8 @@ def plan_output(
             "input: pass --restart to start a resumable output over, or leave out --resumable."
         )
     entries = output_entries(output, storage_options) if inspect else []
+    fs, path = filesystem(output, storage_options)
+    creates = inspect and not fs.exists(path)
     if entries and not overwrite:
         if not resumable:
             raise ConfigurationError(
@@ -146,14 +160,14 @@ def plan_output(
     if inspect:
         discard_staging(output, storage_options)
     if resumable:
-        return OutputPlan(output, output, storage_options=storage_options)
+        return OutputPlan(output, output, creates=creates, storage_options=storage_options)
     staging = join(output, STAGING_DIR, uuid.uuid4().hex)
-    return OutputPlan(output, staging, replace=overwrite, storage_options=storage_options)
+    return OutputPlan(output, staging, replace=overwrite, creates=creates, storage_options=storage_options)
 
 
-def discard_staging(output: str, storage_options: Mapping[str, Any] | None = None, run: str | None = None) -> None:
-    """Removes the staging folder of ``output``, or only the one of the run staged at ``run``."""
-    fs, path = filesystem(run or join(output, STAGING_DIR), storage_options)
+def discard_staging(output: str, storage_options: Mapping[str, Any] | None = None) -> None:
+    """Removes the staging folder of ``output``: what runs into it left in flight."""
+    fs, path = filesystem(join(output, STAGING_DIR), storage_options)
     if fs.exists(path):
         fs.rm(path, recursive=True)
 

@@ -218,3 +218,24 @@ def test_an_interrupted_run_rerun_gives_the_uninterrupted_output(kill_inputs, tm
             json.loads((output / "stats.json").read_text())["steps"]["WriteDocuments"]
             == json.loads((reference / kind / "stats.json").read_text())["steps"]["WriteDocuments"]
         )
+
+
+def test_ctrl_c_is_one_line_and_exit_130_with_extraction_processes_running(data_dir, tmp_path):
+    # A terminal's Ctrl-C reaches the whole process group, the extraction processes included.
+    output = tmp_path / "out"
+    command = [sys.executable, "-m", "beamtrove", "run", "fineweb", "--input", str(require(data_dir / "warc")),
+               "--output", str(output)]  # fmt: skip
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    while not (output / ".beamtrove-staging").exists():
+        assert process.poll() is None, process.communicate()
+        time.sleep(0.05)
+    time.sleep(3)
+    os.killpg(process.pid, signal.SIGINT)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 130, err.decode()
+    assert "Traceback" not in err.decode()
+    assert err.decode().strip().splitlines()[-1] == (
+        f"beamtrove: interrupted: nothing was written to {output}; it is as it was before the run."
+    )
+    # The run made the folder, and took it away again.
+    assert not output.exists()

@@ -151,6 +151,8 @@ def _extract_page(extractor: Extractor, html: str, limit: _CpuTimeLimit) -> tupl
 
 
 def _serve(extractor: Extractor, connection, parent_pid: int, cpu_limit: float) -> None:
+    # A Ctrl-C reaches every process of the terminal's group: the worker decides what it means and ends this one.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     extractor.setup()
     # The objects inherited from the worker and the extractor's setup live as long as this process.
     # Frozen, they are left out of garbage collections, which would otherwise charge some page, one
