@@ -201,12 +201,14 @@ def test_a_run_killed_midway_resumes_without_redoing_completed_inputs(tmp_path):
     }
 
     assert beamtrove("run", "fineweb", *inputs, "--output", str(out), "--resumable").returncode == 0
-    steps = json.loads((out / "stats.json").read_text())["steps"]
-    assert steps["ReadWarc"]["counters"]["files"] == 8 - len(completed)
-    assert steps["ProcessInputs"]["counters"]["completed"] == 8 - len(completed)
+    stats = json.loads((out / "stats.json").read_text())
+    assert stats["run_steps"]["ReadWarc"]["counters"]["files"] == 8 - len(completed)
+    assert stats["run_steps"]["ProcessInputs"]["counters"]["completed"] == 8 - len(completed)
+    # The stats total the whole output, the inputs the killed run completed included.
+    assert (stats["steps"]["ReadWarc"]["counters"]["files"], stats["inputs_completed"]) == (8, 8)
     assert {path: (path.stat().st_ino, path.stat().st_mtime_ns) for path in finished} == finished
     assert len(list((out / "_completed").glob("*.json"))) == 8
-    assert not list((out / ".beamtrove-resume-tmp").rglob("*")), "temporary files were left behind"
+    assert not (out / ".beamtrove-staging").exists(), "temporary files were left behind"
 
     resumed = _lines(out / "documents")
     ids = [json.loads(line)["id"] for line in resumed]
