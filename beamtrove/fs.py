@@ -28,6 +28,8 @@ __all__ = [
     "InputFile",
     "file_sha256",
     "filesystem",
+    "has_glob",
+    "input_folder",
     "is_hidden",
     "join",
     "match_inputs",
@@ -118,9 +120,25 @@ def _full_url(fs, path: str) -> str:
     return path if isinstance(fs, LocalFileSystem) else fs.unstrip_protocol(path)
 
 
+def has_glob(path: str) -> bool:
+    """Whether ``path`` is a glob pattern."""
+    return any(char in path for char in _GLOB_CHARS)
+
+
 def _glob_base(path: str) -> str:
     first_glob = min((i for i in (path.find(c) for c in _GLOB_CHARS) if i >= 0), default=len(path))
     return path[: path.rfind("/", 0, first_glob) + 1]
+
+
+def input_folder(pattern: str, storage_options: Mapping[str, Any] | None = None) -> str | None:
+    """The folder an input reads files from: a folder itself, a glob's fixed start; None for one file.
+
+    Returned as the filesystem's path, without protocol or trailing ``/``.
+    """
+    fs, path = filesystem(pattern, storage_options)
+    if has_glob(path):
+        return _glob_base(path).rstrip("/") or "/"
+    return path.rstrip("/") if fs.isdir(path) else None
 
 
 def _relative(path: str, base: str) -> str:
@@ -138,7 +156,7 @@ def is_hidden(relative_path: str) -> bool:
 
 def _match_one(pattern: str, suffixes: tuple[str, ...], storage_options) -> list[InputFile]:
     fs, path = filesystem(pattern, storage_options)
-    if any(c in path for c in _GLOB_CHARS):
+    if has_glob(path):
         base = _glob_base(path)
         entries = fs.glob(path, detail=True).values()
         where = f"files match {pattern!r}"

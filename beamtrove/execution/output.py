@@ -36,7 +36,7 @@ from typing import Any
 import apache_beam as beam
 from fsspec.core import split_protocol
 
-from beamtrove.fs import InputFile, filesystem, is_hidden, join, move, write_json
+from beamtrove.fs import InputFile, filesystem, input_folder, is_hidden, join, move, write_json
 from beamtrove.layout import RESUME_CONFIG_FILE, STAGING_DIR
 from beamtrove.options import ConfigurationError
 
@@ -44,7 +44,6 @@ __all__ = ["OutputPlan", "Publish", "check_separate", "discard_staging", "output
 
 _LOGGER = logging.getLogger(__name__)
 _NAMES_SHOWN = 5
-_GLOB_CHARS = "*?["
 # Beside a run's staged outputs, not one of them (its name starts with "_"): made when the run is built, gone once
 # its outputs are published.
 _PUBLISH_RECORD = "_publish.json"
@@ -59,14 +58,15 @@ class OutputPlan:
         write_to: Where the run's writers write: a staging folder inside
             ``output`` that :class:`Publish` moves into place, or ``output``
             itself for a resumable run.
-        replace: Whether publishing removes what ``output`` held before.
+        replaces: The old outputs publishing removes: with ``--overwrite``,
+            everything ``output`` held when the run was built.
         creates: Whether the run creates ``output`` (it did not exist).
         storage_options: fsspec filesystem options.
     """
 
     output: str
     write_to: str
-    replace: bool = False
+    replaces: tuple[str, ...] = ()
     creates: bool = False
     storage_options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
@@ -77,8 +77,7 @@ class OutputPlan:
     def stage(self) -> None:
         """Makes the staging folder, recording the old outputs that publishing removes; nothing when not staged."""
         if self.staged:
-            old = output_entries(self.output, self.storage_options) if self.replace else []
-            write_json({"remove": old}, join(self.write_to, _PUBLISH_RECORD), self.storage_options)
+            write_json({"remove": list(self.replaces)}, join(self.write_to, _PUBLISH_RECORD), self.storage_options)
 
     def abandon(self) -> None:
         """Removes what a run that did not succeed left in flight, and ``output`` if the run made it for nothing.
@@ -143,8 +142,7 @@ def plan_output(
             "input: pass --restart to start a resumable output over, or leave out --resumable."
         )
     entries = output_entries(output, storage_options) if inspect else []
-    fs, path = filesystem(output, storage_options)
-    creates = inspect and not fs.exists(path)
+    creates = inspect and not _exists(output, storage_options)
     if entries and not overwrite:
         if not resumable:
             raise ConfigurationError(
@@ -162,7 +160,13 @@ def plan_output(
     if resumable:
         return OutputPlan(output, output, creates=creates, storage_options=storage_options)
     staging = join(output, STAGING_DIR, uuid.uuid4().hex)
-    return OutputPlan(output, staging, replace=overwrite, creates=creates, storage_options=storage_options)
+    replaces = tuple(entries) if overwrite else ()
+    return OutputPlan(output, staging, replaces=replaces, creates=creates, storage_options=storage_options)
+
+
+def _exists(url: str, storage_options: Mapping[str, Any]) -> bool:
+    fs, path = filesystem(url, storage_options)
+    return fs.exists(path)
 
 
 def discard_staging(output: str, storage_options: Mapping[str, Any] | None = None) -> None:
@@ -182,15 +186,6 @@ def _location(url: str) -> tuple[str, str]:
 
 def _inside(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder + "/")
-
-
-def _folder_of(pattern: str, storage_options: Mapping[str, Any]) -> str | None:
-    """The folder an input pattern reads from: a directory input itself, a glob's fixed start; None for a file."""
-    fs, path = filesystem(pattern, storage_options)
-    first_glob = min((at for at in (path.find(char) for char in _GLOB_CHARS) if at >= 0), default=-1)
-    if first_glob >= 0:
-        return path[: path.rfind("/", 0, first_glob)] or "/"
-    return path.rstrip("/") if fs.isdir(path) else None
 
 
 def check_separate(
@@ -218,7 +213,7 @@ def check_separate(
         if isinstance(pattern, InputFile):
             continue
         pattern_protocol, _ = _location(pattern)
-        folder = _folder_of(pattern, storage_options) if pattern_protocol == protocol else None
+        folder = input_folder(pattern, storage_options) if pattern_protocol == protocol else None
         if folder is not None and _inside(output_path, os.path.realpath(folder) if protocol == "file" else folder):
             raise ConfigurationError(
                 f"--output {output} is inside the input folder {pattern}: the next run over that input would read "

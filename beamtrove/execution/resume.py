@@ -14,7 +14,6 @@ of the whole output.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import posixpath
@@ -29,7 +28,7 @@ from beamtrove.execution.output import output_entries
 from beamtrove.fs import InputFile, file_sha256, filesystem, join, open_url, write_json
 from beamtrove.layout import COMPLETED_DIR, RESUME_CONFIG_FILE, input_stem
 from beamtrove.options import option_actions
-from beamtrove.transforms.per_input import MARKER_CHECKSUM, marker_checksum
+from beamtrove.transforms.per_input import MARKER_CHECKSUM, marker_checksum, record_sha256
 
 __all__ = ["completed_totals", "configuration", "pending_inputs"]
 
@@ -41,10 +40,6 @@ def configuration(pipeline: str, options: PipelineOptions, option_classes: Itera
     values = options.get_all_options(drop_default=False)
     chosen = {action.dest: values.get(action.dest) for action in option_actions(option_classes)}
     return {"pipeline": pipeline, "beamtrove_version": __version__, "options": dict(sorted(chosen.items()))}
-
-
-def _sha256(record: Mapping[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(record, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 def _read_json(url: str, storage_options) -> dict | None:
@@ -169,10 +164,10 @@ def pending_inputs(
             completed.
     """
     fs, root = filesystem(output, storage_options)
-    config_sha256 = _sha256(config)
+    config_sha256 = record_sha256(config)
     config_url = join(output, RESUME_CONFIG_FILE)
     previous = None if restart else _read_json(config_url, storage_options)
-    same_config = previous is not None and _sha256(previous) == config_sha256
+    same_config = previous is not None and record_sha256(previous) == config_sha256
     if previous is not None and not same_config:
         raise ValueError(
             f"{output} was started with another configuration (differing: {', '.join(_differing(previous, config))}); "

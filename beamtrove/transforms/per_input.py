@@ -57,7 +57,7 @@ from beamtrove.transforms.readers.base import FileReader
 from beamtrove.transforms.writers.base import TempFile
 from beamtrove.transforms.writers.jsonl import JsonlFormat, document_row
 
-__all__ = ["MARKER_CHECKSUM", "ProcessInputs", "marker_checksum"]
+__all__ = ["MARKER_CHECKSUM", "ProcessInputs", "marker_checksum", "record_sha256"]
 
 #: The field of a completion marker holding :func:`marker_checksum`.
 MARKER_CHECKSUM = "marker_sha256"
@@ -91,10 +91,14 @@ class _Output:
         }
 
 
+def record_sha256(record: Mapping[str, Any]) -> str:
+    """The SHA-256 of a JSON record, the same whatever the order of its keys."""
+    return hashlib.sha256(json.dumps(record, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
 def marker_checksum(marker: Mapping[str, Any]) -> str:
     """The SHA-256 of a completion marker's fields but :data:`MARKER_CHECKSUM`: tells a marker edited by hand."""
-    fields = {key: value for key, value in marker.items() if key != MARKER_CHECKSUM}
-    return hashlib.sha256(json.dumps(fields, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    return record_sha256({key: value for key, value in marker.items() if key != MARKER_CHECKSUM})
 
 
 class _ProcessInputFn(beam.DoFn):

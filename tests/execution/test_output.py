@@ -72,6 +72,19 @@ def test_a_failed_overwrite_leaves_the_previous_output_as_it_was(warcs, tmp_path
     assert main(argv) == 2
     assert {name: (output / name).read_bytes() for name in _files(output)} == files
 
+    # A run interrupted once it has started writing its own outputs publishes none of them.
+    command = [sys.executable, "-m", "beamtrove", "run", "fineweb", "--input", warcs, "--output", str(output),
+               "--overwrite", "--languages", "all"]  # fmt: skip
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    staging = output / ".beamtrove-staging"
+    while not any(path.suffix == ".gz" for path in staging.rglob("*")):
+        assert process.poll() is None, process.communicate()
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGINT)
+    process.communicate(timeout=120)
+    assert process.returncode == 130
+    assert {name: (output / name).read_bytes() for name in _files(output)} == files
+
 
 def test_a_resumable_run_refuses_the_output_of_an_ordinary_run(warcs, tmp_path, capsys):
     output = tmp_path / "out"

@@ -1,6 +1,6 @@
 """Beam sources that read crawl and dataset files into documents."""
 
-from beamtrove.fs import filesystem, match_inputs
+from beamtrove.fs import filesystem, has_glob, match_inputs
 from beamtrove.transforms.readers.base import FileReader, RecordParser, RowError, RowFields, Skip
 from beamtrove.transforms.readers.csv import CsvParser, ReadCsv
 from beamtrove.transforms.readers.jsonl import JsonlParser, ReadJsonl
@@ -57,7 +57,7 @@ def reader_for(input_format: str, paths: str | list[str]) -> type[FileReader]:
 def _file_names(path: str) -> list[str]:
     """The names of the data files under ``path`` when it is a folder, else ``path`` itself."""
     fs, fs_path = filesystem(path)
-    if any(char in fs_path for char in "*?[") or not fs.isdir(fs_path):
+    if has_glob(fs_path) or not fs.isdir(fs_path):
         return [path]
     suffixes = tuple(suffix for parser in _PARSERS.values() for suffix in parser.suffixes)
     return [file.name for file in match_inputs(path, suffixes)]
