@@ -231,6 +231,17 @@ class _Sandbox:
             _ChildFailure: The extractor raised.
         """
         self._send(html)
+        try:
+            return self._answer()
+        except ExtractionProcessDied as died:
+            # A child can die of its own accord (forked while the worker's threads held a lock), which would make
+            # what is kept a matter of chance: the page is charged only when a new child dies on it too.
+            _LOGGER.warning("extraction process died on a page (%s); giving the page to a new one", died)
+        self._send(html)
+        return self._answer()
+
+    def _answer(self) -> str:
+        """The child's answer for the page just sent; raises as :meth:`extract`."""
         self._wait_for_answer()
         try:
             outcome, result = self._connection.recv()
@@ -350,8 +361,9 @@ class Extract(beam.PTransform):
     """Replaces each document's HTML with the text an :class:`Extractor` finds.
 
     Documents whose extraction is empty are dropped (``dropped.empty``); a
-    timeout, a crash of the extraction process or an extractor exception makes
-    a dead letter (``errors.timeout``, ``errors.process_died``,
+    timeout, a crash of the extraction process on the page (twice: a page
+    whose first process dies goes to a new one) or an extractor exception
+    makes a dead letter (``errors.timeout``, ``errors.process_died``,
     ``errors.failed``). The result is the kept documents, or with
     :meth:`with_dead_letters` a ``(documents, dead_letters)`` pair.
 

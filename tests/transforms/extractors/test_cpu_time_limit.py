@@ -42,8 +42,9 @@ class _Scripted(Extractor):
     """Does what the page says, then answers the extraction process's pid.
 
     ``sleep S`` waits S wall-clock seconds without using the CPU, ``burn S`` uses S CPU seconds in Python,
-    ``c-call N`` runs one C call of N PBKDF2 rounds, ``spin`` never ends, and ``swallow`` spins but catches
-    whatever interrupts it and answers as if nothing happened.
+    ``c-call N`` runs one C call of N PBKDF2 rounds, ``spin`` never ends, ``swallow`` spins but catches
+    whatever interrupts it and answers as if nothing happened, and ``die-once PATH`` ends its process the first
+    time (when PATH does not exist yet).
     """
 
     name = "scripted"
@@ -58,6 +59,9 @@ class _Scripted(Extractor):
             hashlib.pbkdf2_hmac("sha256", b"page", b"salt", int(argument))
         elif action == "spin":
             _burn_cpu(float("inf"))
+        elif action == "die-once" and not os.path.exists(argument):
+            open(argument, "w").close()
+            os._exit(1)
         elif action == "swallow":
             # An extractor that hides whatever interrupts it, as a bare ``except:`` in a library would.
             with contextlib.suppress(BaseException):
@@ -167,6 +171,15 @@ def test_a_page_sent_to_a_process_that_died_between_pages_goes_to_a_new_process(
     # The sandbox checks that its process lives before sending; this is a death just after that check.
     box._process.is_alive = lambda: True
     assert box.extract("burn 0") not in {first_pid, ""}
+
+
+def test_a_process_that_dies_on_a_page_once_does_not_cost_the_page(sandbox, tmp_path):
+    # A page that kills its process every time is a process_died dead letter (tests/.../test_base.py); one death
+    # the page did not cause must not decide what is kept.
+    box = sandbox(cpu_limit=1.0)
+    first_pid = box.extract("burn 0")
+    assert box.extract(f"die-once {tmp_path / 'died'}") not in {first_pid, ""}
+    assert (tmp_path / "died").exists()
 
 
 def test_the_backstop_is_thirty_times_the_cpu_limit_and_at_least_thirty_seconds():
