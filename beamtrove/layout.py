@@ -8,7 +8,10 @@ An output folder holds::
     excluded/<step>/         what a step dropped, each document with metadata.filter_reason
     clusters/<step>/         a dedup step's cluster map (removed id, kept id, cluster size)
     dead_letters/            records that could not be read or processed, with the reason
-    stats.json               every step's counters
+    stats.json               every step's counters, the run's options
+    report.html              the run's report: funnel, summary-statistics histograms, dropped samples
+    summary_stats/<group>/<stat>/metric.json
+                             summary statistics of the kept documents (DataTrove's layout)
     _completed/<stem>.json   resumable runs: an input's completion marker, written after its outputs
     _resume.json             resumable runs: the configuration the output was started with
     .beamtrove-staging/      everything still in flight: a run's outputs until it succeeds, the outputs
@@ -39,10 +42,12 @@ __all__ = [
     "EXCLUDED_DIR",
     "KEPT",
     "PART_FILES",
+    "REPORT_FILE",
     "RESUME_CONFIG_FILE",
     "RUN_OUTPUT_NAMES",
     "STAGING_DIR",
     "STATS_FILE",
+    "SUMMARY_STATS_DIR",
     "WRITER_TEMP_PREFIX",
     "WRITE_DEAD_LETTERS",
     "WRITE_DOCUMENTS",
@@ -60,12 +65,22 @@ EXCLUDED_DIR = "excluded"
 CLUSTERS_DIR = "clusters"
 DEAD_LETTERS_DIR = "dead_letters"
 STATS_FILE = "stats.json"
+REPORT_FILE = "report.html"
+SUMMARY_STATS_DIR = "summary_stats"
 COMPLETED_DIR = "_completed"
 RESUME_CONFIG_FILE = "_resume.json"
 STAGING_DIR = ".beamtrove-staging"
 WRITER_TEMP_PREFIX = ".beamtrove-tmp-"
 #: What a run's output folder holds besides bookkeeping: a file name template never renders them from a value.
-RUN_OUTPUT_NAMES = (DOCUMENTS_DIR, EXCLUDED_DIR, CLUSTERS_DIR, DEAD_LETTERS_DIR, STATS_FILE)
+RUN_OUTPUT_NAMES = (
+    DOCUMENTS_DIR,
+    EXCLUDED_DIR,
+    CLUSTERS_DIR,
+    DEAD_LETTERS_DIR,
+    STATS_FILE,
+    REPORT_FILE,
+    SUMMARY_STATS_DIR,
+)
 #: The file names of documents, excluded documents and cluster maps written by a whole run.
 PART_FILES = "part-${shard}.jsonl.gz"
 
