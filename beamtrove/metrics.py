@@ -22,6 +22,8 @@ from collections.abc import Iterator
 
 from apache_beam.metrics import Metrics
 
+from beamtrove.progress import count_progress
+
 __all__ = ["NAMESPACE_PREFIX", "OUTCOME_PREFIXES", "StepMetrics", "counters_recorded"]
 
 NAMESPACE_PREFIX = "beamtrove/"
@@ -75,6 +77,7 @@ class StepMetrics:
         if counter is None:
             counter = self._counters[name] = Metrics.counter(self._namespace, name)
         counter.inc(value)
+        count_progress(self.step, name, value)
         recorded = getattr(_recording, "counts", None)
         if recorded is not None:
             step = recorded.setdefault(self.step, {})

@@ -13,7 +13,7 @@ import collections
 import json
 import math
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import apache_beam as beam
@@ -23,7 +23,18 @@ from beamtrove.fs import filesystem, join, move, open_url
 from beamtrove.layout import STATS_FILE
 from beamtrove.metrics import NAMESPACE_PREFIX, OUTCOME_PREFIXES
 
-__all__ = ["collect_stats", "format_stats", "merge_stats", "read_stats", "write_stats"]
+__all__ = [
+    "DEDUP_TOKEN_STEPS",
+    "collect_stats",
+    "format_stats",
+    "merge_stats",
+    "order_steps",
+    "read_stats",
+    "write_stats",
+]
+
+#: The steps that count tokens before and after dedup; the share kept is the dedup ratio.
+DEDUP_TOKEN_STEPS = ("tokens_before_dedup", "tokens_after_dedup")
 
 
 def _value(result) -> Any:
@@ -37,28 +48,44 @@ def _step_of(result) -> str | None:
     return namespace[len(NAMESPACE_PREFIX) :] if namespace.startswith(NAMESPACE_PREFIX) else None
 
 
-class _StepOrder(PipelineVisitor):
+class _GraphOrder(PipelineVisitor):
+    """Ranks every label of the graph in the order the transforms were applied."""
+
     def __init__(self):
-        self.order: dict[str, int] = {}
+        self.rank: dict[str, int] = {}
 
     def enter_composite_transform(self, transform_node):
         self.visit_transform(transform_node)
 
     def visit_transform(self, transform_node):
-        self.order.setdefault(transform_node.full_label.rsplit("/", 1)[-1], len(self.order))
+        self.rank.setdefault(transform_node.full_label.rsplit("/", 1)[-1], len(self.rank))
 
 
-def collect_stats(result: beam.runners.runner.PipelineResult, pipeline: beam.Pipeline | None = None) -> dict:
-    """Merges a finished run's beamtrove metrics per step.
+# The time a runner measured each transform taking: its processing, not what it waited for.
+_EXECUTION_TIME = "metric:ptransform_execution_time:total_msecs:v1"
+
+
+def collect_stats(
+    result: beam.runners.runner.PipelineResult,
+    pipeline: beam.Pipeline | None = None,
+    funnel: Sequence[str] = (),
+    writers: Sequence[str] = (),
+) -> dict:
+    """Merges a finished run's beamtrove metrics per step, in pipeline order.
 
     Args:
         result: The run's result.
-        pipeline: The pipeline that ran; orders the steps as they were applied
-            (otherwise by name).
+        pipeline: The pipeline that ran: steps not in ``funnel`` take their
+            place in it as they were applied (otherwise they come last, by
+            name).
+        funnel: The steps records pass through, in order (reader, steps,
+            sink): each is listed, with no counters when it counted nothing.
+        writers: The writers of what steps set aside, listed after the rest.
 
     Returns:
         ``{step: {"counters": {name: int}, "distributions": {name: {count,
-        sum, min, max, mean}}}}``.
+        sum, min, max, mean}}}}``, with ``"seconds"`` per step when the runner
+        measured the time its transforms took.
     """
     query = result.metrics().query()
     steps: dict[str, dict] = collections.defaultdict(lambda: {"counters": {}, "distributions": {}})
@@ -74,12 +101,71 @@ def collect_stats(result: beam.runners.runner.PipelineResult, pipeline: beam.Pip
         _add_distribution(
             steps[step]["distributions"], distribution.key.metric.name, value.count, value.sum, value.min, value.max
         )
-    order: dict[str, int] = {}
+    for step, seconds in _execution_seconds(result, {*steps, *funnel, *writers}).items():
+        steps[step]["seconds"] = seconds
+    rank = {}
     if pipeline is not None:
-        visitor = _StepOrder()
+        visitor = _GraphOrder()
         pipeline.visit(visitor)
-        order = visitor.order
-    return {step: steps[step] for step in sorted(steps, key=lambda s: (order.get(s, math.inf), s))}
+        rank = visitor.rank
+    return order_steps(steps, funnel, writers, rank)
+
+
+def _execution_seconds(result, steps: set[str]) -> dict[str, float]:
+    """Seconds each step's transforms took, where the runner measured them (the Python SDK's local runners do).
+
+    A transform's time goes to the outermost step its label is inside: a
+    step's time includes that of the steps applied within it.
+    """
+    monitoring = getattr(result, "monitoring_metrics", None)
+    if monitoring is None:
+        return {}
+    try:
+        counters = monitoring().query()["counters"]
+    except Exception:  # a runner's own metrics are a bonus: a runner that cannot give them gives none
+        return {}
+    milliseconds: dict[str, float] = collections.defaultdict(float)
+    for counter in counters:
+        if counter.key.metric.name != _EXECUTION_TIME or not counter.key.step:
+            continue
+        for label in counter.key.step.split("/"):
+            if label in steps:
+                milliseconds[label] += _value(counter) or 0
+                break
+    return {step: round(total / 1000, 3) for step, total in milliseconds.items()}
+
+
+def order_steps(
+    steps: Mapping[str, Any], funnel: Sequence[str], writers: Sequence[str], rank: Mapping[str, int] | None = None
+) -> dict:
+    """``steps`` in pipeline order: each funnel step followed by those applied within or after it, then writers.
+
+    Every step of ``funnel`` and ``writers`` is listed, with no counters when
+    it counted nothing.
+
+    Args:
+        steps: Stats per step name.
+        funnel: The steps records pass through, in order.
+        writers: The writers of what steps set aside, in order.
+        rank: The order labels were applied in the graph; places steps that
+            are in neither list. Without it they follow the funnel, by name.
+    """
+    rank = rank or {}
+    known = set(funnel) | set(writers)
+    inside: dict[str | None, list[str]] = collections.defaultdict(list)
+    unranked = []
+    for step in sorted((s for s in steps if s not in known), key=lambda s: (rank.get(s, math.inf), s)):
+        if step not in rank:
+            unranked.append(step)
+            continue
+        before = [f for f in funnel if rank.get(f, math.inf) <= rank[step]]
+        inside[before[-1] if before else None].append(step)
+    names = [*inside[None]]
+    for step in funnel:
+        names += [step, *inside[step]]
+    names += unranked + list(writers)
+    # A step that counted nothing still has its row.
+    return {name: steps.get(name) or {"counters": {}, "distributions": {}} for name in names}
 
 
 def _add_distribution(
@@ -137,38 +223,83 @@ def _number(value: float) -> str:
     return f"{value:,.1f}" if isinstance(value, float) and not value.is_integer() else f"{int(value):,}"
 
 
-def format_stats(stats: Mapping[str, Any]) -> str:
-    """Renders stats as a table: per step, the record funnel then the details.
+def _share(part: int, whole: int) -> str:
+    return f"{part / whole:.1%}" if whole else "-"
 
-    ``unaccounted`` shows records a step received but neither emitted,
-    skipped, dropped nor errored; it is 0 for every sound per-record step.
+
+_COLUMNS = ("in", "out", "kept%", "total%", "skipped", "dropped", "errors", "seconds")
+
+
+def format_stats(stats: Mapping[str, Any]) -> str:
+    """Renders stats as a table: per step, the record funnel, then the details of its counters.
+
+    Steps come in the order of ``stats.json``. For the steps records pass
+    through (``funnel`` when the stats name them; otherwise every step),
+    ``kept%`` is what the step passed on of what it received and ``total%``
+    what it passed on of the documents read. ``seconds`` is the time
+    the runner measured in the step, where it reports one. A step with no
+    ``in`` and ``out`` counters (one that works on the whole input, such as
+    MinHash's banding) shows only its details. ``unaccounted`` shows records
+    a step received but neither emitted, skipped, dropped nor errored; it is
+    0 for every sound per-record step.
     """
     steps = stats.get("steps", stats)
-    columns = ("in", "out", "skipped", "dropped", "errors")
+    funnel = set(stats.get("funnel", steps))
+    read = next((entry["counters"]["out"] for entry in steps.values() if "out" in entry.get("counters", {})), 0)
     rows = []
     for step, entry in steps.items():
         counters = entry.get("counters", {})
-        totals = {prefix.rstrip("."): 0 for prefix in OUTCOME_PREFIXES}
+        outcomes = {prefix: 0 for prefix in OUTCOME_PREFIXES}
         for name, value in counters.items():
             for prefix in OUTCOME_PREFIXES:
                 if name.startswith(prefix):
-                    totals[prefix.rstrip(".")] += value
-        row = [step, *(counters.get(c, 0) for c in columns[:2]), *totals.values()]
-        rows.append((row, counters, entry.get("distributions", {})))
-    width = max([len("step"), *(len(r[0][0]) for r in rows)])
-    lines = [f"{'step':<{width}}  " + "  ".join(f"{c:>12}" for c in columns)]
-    for row, counters, distributions in rows:
-        lines.append(f"{row[0]:<{width}}  " + "  ".join(f"{_number(v):>12}" for v in row[1:]))
+                    outcomes[prefix] += value
+        seconds = entry.get("seconds")
+        cells = [""] * len(_COLUMNS)
+        if "in" in counters or "out" in counters or not counters:
+            received, passed = counters.get("in", 0), counters.get("out", 0)
+            cells[:2] = _number(received), _number(passed)
+            if step in funnel:
+                cells[2:4] = _share(passed, received), _share(passed, read)
+            cells[4:7] = (_number(value) for value in outcomes.values())
+        if seconds is not None:
+            cells[7] = f"{seconds:,.1f}"
+        details = []
         if "in" in counters and "out" in counters:
-            unaccounted = row[1] - row[2] - sum(row[3:])
+            unaccounted = counters["in"] - counters["out"] - sum(outcomes.values())
             if unaccounted:
-                lines.append(f"    unaccounted: {_number(unaccounted)}")
-        for name in sorted(counters):
-            if name not in columns:
-                lines.append(f"    {name}: {_number(counters[name])}")
-        for name, d in distributions.items():
-            lines.append(
-                f"    {name}: count {_number(d['count'])}, mean {_number(d['mean'])}, "
-                f"min {_number(d['min'])}, max {_number(d['max'])}"
-            )
+                details.append(f"unaccounted: {_number(unaccounted)}")
+        details += [f"{name}: {_number(counters[name])}" for name in sorted(counters) if name not in ("in", "out")]
+        details += [
+            f"{name}: count {_number(d['count'])}, mean {_number(d['mean'])}, min {_number(d['min'])}, "
+            f"max {_number(d['max'])}"
+            for name, d in entry.get("distributions", {}).items()
+        ]
+        rows.append((step, cells, details))
+    width = max([len("step"), *(len(step) for step, _, _ in rows)])
+    lines = [f"{'step':<{width}}  " + "  ".join(f"{column:>10}" for column in _COLUMNS)]
+    for step, cells, details in rows:
+        lines.append((f"{step:<{width}}  " + "  ".join(f"{cell:>10}" for cell in cells)).rstrip())
+        lines += [f"    {detail}" for detail in details]
+    if not rows:
+        lines.append("(no step counted anything)")
+    lines += ["", "kept%: out of in, per step; total%: out of the documents read.", *_notes(stats)]
     return "\n".join(lines)
+
+
+def _notes(stats: Mapping[str, Any]) -> list[str]:
+    """What the table's figures cover, and ratios that need two steps."""
+    notes = []
+    if "inputs_completed" in stats:
+        run_steps = stats.get("run_steps", {}).values()
+        this_run = next((entry["counters"]["files"] for entry in run_steps if "files" in entry["counters"]), 0)
+        notes.append(
+            f"Totals over the {stats['inputs_completed']:,} inputs the output holds; this run completed {this_run:,}."
+        )
+    steps = stats.get("steps", stats)
+    before, after = (steps.get(step, {}).get("counters", {}).get("tokens") for step in DEDUP_TOKEN_STEPS)
+    if before:
+        notes.append(
+            f"Tokens: {before:,} before dedup, {after or 0:,} after: dedup kept {(after or 0) / before:.1%} of them."
+        )
+    return notes

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from beamtrove.stats import format_stats, read_stats, write_stats
+from beamtrove.execution.local import run_pipeline
+from beamtrove.options import parse
+from beamtrove.pipelines import pipeline_spec
+from beamtrove.stats import format_stats, order_steps, read_stats, write_stats
 from beamtrove.transforms.readers import ReadWarc
 from beamtrove.transforms.writers import WriteJsonl
 from tests.conftest import require, run_and_collect
@@ -36,8 +39,91 @@ def test_table_flags_records_a_step_lost():
         }
     )
     lines = table.splitlines()
-    assert lines[0].split() == ["step", "in", "out", "skipped", "dropped", "errors"]
-    assert lines[1].split() == ["Read", "10", "7", "2", "0", "0"]
+    assert lines[0].split() == ["step", "in", "out", "kept%", "total%", "skipped", "dropped", "errors", "seconds"]
+    assert lines[1].split() == ["Read", "10", "7", "70.0%", "100.0%", "2", "0", "0"]
     assert "    unaccounted: 1" in lines
     assert "    skipped.request_record: 2" in lines
-    assert lines[-2].split() == ["Write", "7", "7", "0", "0", "0"]
+    assert lines[4].split() == ["Write", "7", "7", "100.0%", "100.0%", "0", "0", "0"]
+
+
+def test_every_step_has_its_row_with_shares_of_its_input_and_of_what_was_read():
+    stats = {
+        "funnel": ["ReadWarc", "url_filter", "extract", "language_filter", "WriteDocuments"],
+        "steps": {
+            "ReadWarc": {"counters": {"in": 166, "out": 83, "skipped.request_record": 83}, "seconds": 0.8},
+            "url_filter": {"counters": {"in": 83, "out": 83}, "seconds": 0.04},
+            "extract": {"counters": {"in": 83, "out": 80, "dropped.empty": 3}, "seconds": 59.61},
+            # Nothing survived language identification: the writer counted nothing and still has its row.
+            "language_filter": {"counters": {"in": 80, "out": 0, "dropped.language": 80}},
+            "WriteDocuments": {"counters": {}},
+            "write_excluded_language_filter": {"counters": {"in": 80, "out": 80, "files": 1}},
+        },
+    }
+    rows = {line.split()[0]: line.split()[1:] for line in format_stats(stats).splitlines()[1:] if line[:1].strip()}
+    assert rows["ReadWarc"] == ["166", "83", "50.0%", "100.0%", "83", "0", "0", "0.8"]
+    assert rows["extract"] == ["83", "80", "96.4%", "96.4%", "0", "3", "0", "59.6"]
+    assert rows["language_filter"] == ["80", "0", "0.0%", "0.0%", "0", "80", "0"]
+    assert rows["WriteDocuments"] == ["0", "0", "-", "0.0%", "0", "0", "0"]
+    # A writer of what a step set aside is not part of the funnel: no shares.
+    assert rows["write_excluded_language_filter"] == ["80", "80", "0", "0", "0"]
+
+
+def test_a_step_over_the_whole_input_shows_its_details_without_an_empty_funnel_row():
+    stats = {
+        "steps": {
+            "Read": {"counters": {"in": 27, "out": 27}},
+            "minhash": {"counters": {"documents": 27, "links": 28}},
+            "minhash_remove": {"counters": {"in": 27, "out": 25, "dropped.minhash_duplicate": 2}},
+        }
+    }
+    lines = format_stats(stats).splitlines()
+    assert lines[2] == "minhash"
+    assert lines[3:5] == ["    documents: 27", "    links: 28"]
+
+
+def test_an_empty_run_still_prints_its_steps():
+    table = format_stats({"funnel": ["Read", "WriteDocuments"], "steps": {"Read": {}, "WriteDocuments": {}}})
+    assert [line.split()[:3] for line in table.splitlines()[1:3]] == [["Read", "0", "0"], ["WriteDocuments", "0", "0"]]
+    assert "(no step counted anything)" in format_stats({"steps": {}})
+
+
+def test_steps_take_their_place_in_the_funnel_and_writers_come_last():
+    steps = {
+        name: {} for name in ("ReadAgain", "write_excluded_minhash", "minhash_components", "Read", "WriteDocuments")
+    }
+    steps |= {"minhash": {}, "WriteDeadLetters": {}, "ProcessInputs": {}, "minhash_remove": {}}
+    rank = {"Read": 0, "minhash": 1, "minhash_components": 2, "ReadAgain": 3, "minhash_remove": 4, "WriteDocuments": 9}
+    funnel = ["Read", "minhash", "WriteDocuments"]
+    writers = ["write_excluded_minhash", "WriteDeadLetters"]
+    assert list(order_steps(steps, funnel, writers, rank)) == [
+        "Read",
+        "minhash",
+        "minhash_components",
+        "ReadAgain",
+        "minhash_remove",
+        "WriteDocuments",
+        "ProcessInputs",
+        "write_excluded_minhash",
+        "WriteDeadLetters",
+    ]
+
+
+def test_tokens_before_and_after_dedup_give_the_dedup_ratio():
+    stats = {
+        "steps": {
+            "tokens_before_dedup": {"counters": {"in": 10, "out": 10, "tokens": 4_000}},
+            "tokens_after_dedup": {"counters": {"in": 7, "out": 7, "tokens": 3_000}},
+        }
+    }
+    assert "Tokens: 4,000 before dedup, 3,000 after: dedup kept 75.0% of them." in format_stats(stats)
+
+
+def test_a_dedup_run_lists_its_steps_in_the_order_they_run(review_jsonl, tmp_path):
+    dedup = pipeline_spec("dedup")
+    argv = ["--input", str(review_jsonl), "--output", str(tmp_path / "out"), "--dedup", "exact,minhash"]
+    result = run_pipeline(dedup, parse(dedup, [*argv, "--progress_interval", "0"]))
+    steps = list(result.stats["steps"])
+    assert steps[0] == "Read" and steps.index("exact_dedup") < steps.index("minhash") < steps.index("WriteDocuments")
+    assert steps[-3:] == ["write_excluded_exact", "write_excluded_minhash", "WriteDeadLetters"]
+    assert result.stats["funnel"] == ["Read", "exact_dedup", "minhash", "WriteDocuments"]
+    assert all(result.stats["steps"][step].get("seconds") is not None for step in result.stats["funnel"])

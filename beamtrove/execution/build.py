@@ -21,6 +21,7 @@ one :class:`~beamtrove.options.ConfigurationError`.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
@@ -28,7 +29,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from beamtrove.execution.output import OutputPlan, Publish, check_separate, plan_output
 from beamtrove.execution.resume import configuration, pending_inputs
 from beamtrove.execution.runner_checks import check_runner_options
-from beamtrove.fs import join
+from beamtrove.fs import InputFile, join
 from beamtrove.layout import CLUSTERS_DIR, DOCUMENTS_DIR, WRITE_DEAD_LETTERS, write_clusters, write_excluded
 from beamtrove.options import BeamtroveOptions, ConfigurationError, ResumeOptions
 from beamtrove.pipelines.common import dead_letters_writer, excluded_writer
@@ -44,11 +45,20 @@ _CONSTRUCTION_ERRORS = (ValueError, OSError, ImportError)
 
 @dataclasses.dataclass(frozen=True)
 class Built:
-    """A pipeline ready to run, the flow it was built from (its reader, steps and sink), and its output plan."""
+    """A pipeline ready to run, the flow it was built from (its reader, steps and sink), and its output plan.
+
+    Attributes:
+        pipeline: The Beam pipeline.
+        flow: Its reader, steps and sink.
+        output: Where it writes and how it publishes.
+        inputs: The input files this run reads: all of the reader's, or those
+            a resumable run has not completed yet.
+    """
 
     pipeline: beam.Pipeline
     flow: Flow
     output: OutputPlan
+    inputs: tuple[InputFile, ...]
 
 
 def build(spec: PipelineSpec, options: PipelineOptions, *, inspect_output: bool = True) -> Built:
@@ -78,8 +88,9 @@ def build(spec: PipelineSpec, options: PipelineOptions, *, inspect_output: bool 
         if inspect_output:
             check_separate(flow.reader.patterns, flow.reader.files, flow.output)
         if resume.resumable:
-            _apply_per_input(pipeline, spec, flow, options)
+            inputs = _apply_per_input(pipeline, spec, flow, options)
         else:
+            inputs = flow.reader.files
             written = _apply(pipeline, flow, options)
             written | "FlattenWritten" >> beam.Flatten() | "Publish" >> Publish(plan)
     except ConfigurationError:
@@ -88,7 +99,7 @@ def build(spec: PipelineSpec, options: PipelineOptions, *, inspect_output: bool 
         raise ConfigurationError(str(exc)) from exc
     if inspect_output:
         plan.stage()
-    return Built(pipeline, flow, plan)
+    return Built(pipeline, flow, plan, tuple(inputs))
 
 
 def _apply(pipeline: beam.Pipeline, flow: Flow, options: PipelineOptions) -> list[beam.PCollection]:
@@ -113,7 +124,10 @@ def _apply(pipeline: beam.Pipeline, flow: Flow, options: PipelineOptions) -> lis
     return written
 
 
-def _apply_per_input(pipeline: beam.Pipeline, spec: PipelineSpec, flow: Flow, options: PipelineOptions) -> None:
+def _apply_per_input(
+    pipeline: beam.Pipeline, spec: PipelineSpec, flow: Flow, options: PipelineOptions
+) -> Sequence[InputFile]:
+    """Applies the flow one input file at a time; returns the inputs it will process (those not completed)."""
     common = options.view_as(BeamtroveOptions)
     if common.skip or common.limit is not None:
         raise ValueError("--skip and --limit count documents across all inputs; they do not apply to --resumable.")
@@ -126,3 +140,4 @@ def _apply_per_input(pipeline: beam.Pipeline, spec: PipelineSpec, flow: Flow, op
     flow.reader.label = flow.read_label
     steps = [(step.name, step.fn) for step in flow.steps]
     pipeline | "ProcessInputs" >> ProcessInputs(flow.reader, pending, steps, flow.output, config_sha256)
+    return pending

@@ -29,11 +29,12 @@ from apache_beam.runners.runner import PipelineState
 from beamtrove import __version__
 from beamtrove.execution.build import Built, build
 from beamtrove.execution.output import discard_staging
-from beamtrove.execution.resume import completed_totals
+from beamtrove.execution.resume import completed_totals, configuration
 from beamtrove.execution.runner_parts import use_local_runner_parts
-from beamtrove.options import ResumeOptions
+from beamtrove.options import BeamtroveOptions, ResumeOptions
 from beamtrove.pipelines.spec import PipelineSpec
-from beamtrove.stats import collect_stats, write_stats
+from beamtrove.progress import ProgressBoard
+from beamtrove.stats import collect_stats, order_steps, write_stats
 
 __all__ = ["RunInterrupted", "RunResult", "run_pipeline"]
 
@@ -76,7 +77,7 @@ def run_pipeline(spec: PipelineSpec, options: PipelineOptions) -> RunResult:
     use_local_runner_parts(options)
     built = build(spec, options)
     started = time.monotonic()
-    with _interrupts_noted() as interrupted:
+    with _interrupts_noted() as interrupted, _progress_board(spec, built, options):
         try:
             result = built.pipeline.run()
             state = result.wait_until_finish()
@@ -92,7 +93,9 @@ def run_pipeline(spec: PipelineSpec, options: PipelineOptions) -> RunResult:
         "runner": options.view_as(StandardOptions).runner or "DirectRunner",
         "state": str(state),
         "wall_seconds": round(time.monotonic() - started, 3),
-        "steps": collect_stats(result, built.pipeline),
+        "options": configuration(spec.name, options, spec.option_classes)["options"],
+        "funnel": list(built.flow.funnel),
+        "steps": collect_stats(result, built.pipeline, built.flow.funnel, built.flow.writers),
     }
     if state != PipelineState.DONE:
         built.output.abandon()
@@ -101,8 +104,24 @@ def run_pipeline(spec: PipelineSpec, options: PipelineOptions) -> RunResult:
         # Each input removed its own staging folder; their common parent goes once all are done.
         discard_staging(built.output.output, built.output.storage_options)
         totals = completed_totals(built.output.output)
-        stats.update(inputs_completed=totals["inputs"], run_steps=stats["steps"], steps=totals["steps"])
+        steps = order_steps(totals["steps"], built.flow.funnel, built.flow.writers)
+        stats.update(inputs_completed=totals["inputs"], run_steps=stats["steps"], steps=steps)
     return RunResult(str(state), stats, write_stats(stats, built.output.output))
+
+
+def _progress_board(spec: PipelineSpec, built: Built, options: PipelineOptions) -> ProgressBoard:
+    """Shows the run's progress: inputs done of those it reads, documents read and kept, ETA."""
+    steps = built.flow.steps
+    # Documents pass a step that compares them across the input only at its end: before then none is kept.
+    kept_step = steps[-1].name if steps and all(step.per_document for step in steps) else None
+    return ProgressBoard(
+        spec.name,
+        total_files=len(built.inputs),
+        total_bytes=sum(file.size for file in built.inputs),
+        read_step=built.flow.read_label,
+        kept_step=kept_step,
+        interval=options.view_as(BeamtroveOptions).progress_interval,
+    )
 
 
 class _AfterInterrupt(logging.Filter):

@@ -27,7 +27,7 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beamtrove.fs import InputFile
-from beamtrove.layout import DEAD_LETTERS, EXCLUDED, KEPT
+from beamtrove.layout import DEAD_LETTERS, EXCLUDED, KEPT, WRITE_DEAD_LETTERS, write_clusters, write_excluded
 from beamtrove.options import BeamtroveOptions, ResumeOptions
 from beamtrove.transforms.readers import FileReader
 
@@ -142,6 +142,22 @@ class Flow:
     reader: FileReader
     steps: tuple[Step, ...]
     sink: Sink
+
+    @property
+    def funnel(self) -> tuple[str, ...]:
+        """The stats names of what records pass through, in order: the reader, the steps, the sink."""
+        return (
+            self.read_label,
+            *(step.label if isinstance(step, GlobalStep) else step.name for step in self.steps),
+            self.sink.label,
+        )
+
+    @property
+    def writers(self) -> tuple[str, ...]:
+        """The stats names of the writers of what steps set aside: excluded documents, cluster maps, dead letters."""
+        excluded = [write_excluded(step.name) for step in self.steps if not step.per_document or step.excludes]
+        clusters = [write_clusters(step.name) for step in self.steps if getattr(step, "cluster_map", None)]
+        return (*excluded, *clusters, WRITE_DEAD_LETTERS)
 
 
 def _output_option(options: PipelineOptions) -> str | None:

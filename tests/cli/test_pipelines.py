@@ -28,7 +28,7 @@ def test_run_convert_writes_documents_dead_letters_and_stats(faults_set, tmp_pat
 
     assert main(["stats", str(out)]) == 0
     table = capsys.readouterr().out
-    assert table.splitlines()[1].split() == ["Read", f"{len(manifest)}", "400", "2", "0", "2"]
+    assert table.splitlines()[1].split()[:8] == ["Read", f"{len(manifest)}", "400", "99.0%", "100.0%", "2", "0", "2"]
 
 
 def test_configuration_errors_fail_before_running(tmp_path, capsys):

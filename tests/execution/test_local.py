@@ -8,6 +8,7 @@ from beamtrove import __version__
 from beamtrove.execution.local import run_pipeline
 from beamtrove.options import parse
 from beamtrove.pipelines import pipeline_spec
+from beamtrove.stats import format_stats
 from tests.conftest import jsonl_rows, require
 
 
@@ -27,3 +28,27 @@ def test_a_run_writes_its_stats_beside_its_results(data_dir, tmp_path):
     steps = result.stats["steps"]
     assert list(steps)[:2] == ["ReadWarc", "extract"]
     assert steps["WriteDocuments"]["counters"]["out"] == len(jsonl_rows(tmp_path / "documents")) > 0
+
+
+def test_a_resumable_runs_stats_list_its_steps_as_an_ordinary_run_does(data_dir, tmp_path):
+    extract = pipeline_spec("extract")
+    warcs = [
+        str(require(data_dir / "warc" / name))
+        for name in ("dolma_wget_sample-0000.warc.gz", "clueweb09-ja_quirk.warc.gz")
+    ]
+    common = ["--extractor", "resiliparse", "--progress_interval", "0"]
+    ordinary = run_pipeline(extract, parse(extract, ["--input", warcs[0], "--output", str(tmp_path / "a"), *common]))
+    argv = ["--input", warcs[0], "--output", str(tmp_path / "b"), "--resumable", *common]
+    run_pipeline(extract, parse(extract, argv))
+    # The second run completes the second input only; the stats total both, in the flow's order.
+    resumed = run_pipeline(extract, parse(extract, [*argv[:2], "--input", warcs[1], *argv[2:]]))
+    funnel = ["ReadWarc", "extract", "WriteDocuments"]
+    assert ordinary.stats["funnel"] == resumed.stats["funnel"] == funnel
+    assert list(resumed.stats["steps"])[:3] == list(ordinary.stats["steps"])[:3] == funnel
+    assert list(resumed.stats["steps"])[-1] == list(ordinary.stats["steps"])[-1] == "WriteDeadLetters"
+    assert resumed.stats["inputs_completed"] == 2
+    assert resumed.stats["steps"]["ReadWarc"]["counters"]["files"] == 2
+    assert resumed.stats["run_steps"]["ReadWarc"]["counters"]["files"] == 1
+    table = format_stats(resumed.stats)
+    assert "Totals over the 2 inputs the output holds; this run completed 1." in table
+    assert not any(line.startswith("ProcessInputs ") and line.split()[1:3] == ["0", "0"] for line in table.splitlines())

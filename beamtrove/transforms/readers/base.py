@@ -200,7 +200,6 @@ class _FileRecordSource(iobase.BoundedSource):
             index += 1
             for outcome in self._outcomes(file):
                 metrics.received()
-                record_progress(records=1, interval=self._progress_interval)
                 if isinstance(outcome, Skip):
                     metrics.skipped(outcome.reason)
                 elif isinstance(outcome, DeadLetter):
@@ -221,19 +220,36 @@ class _FileRecordSource(iobase.BoundedSource):
                             break
             metrics.inc("files")
             metrics.inc("bytes", file.size)
-            record_progress(size=file.size, files=1, interval=self._progress_interval)
 
     def _outcomes(self, file: InputFile) -> Iterator[Outcome]:
+        """The file's records, its bytes read reported as progress as they are read."""
+        reported = 0
         try:
             if file.end is None:
-                with open_url(file.url, "rb", self._storage_options, self._parser.compression) as stream:
-                    yield from self._parser.parse(file, stream, self._step)
+                opened = open_url(file.url, "rb", self._storage_options, self._parser.compression)
+                with opened as stream:
+                    # The file as stored, under any decompression: its position is the input read so far.
+                    stored = opened.fobjects[0]
+                    for outcome in self._parser.parse(file, stream, self._step):
+                        reported = self._progress(stored.tell(), reported)
+                        yield outcome
                 return
             with open_url(file.url, "rb", self._storage_options) as stream:
                 stream.seek(file.start)
-                yield from self._parser.parse(file, _ByteRange(stream, file.end - file.start), self._step)
+                for outcome in self._parser.parse(file, _ByteRange(stream, file.end - file.start), self._step):
+                    reported = self._progress(stream.tell() - file.start, reported)
+                    yield outcome
         except Exception as exc:  # an unopenable file or a parser's unforeseen failure must not end the run
             yield DeadLetter(self._step, "read_failed", f"{type(exc).__name__}: {exc}", file=file.url)
+        finally:
+            record_progress(self._step, size=max(file.size - reported, 0), files=1, interval=self._progress_interval)
+
+    def _progress(self, position: int, reported: int) -> int:
+        """Reports the bytes read since ``reported``; returns what is now reported."""
+        if position > reported:
+            record_progress(self._step, size=position - reported, interval=self._progress_interval)
+            return position
+        return reported
 
 
 class _ByteRange(io.RawIOBase):

@@ -1,0 +1,127 @@
+"""Live progress: worker processes report their totals, the board that launched the run shows them."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+
+from beamtrove.execution.local import run_pipeline
+from beamtrove.options import parse
+from beamtrove.pipelines import pipeline_spec
+from beamtrove.progress import PROGRESS_ADDRESS_VARIABLE, ProgressBoard, format_duration
+from tests.conftest import require
+
+_WORKER = """
+from beamtrove.progress import count_progress, record_progress
+for _ in range(120):
+    count_progress("ReadWarc", "out", 1)
+for _ in range(30):
+    count_progress("filter", "out", 1)
+count_progress("extract", "errors.timeout", 2)
+record_progress("ReadWarc", size=6_000, files=1)
+record_progress("ReadWarc", size=4_000)
+"""
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def _board(stream, interval=10.0, total_files=4, total_bytes=20_000) -> ProgressBoard:
+    return ProgressBoard("fineweb", total_files, total_bytes, "ReadWarc", "filter", interval=interval, stream=stream)
+
+
+def _wait_for(board: ProgressBoard, files: int) -> None:
+    deadline = time.monotonic() + 30
+    while board.totals().files < files and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def test_worker_processes_report_to_the_board_that_launched_them():
+    stream = io.StringIO()
+    with _board(stream) as board:
+        for _ in range(2):
+            subprocess.run([sys.executable, "-c", _WORKER], check=True)
+        _wait_for(board, 2)
+        totals = board.totals()
+        line = board.line()
+    # Each process's totals are sent when a file is finished: 120 + 120 documents read, 2 files, 12 kB + the
+    # second process's bytes finished with its file; what came after the last file waits for the next report.
+    assert (totals.files, totals.read, totals.kept, totals.errors) == (2, 240, 60, 4)
+    assert totals.bytes == 12_000
+    assert line.startswith("fineweb: 2/4 inputs · 0.0/0.0 MB (60%) · 240 documents read · 60 kept (25.0%) · 4 errors")
+    # The first line is shown as the run starts, before any report.
+    assert stream.getvalue().splitlines()[0] == (
+        "fineweb: 0/4 inputs · 0.0/0.0 MB (0%) · 0 documents read · 0 kept · 0 s elapsed"
+    )
+
+
+def test_the_board_only_counts_its_own_run():
+    with _board(io.StringIO()) as board:
+        host_port, _ = os.environ[PROGRESS_ADDRESS_VARIABLE].rsplit(":", 1)
+        # Another run's worker reaching this board's port, and a process of no run.
+        for address in (f"{host_port}:{'0' * 32}", None):
+            env = {key: value for key, value in os.environ.items() if key != PROGRESS_ADDRESS_VARIABLE}
+            if address:
+                env[PROGRESS_ADDRESS_VARIABLE] = address
+            subprocess.run([sys.executable, "-c", _WORKER], env=env, check=True)
+        subprocess.run([sys.executable, "-c", _WORKER], check=True)
+        _wait_for(board, 1)
+        time.sleep(0.3)
+        assert board.totals().files == 1
+
+
+def test_the_address_is_the_runs_own_and_gone_after_it():
+    before = os.environ.get(PROGRESS_ADDRESS_VARIABLE)
+    with _board(io.StringIO()):
+        during = os.environ[PROGRESS_ADDRESS_VARIABLE]
+    assert re.fullmatch(r"127\.0\.0\.1:\d+:[0-9a-f]{32}", during)
+    assert os.environ.get(PROGRESS_ADDRESS_VARIABLE) == before
+
+
+def test_a_terminal_gets_one_line_rewritten_in_place_and_ended():
+    terminal = _Terminal()
+    with _board(terminal):
+        time.sleep(1.2)
+    shown = terminal.getvalue()
+    assert shown.count("\r\x1b[K") >= 2
+    assert shown.endswith("\n") and shown.count("\n") == 1
+
+
+def test_interval_zero_shows_nothing_and_sets_no_address():
+    stream = io.StringIO()
+    with _board(stream, interval=0):
+        assert PROGRESS_ADDRESS_VARIABLE not in os.environ
+    assert stream.getvalue() == ""
+
+
+@pytest.mark.parametrize(
+    ("seconds", "shown"), [(0.4, "0 s"), (42, "42 s"), (185, "3m 05s"), (7620, "2h 07m"), (-3, "0 s")]
+)
+def test_durations_read_at_a_glance(seconds, shown):
+    assert format_duration(seconds) == shown
+
+
+def test_a_run_shows_its_inputs_and_documents_as_it_goes(data_dir, tmp_path, capsys):
+    extract = pipeline_spec("extract")
+    warcs = [
+        str(require(data_dir / "warc" / name))
+        for name in ("cc-main-2020-34_resiliparse_warcfile.warc.gz", "dolma_wget_sample-0000.warc.gz")
+    ]
+    argv = ["--input", *warcs[:1], "--input", warcs[1], "--output", str(tmp_path / "out")]
+    result = run_pipeline(extract, parse(extract, [*argv, "--extractor", "resiliparse", "--progress_interval", "0.2"]))
+    lines = capsys.readouterr().err.splitlines()
+    progress = [line for line in lines if line.startswith("extract: ")]
+    assert progress[0].startswith("extract: 0/2 inputs")
+    read = result.stats["steps"]["ReadWarc"]["counters"]["out"]
+    # Both files finished before the run ended, and each process sends its totals as a file finishes.
+    size = f"{sum(os.path.getsize(warc) for warc in warcs) / 1e6:.1f}"
+    done = f"extract: 2/2 inputs · {size}/{size} MB (100%) · {read} documents read · {read} kept (100.0%)"
+    assert progress[-1].startswith(done)
