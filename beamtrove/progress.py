@@ -225,7 +225,7 @@ class ProgressBoard:
         self._threads: list[threading.Thread] = []
         self._started = 0.0
         self._first_bytes: tuple[float, int] | None = None
-        self._shown = False
+        self._shown = ""
 
     def __enter__(self) -> ProgressBoard:
         self._started = time.monotonic()
@@ -318,11 +318,7 @@ class ProgressBoard:
         Counting from the first report leaves out the run's start (workers
         starting, models loading), which is behind it by then.
         """
-        if not self._total_bytes:
-            return None
-        if size >= self._total_bytes:
-            return 0.0
-        if self._first_bytes is None:
+        if not self._total_bytes or size >= self._total_bytes or self._first_bytes is None:
             return None
         since, at_first = self._first_bytes
         if now - since < 2 or size <= at_first:
@@ -369,10 +365,10 @@ class ProgressBoard:
         line = self.line()
         if self._live:
             self._stream.write("\r\x1b[K" + line)
-        else:
+        elif line != self._shown:
             self._stream.write(line + "\n")
         self._stream.flush()
-        self._shown = True
+        self._shown = line
 
 
 def _megabytes(size: int) -> str:

@@ -45,7 +45,7 @@ def test_prepare_refuses_options_of_another_pipeline_with_its_name(review_jsonl,
 def test_status_lists_what_is_not_done_and_exits_1_until_done(shard_states_job, capsys):
     assert main(["elastic", "status", "--job-dir", str(shard_states_job.path)]) == 1
     out = capsys.readouterr().out
-    assert out.startswith("5 shards: 1 done, 1 running, 1 stale, 1 pending, 1 failed, 0 damaged\n")
+    assert out.startswith("5 shards: 1 done, 1 running, 1 stale, 1 pending, 1 failed, 0 damaged · 1/5 shards done")
     assert "shard-00002  failed   attempts 0  b: boom" in out and "shard-00003" not in out
     assert main(["elastic", "status", "--job-dir", str(shard_states_job.path), "--all", "--json"]) == 1
     report = json.loads(capsys.readouterr().out)
@@ -72,7 +72,7 @@ def test_status_and_retry_of_a_done_shard_whose_output_was_deleted(shard_states_
     output.unlink()
     assert main(["elastic", "status", "--job-dir", job]) == 1
     out = capsys.readouterr().out
-    assert out.startswith("5 shards: 0 done, 1 running, 1 stale, 1 pending, 1 failed, 1 damaged\n")
+    assert out.startswith("5 shards: 0 done, 1 running, 1 stale, 1 pending, 1 failed, 1 damaged · 0/5 shards done\n")
     assert f"shard-00003  damaged  attempts 1  c:7: output missing ({output.relative_to(job)})" in out
     assert main(["elastic", "status", "--job-dir", job, "--json"]) == 1
     report = json.loads(capsys.readouterr().out)

@@ -9,8 +9,9 @@ from typing import Any
 
 from beamtrove.execution.elastic.jobdir import ElasticError, JobDir, read_json
 from beamtrove.fs import file_sha256
+from beamtrove.progress import format_duration
 
-__all__ = ["STATES", "format_status", "output_damage", "retry_shards", "shard_states", "state_counts"]
+__all__ = ["STATES", "format_status", "job_progress", "output_damage", "retry_shards", "shard_states", "state_counts"]
 
 #: The states of a shard, in the order status lists their counts.
 STATES = ("done", "running", "stale", "pending", "failed", "damaged")
@@ -45,7 +46,12 @@ def output_damage(job: JobDir, done: dict[str, Any], *, trust_unchanged_mtime: b
 
 def _done_entry(job: JobDir, done: dict[str, Any]) -> dict[str, Any]:
     """The state of a shard with a done record: ``done``, or ``damaged`` with what is wrong with its output."""
-    entry = {"owner": f"{done['host']}:{done['pid']}", "documents": done["records"]}
+    entry = {
+        "owner": f"{done['host']}:{done['pid']}",
+        "documents": done["records"],
+    }
+    if "finished_at" in done and "seconds" in done:
+        entry["started_at"] = done["finished_at"] - done["seconds"]
     damage = output_damage(job, done, trust_unchanged_mtime=True)
     if damage is None:
         return {"state": "done", **entry}
@@ -151,10 +157,32 @@ def _detail(entry: dict[str, Any]) -> str:
     return detail
 
 
+def job_progress(states: list[dict[str, Any]], now: float | None = None) -> str:
+    """``k/N shards done``, and the time left at the rate input records were done so far.
+
+    The rate is the done shards' input records over the time since the first
+    of them started, so it counts every worker that ran at once; a failed
+    shard is left out of what remains.
+    """
+    done = [entry for entry in states if entry["state"] == "done"]
+    line = f"{len(done)}/{len(states)} shards done"
+    left = sum(entry["records_in"] for entry in states if entry["state"] not in ("done", "failed"))
+    if not done or not left:
+        return line
+    timed = [entry for entry in done if "started_at" in entry]
+    now = time.time() if now is None else now
+    elapsed = now - min((entry["started_at"] for entry in timed), default=now)
+    records_done = sum(entry["records_in"] for entry in timed)
+    if elapsed <= 0 or not records_done:
+        return line
+    return f"{line} · ETA {format_duration(left * elapsed / records_done)}"
+
+
 def format_status(states: list[dict[str, Any]], show_all: bool = False) -> str:
-    """What ``status`` prints: the counts per state, then each shard not done (every shard with ``show_all``)."""
+    """What ``status`` prints: the counts per state and the ETA, then each shard not done (all with ``show_all``)."""
     counts = state_counts(states)
-    lines = [f"{len(states)} shards: " + ", ".join(f"{counts[state]} {state}" for state in STATES)]
+    counted = ", ".join(f"{counts[state]} {state}" for state in STATES)
+    lines = [f"{len(states)} shards: {counted} · {job_progress(states)}"]
     for entry in states:
         if entry["state"] == "done" and not show_all:
             continue

@@ -33,6 +33,7 @@ from beamtrove.execution.elastic.jobdir import (
     write_atomically,
 )
 from beamtrove.execution.elastic.scan import shard_inputs, shard_sha256
+from beamtrove.execution.elastic.status import job_progress, shard_states
 from beamtrove.fs import file_sha256, join, write_input_ranges
 from beamtrove.layout import STATS_FILE
 from beamtrove.options import parse
@@ -258,7 +259,8 @@ class _Worker:
             "finished_at": time.time(),
         }
         if publish_once(self.job.done_path(shard["id"]), done):
-            self.echo(f"{shard['id']}: done, {fields['records']} documents in {done['seconds']:.1f} s")
+            progress = job_progress(shard_states(self.job.path))
+            self.echo(f"{shard['id']}: done, {fields['records']} documents in {done['seconds']:.1f} s · {progress}")
             return {"done": True, **fields}
         self.echo(f"{shard['id']}: finished, but another attempt's done record came first; that one counts")
         return {"done": False, **fields}

@@ -9,7 +9,7 @@ import os
 import pytest
 
 from beamtrove.execution.elastic import ElasticError, retry_shards, shard_states
-from beamtrove.execution.elastic.status import format_status
+from beamtrove.execution.elastic.status import format_status, job_progress
 
 
 def _state_of(job, shard_id: str) -> dict:
@@ -40,7 +40,9 @@ def test_each_shard_has_its_state_and_owner(shard_states_job):
 def test_the_listing_counts_states_and_shows_what_is_not_done(shard_states_job):
     states = shard_states(shard_states_job.path)
     listing = format_status(states).splitlines()
-    assert listing[0] == "5 shards: 1 done, 1 running, 1 stale, 1 pending, 1 failed, 0 damaged"
+    assert listing[0].startswith(
+        "5 shards: 1 done, 1 running, 1 stale, 1 pending, 1 failed, 0 damaged · 1/5 shards done"
+    )
     assert [line.split()[:2] for line in listing[1:]] == [
         ["shard-00000", "running"],
         ["shard-00001", "stale"],
@@ -96,7 +98,7 @@ def test_a_done_shard_whose_output_is_missing_or_changed_is_damaged_with_the_rea
     output.write_bytes(bytes(changed))
     assert _state_of(job, "shard-00003")["damage"] == "hash differs", "a same-size rewrite is caught by its hash"
     listing = format_status(shard_states(job.path)).splitlines()
-    assert listing[0] == "5 shards: 0 done, 1 running, 1 stale, 1 pending, 1 failed, 1 damaged"
+    assert listing[0] == "5 shards: 0 done, 1 running, 1 stale, 1 pending, 1 failed, 1 damaged · 0/5 shards done"
     assert f"  shard-00003  damaged  attempts 1  c:7: output hash differs ({output.relative_to(job.path)})" in listing
     output.write_bytes(pristine)
     assert _state_of(job, "shard-00003")["state"] == "done"
@@ -113,3 +115,17 @@ def test_retry_moves_a_damaged_shards_done_record_and_attempts_to_its_history(sh
     assert _state_of(job, "shard-00003")["state"] == "pending"
     with pytest.raises(ElasticError, match="Nothing to retry: no shard is damaged"):
         retry_shards(job.path, all_damaged=True)
+
+
+def test_the_eta_comes_from_the_rate_at_which_done_shards_did_their_input():
+    states = [
+        {"state": "done", "records_in": 100, "started_at": 1_000.0},
+        {"state": "done", "records_in": 300, "started_at": 1_010.0},
+        {"state": "running", "records_in": 200},
+        {"state": "pending", "records_in": 200},
+        {"state": "failed", "records_in": 500},
+    ]
+    # 400 records done in the 100 s since the first done shard started: 400 left take 100 s more.
+    assert job_progress(states, now=1_100.0) == "2/5 shards done · ETA 1m 40s"
+    assert job_progress(states[2:], now=1_100.0) == "0/3 shards done"
+    assert job_progress([{**entry, "state": "done"} for entry in states[:2]], now=1_100.0) == "2/2 shards done"

@@ -243,7 +243,9 @@ def test_a_done_shard_whose_output_was_deleted_is_damaged_then_retried_and_redon
     output.unlink()
     status = beamtrove("elastic", "status", "--job-dir", str(job))
     assert status.returncode == 1
-    assert status.stdout.startswith("2 shards: 1 done, 0 running, 0 stale, 0 pending, 0 failed, 1 damaged\n")
+    assert status.stdout.startswith(
+        "2 shards: 1 done, 0 running, 0 stale, 0 pending, 0 failed, 1 damaged · 1/2 shards done"
+    )
     assert "shard-00001  damaged  attempts 1  beta:" in status.stdout
     assert f": output missing ({output.relative_to(job)})" in status.stdout
     verify = beamtrove("elastic", "verify", "--job-dir", str(job))
