@@ -119,7 +119,8 @@ class BeamtroveOptions(PipelineOptions):
         ),
         Option(
             "progress_interval",
-            "Seconds between each worker's 'records read' log lines; 0 turns them off. Default: 10.",
+            "Seconds between progress lines (inputs and documents done, ETA) when stderr is not a terminal; a "
+            "terminal gets one line updated every second. 0 shows no progress. Default: 10.",
             float,
             10.0,
         ),
