@@ -14,10 +14,17 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import difflib
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions, _BeamArgumentParser
+from apache_beam.options.pipeline_options import (
+    DirectOptions,
+    PipelineOptions,
+    StandardOptions,
+    WorkerOptions,
+    _BeamArgumentParser,
+)
 
 if TYPE_CHECKING:
     from beamtrove.pipelines.spec import PipelineSpec
@@ -27,12 +34,21 @@ __all__ = [
     "ConfigurationError",
     "Option",
     "ResumeOptions",
+    "SuggestingParser",
     "declared",
+    "did_you_mean",
     "format_help",
     "option_actions",
     "parse",
     "split_beam_options",
 ]
+
+
+# A Beam worker process parses the job's options again, without the option classes of beamtrove's pipelines
+# (and Beam's DirectRunner passes it --direct_runner_use_stacked_bundle, a spelling its own parser lacks), so every
+# worker would warn that it discards options the user gave: read as if they were ignored, though they were checked
+# here and reach the pipeline. Those re-parsing warnings are all that module logs on a worker.
+_WORKER_LOG_LEVELS = {"apache_beam.options.pipeline_options": "ERROR"}
 
 
 class ConfigurationError(ValueError):
@@ -150,7 +166,26 @@ class ResumeOptions(PipelineOptions):
     )
 
 
-class _CheckingParser(_BeamArgumentParser):
+def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
+    """The candidate closest to ``word``, a likely misspelling of it; None when none is close."""
+    close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.75)
+    return close[0] if close else None
+
+
+class SuggestingParser(argparse.ArgumentParser):
+    """An argparse parser that names the closest choice when it refuses a value (a subcommand, an option's value)."""
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        try:
+            super()._check_value(action, value)
+        except argparse.ArgumentError as exc:
+            suggestion = did_you_mean(str(value), map(str, action.choices))
+            raise argparse.ArgumentError(
+                action, exc.message + (f"; did you mean {suggestion!r}?" if suggestion else "")
+            ) from None
+
+
+class _CheckingParser(SuggestingParser, _BeamArgumentParser):
     """Reports a bad value as a :class:`ConfigurationError` instead of exiting."""
 
     def error(self, message):
@@ -203,18 +238,36 @@ def parse(spec: PipelineSpec, argv: Sequence[str]) -> PipelineOptions:
             named as such), or a value an option refuses.
     """
     argv = list(argv)
-    _, unknown = _parser([*spec.option_classes, *_beam_option_classes()]).parse_known_args(argv)
+    parser = _parser([*spec.option_classes, *_beam_option_classes()])
+    _, unknown = parser.parse_known_args(argv)
     if unknown:
         owners = _owners_elsewhere(spec)
-        for argument in unknown:
-            flag = argument.split("=", 1)[0]
+        flags = [argument.split("=", 1)[0] for argument in unknown if argument.startswith("-")]
+        for flag in flags:
             if flag in owners:
                 raise ConfigurationError(
                     f"{flag} is an option of the {' and '.join(owners[flag])} pipeline, not of {spec.name} "
                     f"(see beamtrove run {spec.name} --help)."
                 )
-        raise ConfigurationError(f"unknown options {' '.join(unknown)} (see beamtrove run {spec.name} --help).")
-    return PipelineOptions(argv)
+        raise ConfigurationError(
+            f"unknown options {' '.join(unknown)}{_suggestions(flags, parser._option_string_actions)} "
+            f"(see beamtrove run {spec.name} --help)."
+        )
+    options = PipelineOptions(argv)
+    worker = options.view_as(WorkerOptions)
+    worker.sdk_harness_log_level_overrides = {**_WORKER_LOG_LEVELS, **(worker.sdk_harness_log_level_overrides or {})}
+    return options
+
+
+def _suggestions(flags: Sequence[str], known: Iterable[str]) -> str:
+    """``": did you mean --input?"`` for the misspelled ``flags`` that resemble a known one; "" when none does."""
+    known = list(known)
+    matches = {flag: match for flag in flags if (match := did_you_mean(flag, known))}
+    if not matches:
+        return ""
+    if len(flags) == 1:
+        return f": did you mean {matches[flags[0]]}?"
+    return f": did you mean {', '.join(f'{match} for {flag}' for flag, match in matches.items())}?"
 
 
 def split_beam_options(spec: PipelineSpec, argv: Sequence[str]) -> tuple[list[str], list[str]]:

@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 
 import pytest
-from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
+from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions, WorkerOptions
 
 from beamtrove.options import (
     BeamtroveOptions,
     ConfigurationError,
     Option,
     declared,
+    did_you_mean,
     format_help,
     option_actions,
     parse,
@@ -61,6 +62,26 @@ def test_parse_takes_the_pipelines_options_beamtroves_and_beams():
     assert options.view_as(StandardOptions).runner == "DirectRunner"
 
 
+def test_workers_do_not_warn_about_the_options_they_cannot_parse_again():
+    convert = pipeline_spec("convert")
+    overrides = parse(convert, ["--input", "a"]).view_as(WorkerOptions).sdk_harness_log_level_overrides
+    assert overrides == {"apache_beam.options.pipeline_options": "ERROR"}
+    # The user's own levels are kept, and win.
+    given = '{"beamtrove": "DEBUG", "apache_beam.options.pipeline_options": "INFO"}'
+    options = parse(convert, ["--sdk_harness_log_level_overrides", given])
+    assert options.view_as(WorkerOptions).sdk_harness_log_level_overrides == {
+        "apache_beam.options.pipeline_options": "INFO",
+        "beamtrove": "DEBUG",
+    }
+    # What a worker process reads: the job's options as a dictionary.
+    assert options.get_all_options(drop_default=True)["sdk_harness_log_level_overrides"]["beamtrove"] == "DEBUG"
+
+
+def test_did_you_mean_names_only_a_close_candidate():
+    assert did_you_mean("--inptu", ["--input", "--output"]) == "--input"
+    assert did_you_mean("--no_such_option", ["--dataflow_service_option", "--input"]) is None
+
+
 def test_parse_refuses_other_pipelines_options_unknown_ones_and_bad_values():
     fineweb, convert = pipeline_spec("fineweb"), pipeline_spec("convert")
     with pytest.raises(ConfigurationError) as refused:
@@ -73,8 +94,15 @@ def test_parse_refuses_other_pipelines_options_unknown_ones_and_bad_values():
         parse(fineweb, ["--input_format=jsonl"])
     with pytest.raises(ConfigurationError, match="--resumable is an option of the extract and fineweb pipeline"):
         parse(convert, ["--resumable"])
-    with pytest.raises(ConfigurationError, match=r"^unknown options --inptu x \(see beamtrove run convert --help\)\.$"):
+    with pytest.raises(
+        ConfigurationError,
+        match=r"^unknown options --inptu x: did you mean --input\? \(see beamtrove run convert --help\)\.$",
+    ):
         parse(convert, ["--inptu", "x"])
+    with pytest.raises(
+        ConfigurationError, match=r"^unknown options --no_such_option \(see beamtrove run convert --help\)"
+    ):
+        parse(convert, ["--no_such_option"])
     # No abbreviation is taken for the option it starts.
     with pytest.raises(ConfigurationError, match="unknown options --out o"):
         parse(convert, ["--out", "o"])

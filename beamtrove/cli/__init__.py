@@ -28,7 +28,7 @@ from beamtrove import __version__
 from beamtrove.cli import dataflow, elastic, pipelines, runners
 from beamtrove.cli.parsing import INTERRUPTED
 from beamtrove.execution.elastic import ElasticError
-from beamtrove.options import ConfigurationError
+from beamtrove.options import ConfigurationError, SuggestingParser, did_you_mean
 
 __all__ = ["INTERRUPTED", "main"]
 
@@ -62,12 +62,32 @@ def _configure_logging() -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="beamtrove", description="LLM pretraining data from web crawls, on Beam.")
+    # Every subcommand's parser is of the class of its parent's.
+    parser = SuggestingParser(prog="beamtrove", description="LLM pretraining data from web crawls, on Beam.")
     parser.add_argument("--version", action="version", version=f"beamtrove {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for group in (pipelines, elastic, runners, dataflow):
         group.add_commands(commands)
     return parser
+
+
+def _chosen(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser of the subcommand ``args`` are for, e.g. that of ``dataflow graph``."""
+    name = "command"
+    while parser._subparsers is not None:
+        (subcommands,) = parser._subparsers._group_actions
+        parser = subcommands.choices[getattr(args, name)]
+        name = f"{getattr(args, name)}_command"
+    return parser
+
+
+def _suggestion(parser: argparse.ArgumentParser, unrecognized: list[str]) -> str:
+    """``"; did you mean --output?"`` for the first unrecognized option that resembles one of ``parser``'s."""
+    for argument in filter(lambda argument: argument.startswith("-"), unrecognized):
+        match = did_you_mean(argument.split("=", 1)[0], parser._option_string_actions)
+        if match:
+            return f"; did you mean {match}?"
+    return ""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -91,7 +111,7 @@ def _main(argv: list[str]) -> int:
     parser = _parser()
     args, rest = parser.parse_known_args(argv)
     if rest and args.command != "run":
-        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+        parser.error(f"unrecognized arguments: {' '.join(rest)}{_suggestion(_chosen(parser, args), rest)}")
     _configure_logging()
     try:
         if separated and not args.pipeline_options and args.command != "run":

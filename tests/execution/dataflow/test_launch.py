@@ -114,7 +114,8 @@ def test_a_false_boolean_leaves_the_default():
 def test_main_refuses_bad_parameters(capsys):
     assert launch.main(["--pipeline=extract", "--extract_timout=3"]) == 2
     assert capsys.readouterr().err.strip() == (
-        "beamtrove: error: unknown options --extract_timout=3 (see beamtrove run extract --help)."
+        "beamtrove: error: unknown options --extract_timout=3: did you mean --extract_timeout? "
+        "(see beamtrove run extract --help)."
     )
     # As `beamtrove run` does, a value outside an option's choices is refused with the choices.
     assert launch.main(["--pipeline=extract", "--extractor=lynx"]) == 2
