@@ -34,11 +34,13 @@ import apache_beam
 from apache_beam.options.pipeline_options import (
     FlinkRunnerOptions,
     PipelineOptions,
+    PortableOptions,
     PrismRunnerOptions,
     StandardOptions,
 )
 
 from beamtrove.execution.flink import is_flink_home
+from beamtrove.options import ConfigurationError
 
 __all__ = [
     "FLINK_RELEASES",
@@ -179,14 +181,19 @@ def use_local_runner_parts(options: PipelineOptions, runners_dir: str | os.PathL
     """Points a Prism or Flink run at the runner parts in the runners directory, so Beam downloads nothing.
 
     Sets ``prism_location`` for the Prism runner and ``flink_job_server_jar``
-    for the Flink runner, unless the options set them already or the part is
-    absent (then Beam would download it: that is logged). Other runners are
-    left alone (the DirectRunner, which may try Prism on its own, falls back
-    when it cannot download it).
+    for the Flink runner, unless the options set them already. An absent Prism
+    is logged (Beam downloads it); an absent job-server jar is refused, unless
+    ``--job_endpoint`` names a running job server. Other runners are left alone
+    (the DirectRunner, which may try Prism on its own, falls back when it
+    cannot download it).
 
     Args:
         options: The run's options; changed in place.
         runners_dir: The runners directory; defaults to :func:`default_runners_dir`.
+
+    Raises:
+        ConfigurationError: A Flink run without a job-server jar; the message
+            says how to obtain one.
     """
     runner = options.view_as(StandardOptions).runner or ""
     name = runner.rsplit(".", 1)[-1].lower().removesuffix("runner")
@@ -199,14 +206,25 @@ def use_local_runner_parts(options: PipelineOptions, runners_dir: str | os.PathL
                 "no local Prism: Beam will try to download it (`beamtrove runners setup --runner prism` avoids that)"
             )
     flink = options.view_as(FlinkRunnerOptions)
-    if name == "flink" and not flink.flink_job_server_jar:
+    if name == "flink" and not flink.flink_job_server_jar and not options.view_as(PortableOptions).job_endpoint:
         if flink.flink_version in FLINK_RELEASES and part_present("flink-job-server", runners_dir, flink.flink_version):
             flink.flink_job_server_jar = str(part_path("flink-job-server", runners_dir, flink.flink_version))
         else:
-            _LOGGER.warning(
-                "no local Flink job-server jar: Beam will try to download it "
-                "(`beamtrove runners setup --runner flink-job-server` or --flink_job_server_jar avoid that)"
-            )
+            # Beam would look for the jar in a Maven repository, which publishes none for most Flink versions of a
+            # Beam release: a 160-line traceback ending in a 404 after a minute.
+            raise ConfigurationError(_no_job_server(flink.flink_version, runners_dir))
+
+
+def _no_job_server(flink_minor: str, runners_dir: str | os.PathLike | None) -> str:
+    """What to do when a Flink run has no job-server jar."""
+    root = pathlib.Path(runners_dir) if runners_dir else default_runners_dir()
+    missing = f"The FlinkRunner needs Beam's Flink {flink_minor} job-server jar, and {root} has none"
+    if read_manifest(root)["parts"].get("flink-job-server", {}).get("status") == "failed":
+        return f"{missing} (`beamtrove runners setup` could not obtain it): {job_server_hint(flink_minor)}."
+    return (
+        f"{missing}: run `beamtrove runners setup --runner flink-job-server`, or pass --flink_job_server_jar JAR "
+        "(or --job_endpoint of a running job server)."
+    )
 
 
 def part_states(runners_dir: str | os.PathLike | None = None, flink_minor: str | None = None) -> dict:

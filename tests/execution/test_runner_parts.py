@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import pathlib
+import re
 import stat
+
+import pytest
 
 from beamtrove.execution.runner_parts import (
     FLINK_RELEASES,
     beam_version,
     default_flink_minor,
+    job_server_hint,
     part_path,
     part_states,
 )
+from beamtrove.options import ConfigurationError
 from tests.execution.conftest import job_server_like_jar, local_parts
 
 
@@ -25,8 +30,12 @@ def _executable(path: pathlib.Path) -> pathlib.Path:
 def test_prism_and_flink_runs_are_pointed_at_the_parts_present(tmp_path, monkeypatch):
     runners = tmp_path / "runners"
     monkeypatch.setenv("BEAMTROVE_RUNNERS", str(runners))
-    for argv in (["--runner", "PrismRunner"], ["--runner", "FlinkRunner"], [], ["--runner", "DirectRunner"]):
+    for argv in (["--runner", "PrismRunner"], [], ["--runner", "DirectRunner"]):
         assert local_parts(argv) == {}
+    # Beam would look for an absent job-server jar in a Maven repository, which has none for most Flink versions.
+    with pytest.raises(ConfigurationError, match=r"run `beamtrove runners setup --runner flink-job-server`"):
+        local_parts(["--runner", "FlinkRunner"])
+    assert local_parts(["--runner", "FlinkRunner", "--job_endpoint", "localhost:8099"]) == {}
     prism = _executable(runners / f"prism-{beam_version()}" / "prism")
     jar = part_path("flink-job-server", runners)
     jar.parent.mkdir(parents=True)
@@ -43,7 +52,8 @@ def test_prism_and_flink_runs_are_pointed_at_the_parts_present(tmp_path, monkeyp
     assert local_parts(["--runner", "FlinkRunner", "--flink_job_server_jar", "/opt/js.jar"]) == {}
     # A jar for another Flink version is not passed to a run that asks for that version.
     other = next(minor for minor in FLINK_RELEASES if minor != default_flink_minor())
-    assert local_parts(["--runner", "FlinkRunner", "--flink_version", other]) == {}
+    with pytest.raises(ConfigurationError, match=re.escape(f"Beam's Flink {other} job-server jar")):
+        local_parts(["--runner", "FlinkRunner", "--flink_version", other])
     # The DirectRunner tries Prism on its own and falls back when it cannot; it is left alone.
     assert local_parts([]) == {}
     assert local_parts(["--runner", "DirectRunner"]) == {}
@@ -51,6 +61,16 @@ def test_prism_and_flink_runs_are_pointed_at_the_parts_present(tmp_path, monkeyp
 
     # An explicit directory wins over the environment.
     assert local_parts(["--runner", "PrismRunner"], tmp_path / "elsewhere") == {}
+
+
+def test_a_flink_run_after_a_failed_setup_is_told_how_to_build_the_jar(tmp_path):
+    (tmp_path / "runners.json").write_text('{"parts": {"flink-job-server": {"status": "failed"}}}')
+    with pytest.raises(ConfigurationError) as refused:
+        local_parts(["--runner", "FlinkRunner"], tmp_path)
+    assert str(refused.value) == (
+        f"The FlinkRunner needs Beam's Flink {default_flink_minor()} job-server jar, and {tmp_path} has none "
+        f"(`beamtrove runners setup` could not obtain it): {job_server_hint(default_flink_minor())}."
+    )
 
 
 def test_part_states_say_what_is_present_missing_or_failed(tmp_path):

@@ -23,6 +23,7 @@ from beamtrove.execution.runner_parts import (
     part_present,
 )
 from beamtrove.execution.runner_setup import _unpack_flink, setup_runners
+from beamtrove.options import ConfigurationError
 from tests.execution.conftest import job_server_like_jar, local_parts, read_documents, runners_command
 
 
@@ -117,7 +118,8 @@ def test_job_server_setup_gets_the_jar_or_records_what_maven_said(tmp_path):
     listing = runners_command("path", "--dir", str(tmp_path))
     assert re.search(r"^flink-job-server\s+failed\s", listing.stdout, re.MULTILINE)
     assert "last attempt: Maven could not provide" in listing.stdout
-    assert local_parts(["--runner", "FlinkRunner"], tmp_path) == {}
+    with pytest.raises(ConfigurationError, match=r"could not obtain it\): build the jar from Beam's source tree"):
+        local_parts(["--runner", "FlinkRunner"], tmp_path)
 
 
 @pytest.mark.network

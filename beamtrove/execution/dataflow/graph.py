@@ -22,10 +22,11 @@ import hashlib
 import json
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 
-from apache_beam.options.pipeline_options import GoogleCloudOptions, PipelineOptions, StandardOptions
+from apache_beam.options.pipeline_options import GoogleCloudOptions, PipelineOptions, SetupOptions, StandardOptions
 from apache_beam.options.pipeline_options_validator import PipelineOptionsValidator
 from apache_beam.portability.api import beam_runner_api_pb2
 from apache_beam.runners.dataflow.dataflow_runner import DataflowRunner
@@ -79,6 +80,30 @@ def _scratch() -> Iterator[str]:
             yield scratch
         finally:
             tempfile.tempdir = saved
+
+
+@contextlib.contextmanager
+def _without_build_attempt_noise(scratch: str) -> Iterator[None]:
+    """Shows what is written to stderr meanwhile only afterwards, without a failed ``python -m build``'s line.
+
+    With ``--setup_file``, Beam first builds the sdist with ``python -m build``
+    and, when the ``build`` package is not installed, with ``python setup.py
+    sdist``; the first attempt's child prints ``No module named build`` to this
+    process's stderr, which reads as a failure although the sdist is built.
+    """
+    sys.stderr.flush()
+    terminal = os.dup(2)
+    with open(os.path.join(scratch, "stderr"), "w+b") as held:
+        os.dup2(held.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(terminal, 2)
+            os.close(terminal)
+            held.seek(0)
+            lines = held.read().decode("utf-8", "replace").splitlines(keepends=True)
+            sys.stderr.write("".join(line for line in lines if not line.rstrip().endswith(": No module named build")))
 
 
 def _artifacts(proto: beam_runner_api_pb2.Pipeline, staging_dir: str | None) -> list[dict]:
@@ -161,7 +186,9 @@ def dry_run(pipeline_name: str, argv: list[str], staging_dir: str | None = None)
     """
     spec = pipeline_spec(pipeline_name)
     options = _options(spec, argv)
-    with _scratch():
+    with _scratch() as scratch, contextlib.ExitStack() as stack:
+        if options.view_as(SetupOptions).setup_file:
+            stack.enter_context(_without_build_attempt_noise(scratch))
         job = build(spec, options, inspect_output=False).pipeline.run().job
         artifacts = _artifacts(job.proto_pipeline, staging_dir)
     return {

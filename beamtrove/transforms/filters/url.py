@@ -115,7 +115,7 @@ class URLFilter(DocumentFilter):
         soft_banned_words: Extra soft-banned words.
 
     Raises:
-        FileNotFoundError: ``blocklist_dir`` lacks one of the files.
+        FileNotFoundError: ``blocklist_dir`` is not a folder, or lacks one of the files.
     """
 
     name = "url_filter"
@@ -172,6 +172,12 @@ class URLFilter(DocumentFilter):
 
 def _check_blocklist_dir(directory: str) -> None:
     fs, path = filesystem(directory)
+    if not fs.isdir(path):
+        problem = "is a file, not a folder" if fs.exists(path) else "does not exist"
+        raise FileNotFoundError(
+            f"The URL blocklist folder {directory} {problem}. Run `beamtrove assets fetch` to download the UT1 "
+            "lists into the cache, or pass --url_blocklist with the folder that holds them."
+        )
     missing = [name for name in _WORD_LISTS if not fs.exists(join(path, name))]
     has_lists = all(fs.exists(join(path, member)) for member in _LIST_MEMBERS) or fs.glob(join(path, "*.tar.gz"))
     if missing or not has_lists:

@@ -14,7 +14,7 @@ from tokenizers.processors import TemplateProcessing
 
 from beamtrove.dead_letter import DeadLetter
 from beamtrove.document import Document
-from beamtrove.fs import open_url
+from beamtrove.fs import join, open_url
 from beamtrove.layout import DEAD_LETTERS
 from beamtrove.metrics import StepMetrics
 from beamtrove.resources import load_once
@@ -47,11 +47,16 @@ def load_tokenizer(
 
     Raises:
         FileNotFoundError: No file at ``path``.
-        ValueError: The file is not a tokenizer, or lacks one of the tokens.
+        ValueError: The path is a folder or no tokenizer, or the tokenizer lacks one of the tokens.
     """
     try:
         with open_url(path, "rb", storage_options) as stream:
             tokenizer = Tokenizer.from_str(stream.read().decode("utf-8"))
+    except IsADirectoryError:
+        raise ValueError(
+            f"{path} is a folder: pass --tokenizer with the tokenizer.json it holds "
+            f"({join(path, 'tokenizer.json')}), the file HuggingFace model repositories ship."
+        ) from None
     except FileNotFoundError as exc:
         raise FileNotFoundError(
             f"No tokenizer at {path}: pass --tokenizer with the path or URL of a tokenizer.json "

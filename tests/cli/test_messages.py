@@ -1,0 +1,122 @@
+"""What the terminal shows: no noise that reads as failure, and errors that say what to do (with "did you mean")."""
+
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+
+from beamtrove.cli import main
+from beamtrove.execution.runner_parts import default_flink_minor
+from tests.conftest import beamtrove
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+NOISE = ("fork_posix", "Discarding unparseable args", "Traceback", "No module named")
+
+
+@pytest.fixture
+def fineweb_args(data_dir, tmp_path) -> list[str]:
+    return [
+        "--input",
+        str(data_dir / "warc" / "cc-main-2020-34_resiliparse_warcfile.warc.gz"),
+        "--output",
+        str(tmp_path / "out"),
+        "--lid_model",
+        str(data_dir / "models" / "lid176" / "lid.176.ftz"),
+        "--url_blocklist",
+        str(data_dir / "blocklists" / "ut1"),
+    ]
+
+
+def test_a_multi_processing_run_shows_no_grpc_fork_or_discarded_options_lines(fineweb_args):
+    result = beamtrove(
+        "run", "fineweb", *fineweb_args, "--language_threshold=0.65",
+        "--direct_num_workers", "2", "--direct_running_mode", "multi_processing",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert [noise for noise in NOISE if noise in result.stderr] == []
+    assert "DONE in" in result.stdout
+
+
+def test_dataflow_graph_with_a_setup_file_shows_no_failed_build_attempt(fineweb_args):
+    result = beamtrove("dataflow", "graph", "fineweb", "--", *fineweb_args, "--setup_file", str(REPO / "setup.py"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert [noise for noise in NOISE if noise in result.stderr] == []
+    assert "workflow.tar.gz" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["run", "fineweb", "--inptu", "x"],
+            "unknown options --inptu x: did you mean --input? (see beamtrove run fineweb --help).",
+        ),
+        (
+            ["run", "fineweb", "--input", "x", "--lid-mdel", "m", "--runer", "FlinkRunner"],
+            "unknown options --lid-mdel m --runer FlinkRunner: did you mean --lid-model for --lid-mdel, "
+            "--runner for --runer? (see beamtrove run fineweb --help).",
+        ),
+        (
+            ["run", "convert", "--input", "x", "--output_format", "jsnl"],
+            "argument --output_format/--output-format: invalid choice: 'jsnl' (choose from 'jsonl', 'parquet'); "
+            "did you mean 'jsonl'?",
+        ),
+        (
+            ["run", "convert", "--no_such_option", "1"],
+            "unknown options --no_such_option 1 (see beamtrove run convert --help).",
+        ),
+    ],
+)
+def test_misspelled_pipeline_options_and_values_name_the_closest(argv, message, capsys):
+    assert main(argv) == 2
+    assert capsys.readouterr().err == f"beamtrove: error: {message}\n"
+
+
+def test_misspelled_subcommands_and_their_options_name_the_closest(capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["runners", "setp"])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "beamtrove runners: error: argument COMMAND: invalid choice: 'setp' (choose from 'setup', 'path', 'flink'); "
+        "did you mean 'setup'?"
+    )
+    with pytest.raises(SystemExit):
+        main(["dataflow", "graph", "fineweb", "--outptu", "x"])
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "beamtrove: error: unrecognized arguments: --outptu x; did you mean --output?"
+    )
+
+
+def test_a_tokenizer_folder_is_refused_with_the_file_to_pass(data_dir, review_jsonl, tmp_path, capsys):
+    folder = data_dir / "tokenizers" / "gpt2"
+    argv = ["run", "tokenize", "--input", str(review_jsonl), "--output", str(tmp_path), "--tokenizer", str(folder)]
+    assert main(argv) == 2
+    assert capsys.readouterr().err == (
+        f"beamtrove: error: {folder} is a folder: pass --tokenizer with the tokenizer.json it holds "
+        f"({folder / 'tokenizer.json'}), the file HuggingFace model repositories ship.\n"
+    )
+
+
+def test_a_missing_url_blocklist_folder_is_said_not_to_exist(fineweb_args, tmp_path, capsys):
+    missing = tmp_path / "no-such-blocklist"
+    argv = [*fineweb_args[:-1], str(missing)]
+    assert main(["run", "fineweb", *argv]) == 2
+    assert capsys.readouterr().err == (
+        f"beamtrove: error: The URL blocklist folder {missing} does not exist. Run `beamtrove assets fetch` to "
+        "download the UT1 lists into the cache, or pass --url_blocklist with the folder that holds them.\n"
+    )
+
+
+def test_a_flink_run_without_a_job_server_jar_is_refused_in_one_line(fineweb_args, tmp_path, monkeypatch, capsys):
+    runners = tmp_path / "runners"
+    monkeypatch.setenv("BEAMTROVE_RUNNERS", str(runners))
+    assert main(["run", "fineweb", *fineweb_args, "--runner", "FlinkRunner"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.splitlines() == [
+        f"beamtrove: error: The FlinkRunner needs Beam's Flink {default_flink_minor()} job-server jar, "
+        f"and {runners} has none: run "
+        "`beamtrove runners setup --runner flink-job-server`, or pass --flink_job_server_jar JAR "
+        "(or --job_endpoint of a running job server)."
+    ]
