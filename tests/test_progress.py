@@ -125,3 +125,18 @@ def test_a_run_shows_its_inputs_and_documents_as_it_goes(data_dir, tmp_path, cap
     size = f"{sum(os.path.getsize(warc) for warc in warcs) / 1e6:.1f}"
     done = f"extract: 2/2 inputs · {size}/{size} MB (100%) · {read} documents read · {read} kept (100.0%)"
     assert progress[-1].startswith(done)
+
+
+def test_a_multi_process_run_shows_what_its_worker_processes_did(data_dir, tmp_path):
+    warcs = data_dir / "warc"
+    require(warcs / "dolma_wget_sample-0000.warc.gz")
+    command = [sys.executable, "-m", "beamtrove", "run", "extract", "--input", f"{warcs}/*.warc.gz"]
+    command += ["--output", str(tmp_path / "out"), "--extractor", "resiliparse", "--progress_interval", "1"]
+    command += ["--direct_num_workers", "2", "--direct_running_mode", "multi_processing"]
+    run = subprocess.run(command, check=False, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    progress = [line for line in run.stderr.splitlines() if line.startswith("extract: ")]
+    # The table goes to stdout, progress to stderr; the last line counts every input the two processes read.
+    assert progress[0].startswith("extract: 0/5 inputs") and "step" in run.stdout.splitlines()[0]
+    read = next(line.split()[2] for line in run.stdout.splitlines() if line.startswith("ReadWarc "))
+    assert progress[-1].startswith("extract: 5/5 inputs") and f" · {read} documents read · " in progress[-1]
