@@ -239,6 +239,11 @@ class ProgressBoard:
         self._previous_address = os.environ.get(PROGRESS_ADDRESS_VARIABLE)
         os.environ[PROGRESS_ADDRESS_VARIABLE] = self._address
         _TOTALS.reset()
+        if self._live:
+            self._clear_line = _ClearLine(self._stream)
+            for handler in logging.getLogger().handlers:
+                if getattr(handler, "stream", None) is self._stream:
+                    handler.addFilter(self._clear_line)
         self._threads = [
             threading.Thread(target=self._receive, name="beamtrove-progress-receive", daemon=True),
             threading.Thread(target=self._show_periodically, name="beamtrove-progress-show", daemon=True),
@@ -263,6 +268,9 @@ class ProgressBoard:
             self._receive_waiting()
             self._show()
         self._socket.close()
+        if self._live:
+            for handler in logging.getLogger().handlers:
+                handler.removeFilter(self._clear_line)
         if self._live and self._shown:
             # The line was rewritten in place: end it so what follows starts on a line of its own.
             self._stream.write("\n")
@@ -369,6 +377,18 @@ class ProgressBoard:
             self._stream.write(line + "\n")
         self._stream.flush()
         self._shown = line
+
+
+class _ClearLine(logging.Filter):
+    """Clears the progress line before a log line is written to the same terminal; the next tick redraws it."""
+
+    def __init__(self, stream: TextIO):
+        super().__init__()
+        self._stream = stream
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        self._stream.write("\r\x1b[K")
+        return True
 
 
 def _megabytes(size: int) -> str:
