@@ -32,6 +32,8 @@ setup(
         "isal>=1.6",
         # trafilatura needs lxml's HTML cleaner, a separate project since lxml 5.2.
         "lxml_html_clean>=0.4",
+        # The report's charts (beamtrove report), drawn as SVG.
+        "matplotlib>=3.8",
         "numpy>=1.26",
         "orjson>=3.9",
         "pyahocorasick>=2.1",
