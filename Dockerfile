@@ -25,6 +25,9 @@ COPY beamtrove/ beamtrove/
 # The s3 extra too: --dump reads Common Crawl from s3://commoncrawl unless --cc_base says otherwise.
 RUN pip install --no-cache-dir ".[s3]"
 
+# Extraction forks worker processes while gRPC's threads run; its fork handlers would only warn that they are skipped.
+ENV GRPC_ENABLE_FORK_SUPPORT=false
+
 # The language-ID model and URL blocklist go into the image, so fineweb's default --lid_model and
 # --url_blocklist name the same files on the launcher VM, which checks them, and on every worker, which reads them.
 ENV BEAMTROVE_ASSETS=/opt/beamtrove/assets

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 
-from beamtrove.options import ConfigurationError
+from beamtrove.options import ConfigurationError, did_you_mean
 from beamtrove.pipelines.spec import PipelineSpec
 
 __all__ = ["PIPELINES", "PipelineSpec", "all_pipeline_specs", "pipeline_spec"]
@@ -33,7 +33,9 @@ def pipeline_spec(name: str) -> PipelineSpec:
         ConfigurationError: No pipeline has that name.
     """
     if name not in PIPELINES:
-        raise ConfigurationError(f"Unknown pipeline {name!r}; available: {', '.join(sorted(PIPELINES))}.")
+        hint = did_you_mean(name, PIPELINES)
+        suggestion = f" Did you mean {hint!r}?" if hint else ""
+        raise ConfigurationError(f"Unknown pipeline {name!r}; available: {', '.join(sorted(PIPELINES))}.{suggestion}")
     return importlib.import_module(PIPELINES[name]).SPEC
 
 

@@ -8,10 +8,11 @@ import pytest
 
 from beamtrove.cli import main
 from beamtrove.execution.runner_parts import default_flink_minor
+from beamtrove.pipelines import PIPELINES
 from tests.conftest import beamtrove
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
-NOISE = ("fork_posix", "Discarding unparseable args", "Traceback", "No module named")
+NOISE = ("fork_posix", "Discarding unparseable args", "Traceback", "No module named", "semi_persistent_directory")
 
 
 @pytest.fixture
@@ -71,6 +72,14 @@ def test_dataflow_graph_with_a_setup_file_shows_no_failed_build_attempt(fineweb_
 def test_misspelled_pipeline_options_and_values_name_the_closest(argv, message, capsys):
     assert main(argv) == 2
     assert capsys.readouterr().err == f"beamtrove: error: {message}\n"
+
+
+def test_a_misspelled_pipeline_name_names_the_closest(capsys):
+    assert main(["run", "finweb"]) == 2
+    assert capsys.readouterr().err == (
+        "beamtrove: error: Unknown pipeline 'finweb'; available: "
+        f"{', '.join(sorted(PIPELINES))}. Did you mean 'fineweb'?\n"
+    )
 
 
 def test_misspelled_subcommands_and_their_options_name_the_closest(capsys):
