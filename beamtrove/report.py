@@ -23,7 +23,7 @@ import itertools
 import json
 import math
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import matplotlib
@@ -32,7 +32,7 @@ import orjson
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from beamtrove.fs import filesystem, join, match_inputs, move, open_url
+from beamtrove.fs import InputFile, filesystem, join, match_inputs, move, open_url
 from beamtrove.layout import (
     DEAD_LETTERS_DIR,
     EXCLUDED_DIR,
@@ -171,15 +171,19 @@ def _snippet(text: str) -> str:
     return text if len(text) <= _SNIPPET_CHARS else text[:_SNIPPET_CHARS] + " …"
 
 
-def _jsonl_records(folder: str, storage_options: Mapping[str, Any] | None) -> Iterator[tuple[str, dict[str, Any]]]:
-    """``(file name relative to folder, record)`` of every JSONL file under ``folder``, lazily, in name order.
-
-    Hidden files are skipped; so are lines that are not JSON objects.
-    """
+def _jsonl_files(folder: str, storage_options: Mapping[str, Any] | None) -> list[InputFile]:
+    """The JSONL files under ``folder`` in name order, hidden ones left out; none when it is absent."""
     try:
-        files = match_inputs(folder, _JSONL_SUFFIXES, storage_options)
+        return match_inputs(folder, _JSONL_SUFFIXES, storage_options)
     except FileNotFoundError:
-        return
+        return []
+
+
+def _jsonl_records(files: Iterable[InputFile], storage_options: Mapping[str, Any] | None) -> Iterator[dict[str, Any]]:
+    """The records of ``files``, lazily: a file is opened only when the records before it were taken.
+
+    Lines that are not JSON objects are skipped.
+    """
     for file in files:
         with open_url(file.url, "rb", storage_options, compression="infer") as source:
             for line in source:
@@ -188,7 +192,7 @@ def _jsonl_records(folder: str, storage_options: Mapping[str, Any] | None) -> It
                 except orjson.JSONDecodeError:
                     continue
                 if isinstance(record, dict):
-                    yield file.name, record
+                    yield record
 
 
 def sample_excluded(
@@ -212,13 +216,12 @@ def sample_excluded(
         ``{step: {reason: [Sample]}}``, steps and reasons by name.
     """
     by_step: dict[str, dict[str, list[Sample]]] = {}
-    for name, records in itertools.groupby(
-        _jsonl_records(join(output, EXCLUDED_DIR), storage_options), key=lambda item: item[0].split("/", 1)[0]
-    ):
+    files = _jsonl_files(join(output, EXCLUDED_DIR), storage_options)
+    for name, step_files in itertools.groupby(files, key=lambda file: file.name.split("/", 1)[0]):
         counters = steps.get(name, {}).get("counters", {})
         wanted = {counter.removeprefix("dropped.") for counter in counters if counter.startswith("dropped.")}
         samples = by_step.setdefault(name, {})
-        for _, record in itertools.islice(records, records_per_step):
+        for record in itertools.islice(_jsonl_records(list(step_files), storage_options), records_per_step):
             metadata = record.get("metadata") if isinstance(record.get("metadata"), dict) else {}
             reason = str(metadata.get("filter_reason", "unknown"))
             chosen = samples.setdefault(reason, [])
@@ -243,9 +246,12 @@ def sample_dead_letters(
     """
     by_reason: dict[str, list[Sample]] = {}
     taken = 0
-    for _, letter in itertools.islice(_jsonl_records(join(output, DEAD_LETTERS_DIR), storage_options), read):
+    letters = _jsonl_records(_jsonl_files(join(output, DEAD_LETTERS_DIR), storage_options), storage_options)
+    for letter in itertools.islice(letters, read):
+        if taken == shown:
+            break
         chosen = by_reason.setdefault(str(letter.get("reason", "unknown")), [])
-        if len(chosen) >= SAMPLES_PER_REASON or taken >= shown:
+        if len(chosen) == SAMPLES_PER_REASON:
             continue
         where = letter.get("record_id") or ":".join(str(letter[k]) for k in ("file", "offset", "line") if k in letter)
         detail = f"{letter.get('step', '?')}: {letter.get('message', '')}"

@@ -277,21 +277,27 @@ def test_samples_are_the_first_per_reason_in_file_order_and_reading_is_bounded(t
     _write_jsonl(folder / "part-00001.jsonl.gz", [_excluded_row(n, "short") for n in range(10, 20)])
     _write_jsonl(folder / "part-00000.jsonl.gz", [_excluded_row(n, "short" if n % 2 else "alpha") for n in range(10)])
     _write_jsonl(folder / ".part-00002.jsonl.gz.tmp", [_excluded_row(99, "hidden")])
-    _write_jsonl(folder / "part-00003.jsonl.gz", [_excluded_row(30, "late")])
+    # Not gzip: reading it would fail, so each call below shows that reading stopped before it.
+    (folder / "part-00003.jsonl.gz").write_bytes(b"not gzip")
+    _write_jsonl(tmp_path / "excluded" / "c4_quality" / "part-00000.jsonl.gz", [_excluded_row(50, "late")])
     steps = {"gopher_quality": {"counters": {"in": 50, "out": 29, "dropped.short": 15, "dropped.alpha": 5}}}
 
     samples = sample_excluded(str(tmp_path), steps, per_reason=2)
     assert samples == sample_excluded(str(tmp_path), steps, per_reason=2)
-    assert {reason: [s.id for s in chosen] for reason, chosen in samples["gopher_quality"].items()} == {
-        "alpha": ["doc-0", "doc-2"],
-        "short": ["doc-1", "doc-3"],
+    assert {step: {reason: [s.id for s in chosen] for reason, chosen in r.items()} for step, r in samples.items()} == {
+        "c4_quality": {"late": ["doc-50"]},
+        "gopher_quality": {"alpha": ["doc-0", "doc-2"], "short": ["doc-1", "doc-3"]},
     }
     assert samples["gopher_quality"]["alpha"][0] == Sample("doc-0", "https://example.com/0", "text of document 0")
-    # Once every counted reason has its samples the step is not read further: "late" is never seen.
-    assert set(sample_excluded(str(tmp_path), steps, per_reason=5)["gopher_quality"]) == {"alpha", "short"}
+    # Once every reason its counters name has its samples, a step's files are read no further.
+    assert [
+        len(chosen) for chosen in sample_excluded(str(tmp_path), steps, per_reason=5)["gopher_quality"].values()
+    ] == [5, 5]
     # Without counters naming its reasons, a step is read up to the bound.
-    assert set(sample_excluded(str(tmp_path), {}, per_reason=2)["gopher_quality"]) == {"alpha", "short", "late"}
-    assert set(sample_excluded(str(tmp_path), {}, records_per_step=20)["gopher_quality"]) == {"alpha", "short"}
+    unbounded = sample_excluded(str(tmp_path), {}, per_reason=20, records_per_step=20)
+    assert [len(chosen) for chosen in unbounded["gopher_quality"].values()] == [5, 15]
+    with pytest.raises((OSError, EOFError)):  # as the gzip module in use reports it
+        sample_excluded(str(tmp_path), {}, records_per_step=21)
 
 
 def test_long_texts_are_cut_and_dead_letters_are_bounded(tmp_path):
