@@ -444,7 +444,8 @@ def _sample_items(samples: Sequence[Sample]) -> str:
     for sample in samples:
         url = f" <span class=url>{_escape(sample.url)}</span>" if sample.url else ""
         detail = f"<div class=detail>{_escape(sample.detail)}</div>" if sample.detail else ""
-        items.append(f"<li><code>{_escape(sample.id)}</code>{url}{detail}<pre>{_escape(sample.snippet)}</pre></li>")
+        text = f"<pre>{_escape(sample.snippet)}</pre>" if sample.snippet else ""
+        items.append(f"<li><code>{_escape(sample.id)}</code>{url}{detail}{text}</li>")
     return f"<ol>{''.join(items)}</ol>"
 
 
@@ -469,13 +470,16 @@ def _samples_section(stats: Mapping[str, Any], excluded: Mapping[str, Mapping[st
     return "".join(blocks)
 
 
-def _dead_letters_section(dead_letters: Mapping[str, Sequence[Sample]]) -> str:
+def _dead_letters_section(stats: Mapping[str, Any], dead_letters: Mapping[str, Sequence[Sample]]) -> str:
     if not dead_letters:
         return "<p class=note>No dead letters: every record could be read and processed.</p>"
-    return "".join(
-        f"<details><summary>{_escape(reason)}</summary>{_sample_items(samples)}</details>"
-        for reason, samples in dead_letters.items()
-    )
+    counters = [entry.get("counters", {}) for entry in stats.get("steps", {}).values()]
+    sections = []
+    for reason, samples in dead_letters.items():
+        errors = sum(step.get(f"errors.{reason}", 0) for step in counters)
+        count = f" <span class=count>({errors:,} in all)</span>" if errors else ""
+        sections.append(f"<details><summary>{_escape(reason)}{count}</summary>{_sample_items(samples)}</details>")
+    return "".join(sections)
 
 
 def _configuration_section(stats: Mapping[str, Any]) -> str:
@@ -557,7 +561,7 @@ def render_report(
 <h2 id=excluded>What each filter dropped</h2>
 {_samples_section(stats, excluded or {})}
 <h2 id=dead-letters>Dead letters</h2>
-{_dead_letters_section(dead_letters or {})}
+{_dead_letters_section(stats, dead_letters or {})}
 <h2 id=configuration>Configuration</h2>
 {_configuration_section(stats)}
 </body></html>

@@ -220,7 +220,7 @@ def test_text_from_the_data_and_the_configuration_is_escaped(tmp_path):
     # A step's name is a folder name of the output: no "/" in it.
     step = "filter<img src=x onerror=alert(1)>"
     stats = _stats(
-        {"Read": {"in": 2, "out": 2}, step: {"in": 2, "out": 1, f"dropped.{hostile}": 1}},
+        {"Read": {"in": 3, "out": 2, f"errors.{hostile}": 1}, step: {"in": 2, "out": 1, f"dropped.{hostile}": 1}},
         options={"input": [f"/data/{hostile}.jsonl"], hostile: "x"},
     )
     (tmp_path / "stats.json").write_text(json.dumps(stats))
@@ -239,6 +239,7 @@ def test_text_from_the_data_and_the_configuration_is_escaped(tmp_path):
     assert "<h3>filter&lt;img src=x onerror=alert(1)&gt;</h3>" in page
     assert f"<summary>{escaped} <span class=count>(1 dropped)</span></summary>" in page
     assert f"<code>{escaped}</code> <span class=url>&quot;&gt;&lt;b&gt;</span>" in page
+    assert f"<summary>{escaped} <span class=count>(1 in all)</span></summary>" in page
     assert f"<code>a.warc.gz:7</code><div class=detail>Read: {escaped}</div>" in page
     assert f"<th>{escaped}</th><td><code>&quot;x&quot;</code></td>" in page
 
