@@ -37,7 +37,8 @@ def _run(args: argparse.Namespace, pipeline_argv: list[str]) -> int:
     if not result.succeeded:
         print(f"\n{result.state} in {result.stats['wall_seconds']:.1f} s; nothing was written to the output")
         return 1
-    print(f"\n{result.state} in {result.stats['wall_seconds']:.1f} s; stats written to {result.stats_path}")
+    report = f", report in {result.report_path}" if result.report_path else ""
+    print(f"\n{result.state} in {result.stats['wall_seconds']:.1f} s; stats written to {result.stats_path}{report}")
     return 0
 
 

@@ -38,6 +38,8 @@ from beamtrove.stats import collect_stats, order_steps, write_stats
 
 __all__ = ["RunInterrupted", "RunResult", "run_pipeline"]
 
+_LOGGER = logging.getLogger(__name__)
+
 
 class RunInterrupted(Exception):
     """The run was interrupted (Ctrl-C, SIGTERM); the message says what the output kept and how to go on."""
@@ -55,11 +57,14 @@ class RunResult:
             ``run_steps`` holds this run's alone.
         stats_path: Where ``stats.json`` was written; empty when the run did
             not succeed (nothing was written).
+        report_path: Where ``report.html`` was written; empty when the run
+            did not succeed or the report could not be drawn.
     """
 
     state: str
     stats: dict[str, Any]
     stats_path: str
+    report_path: str = ""
 
     @property
     def succeeded(self) -> bool:
@@ -106,7 +111,22 @@ def run_pipeline(spec: PipelineSpec, options: PipelineOptions) -> RunResult:
         totals = completed_totals(built.output.output)
         steps = order_steps(totals["steps"], built.flow.funnel, built.flow.writers)
         stats.update(inputs_completed=totals["inputs"], run_steps=stats["steps"], steps=steps)
-    return RunResult(str(state), stats, write_stats(stats, built.output.output))
+    stats_path = write_stats(stats, built.output.output)
+    return RunResult(str(state), stats, stats_path, _write_report(built.output.output))
+
+
+def _write_report(output: str) -> str:
+    """Writes ``report.html`` beside ``stats.json``; returns its path, or "" when it could not be drawn."""
+    # Imported here: the report draws with matplotlib, which only a finished run needs.
+    from beamtrove.report import write_report  # noqa: PLC0415
+
+    try:
+        return write_report(output)
+    except Exception as exc:  # the run's results are in place: a report that cannot be drawn does not undo them
+        _LOGGER.warning(
+            "report.html was not written (%s: %s); `beamtrove report %s` retries", type(exc).__name__, exc, output
+        )
+        return ""
 
 
 def _progress_board(spec: PipelineSpec, built: Built, options: PipelineOptions) -> ProgressBoard:

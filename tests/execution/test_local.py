@@ -19,6 +19,8 @@ def test_a_run_writes_its_stats_beside_its_results(data_dir, tmp_path):
     result = run_pipeline(extract, parse(extract, argv))
     assert result.succeeded and result.state == "DONE"
     assert result.stats_path == str(tmp_path / "stats.json")
+    assert result.report_path == str(tmp_path / "report.html")
+    assert "<svg" in (tmp_path / "report.html").read_text()
     assert json.loads((tmp_path / "stats.json").read_text()) == result.stats
     assert {key: result.stats[key] for key in ("beamtrove_version", "pipeline", "runner")} == {
         "beamtrove_version": __version__,
@@ -52,3 +54,16 @@ def test_a_resumable_runs_stats_list_its_steps_as_an_ordinary_run_does(data_dir,
     table = format_stats(resumed.stats)
     assert "Totals over the 2 inputs the output holds; this run completed 1." in table
     assert not any(line.startswith("ProcessInputs ") and line.split()[1:3] == ["0", "0"] for line in table.splitlines())
+
+
+def test_a_report_that_cannot_be_drawn_does_not_fail_the_run(data_dir, tmp_path, monkeypatch, caplog):
+    def fails(output, *args, **kwargs):
+        raise ValueError("no fonts")
+
+    monkeypatch.setattr("beamtrove.report.write_report", fails)
+    extract = pipeline_spec("extract")
+    warc = str(require(data_dir / "warc" / "cc-main-2020-34_resiliparse_warcfile.warc.gz"))
+    argv = ["--input", warc, "--output", str(tmp_path), "--extractor", "resiliparse", "--progress_interval", "0"]
+    result = run_pipeline(extract, parse(extract, argv))
+    assert result.succeeded and result.report_path == "" and (tmp_path / "stats.json").exists()
+    assert f"report.html was not written (ValueError: no fonts); `beamtrove report {tmp_path}` retries" in caplog.text
