@@ -182,13 +182,15 @@ def _add_distribution(
 def merge_stats(runs: Iterable[Mapping[str, Any]]) -> dict:
     """Adds up the per-step stats of several runs (the ``steps`` of their ``stats.json``).
 
-    Counters are summed; distributions merge their count, sum, min and max.
-    Steps keep the order in which they first appear.
+    Counters and seconds are summed; distributions merge their count, sum,
+    min and max. Steps keep the order in which they first appear.
     """
     steps: dict[str, dict] = {}
     for run in runs:
         for step, entry in run.items():
             merged = steps.setdefault(step, {"counters": {}, "distributions": {}})
+            if "seconds" in entry:
+                merged["seconds"] = round(merged.get("seconds", 0) + entry["seconds"], 3)
             for name, value in entry.get("counters", {}).items():
                 merged["counters"][name] = merged["counters"].get(name, 0) + value
             for name, d in entry.get("distributions", {}).items():

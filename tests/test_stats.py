@@ -5,7 +5,7 @@ from __future__ import annotations
 from beamtrove.execution.local import run_pipeline
 from beamtrove.options import parse
 from beamtrove.pipelines import pipeline_spec
-from beamtrove.stats import format_stats, order_steps, read_stats, write_stats
+from beamtrove.stats import format_stats, merge_stats, order_steps, read_stats, write_stats
 from beamtrove.transforms.readers import ReadWarc
 from beamtrove.transforms.writers import WriteJsonl
 from tests.conftest import require, run_and_collect
@@ -127,3 +127,18 @@ def test_a_dedup_run_lists_its_steps_in_the_order_they_run(review_jsonl, tmp_pat
     assert steps[-3:] == ["write_excluded_exact", "write_excluded_minhash", "WriteDeadLetters"]
     assert result.stats["funnel"] == ["Read", "exact_dedup", "minhash", "WriteDocuments"]
     assert all(result.stats["steps"][step].get("seconds") is not None for step in result.stats["funnel"])
+
+
+def test_shards_stats_add_up_counters_distributions_and_seconds():
+    shard = {
+        "Read": {"counters": {"in": 10, "out": 8}, "distributions": {}, "seconds": 1.25},
+        "filter": {
+            "counters": {"in": 8, "out": 5},
+            "distributions": {"n": {"count": 8, "sum": 40, "min": 1, "max": 9}},
+        },
+    }
+    other = {"Read": {"counters": {"in": 5, "out": 5}, "seconds": 0.5}, "Write": {"counters": {"in": 3, "out": 3}}}
+    merged = merge_stats([shard, other])
+    assert list(merged) == ["Read", "filter", "Write"]
+    assert merged["Read"] == {"counters": {"in": 15, "out": 13}, "distributions": {}, "seconds": 1.75}
+    assert merged["filter"]["distributions"]["n"] == {"count": 8, "sum": 40, "min": 1, "max": 9, "mean": 5.0}
