@@ -1,0 +1,532 @@
+"""``beamtrove inspect``: read the documents of a run's output, or of JSONL/Parquet/CSV files, in the terminal.
+
+The files are read one after the other in name order and reading stops
+once ``--limit`` documents are shown, so the first page of a large folder
+comes at once. On a terminal the lines go through the pager (``$PAGER``,
+else ``less``) as they are made; otherwise they are written plainly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import functools
+import itertools
+import logging
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, TextIO
+
+import orjson
+
+from beamtrove import progress
+from beamtrove.cli.parsing import command
+from beamtrove.dead_letter import DeadLetter
+from beamtrove.document import Document
+from beamtrove.fs import InputFile, filesystem, has_glob, is_hidden, join
+from beamtrove.layout import DEAD_LETTERS_DIR, DOCUMENTS_DIR, EXCLUDED_DIR, STATS_FILE
+from beamtrove.options import ConfigurationError, did_you_mean
+from beamtrove.stats import read_stats
+from beamtrove.transforms.readers import FileReader, JsonlParser, ReadWarc, RowFields, reader_for
+from beamtrove.transforms.writers.jsonl import document_row
+
+__all__ = ["add_commands"]
+
+_DEFAULT_LIMIT = 20
+_SNIPPET_CHARS = 300
+_VALUE_CHARS = 80
+_NEWLINES = re.compile(r"\s*\n\s*")
+_NEWLINE_MARK = " ⏎ "
+#: Metadata shown by default besides the URL, the filter reason and the source.
+_KEY_METADATA = ("language", "language_score", "date", "dump", "token_count", "minhash_cluster_size")
+_SHOWN_APART = ("url", "filter_reason", "file_path", "offset")
+_ALL_FIELDS = "all"
+_CONTENTS_LISTED = 12
+_RUN_OUTPUT_MARKS = (DOCUMENTS_DIR, EXCLUDED_DIR, DEAD_LETTERS_DIR, STATS_FILE)
+_FORMATS = ("auto", "jsonl", "parquet", "csv")
+# less: quit when everything fits one screen, keep colours, leave the text on the screen (git sets the same).
+_LESS_DEFAULTS = "FRX"
+
+
+class _DeadLetterRow(RowFields):
+    """Takes a dead-letter record whole as metadata, its excerpt as the text."""
+
+    def to_document(self, row: dict[str, Any], file: InputFile, index: int) -> Document:
+        return Document(text=str(row.get("excerpt") or ""), id=str(row.get("record_id") or ""), metadata=row)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Selection:
+    """What to read.
+
+    Attributes:
+        reader: Reads the files; only its ``read_file`` is used.
+        files: The reader's files in the order to read them.
+        title: The header's first line.
+        dead_letters: The records are dead letters, not documents.
+        step_of: The step that excluded the documents of a file, by file url.
+        details: More header lines (per-reason counts).
+    """
+
+    reader: FileReader
+    files: tuple[InputFile, ...]
+    title: str
+    dead_letters: bool = False
+    step_of: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    details: tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class _Record:
+    """A document or dead letter read, with the step that excluded it and why, when known."""
+
+    document: Document
+    step: str | None
+    reason: str | None
+
+
+def _inspect(args: argparse.Namespace, _: list[str]) -> int:
+    """Show documents of a run's output, or of JSONL/Parquet/CSV files, in the terminal.
+
+    PATH is a run's output folder (its documents/, or with --excluded what
+    its filters dropped, with --dead-letters the records it could not read or
+    process), or a file, folder or glob of JSONL (.gz, .zst, ...), Parquet or
+    CSV documents. Each document shows its id, URL, the step and reason that
+    excluded it, key metadata and the start of its text (newlines as ⏎).
+    Files are read in name order and reading stops at --limit; on a terminal
+    the output goes through $PAGER (else less). Unreadable records are shown
+    as such and skipped.
+    """
+    grep = _pattern(args.grep)
+    selection = _select(args)
+    with _output(sys.stdout.isatty()) as out, _quiet(progress.__name__):
+        unreadable = functools.partial(_report_unreadable, *((sys.stderr, "") if args.json else (out, "\n")))
+        records = (
+            record
+            for record in _read(selection, unreadable)
+            if _matches(record, args.reason, args.id, grep, selection.dead_letters)
+        )
+        shown = itertools.islice(records, args.skip, args.skip + args.limit if args.limit else None)
+        if args.json:
+            for record in shown:
+                row = record.document.metadata if selection.dead_letters else document_row(record.document)
+                out.write(orjson.dumps(row).decode() + "\n")
+        else:
+            _write_text(out, selection, shown, args)
+    return 0
+
+
+def _write_text(out: TextIO, selection: _Selection, records: Iterable[_Record], args: argparse.Namespace) -> None:
+    out.write("\n".join((selection.title, *selection.details)) + "\n")
+    label = "excerpt" if selection.dead_letters else "text"
+    count = 0
+    for count, record in enumerate(records, start=1):
+        lines = _dead_letter_lines(record) if selection.dead_letters else _document_lines(record, args.fields)
+        out.write("\n" + "\n".join(_numbered(args.skip + count, lines, record.document.text, label, args.full)) + "\n")
+        out.flush()
+    out.write("\n" + _footer(count, args) + "\n")
+
+
+def _footer(count: int, args: argparse.Namespace) -> str:
+    filters = " ".join(
+        f"{option} {value}"
+        for option, value in (("--reason", args.reason), ("--id", args.id), ("--grep", args.grep))
+        if value is not None
+    )
+    if count == 0:
+        return f"nothing matches {filters}" if filters else "nothing to show"
+    if args.limit and count == args.limit:
+        return f"{count} shown (--limit {args.limit}); the next ones: --skip {args.skip + count}"
+    return f"{count} shown, all that match {filters}" if filters else f"{count} shown, all there are"
+
+
+def _numbered(number: int, lines: list[tuple[str, str]], text: str, label: str, full: bool) -> Iterator[str]:
+    (_, head), *fields = lines
+    yield f"[{number}] {head}"
+    for name, value in fields:
+        yield f"    {name:<9} {value}"
+    if not text:
+        return
+    if full:
+        yield f"    {label:<9} {len(text):,} chars:"
+        yield "      " + text.replace("\n", "\n      ")
+    else:
+        yield f"    {label:<9} {len(text):,} chars: {_snippet(text)}"
+
+
+def _document_lines(record: _Record, fields: str | None) -> list[tuple[str, str]]:
+    metadata = record.document.metadata
+    lines = [("id", record.document.id or "(no id)")]
+    if "url" in metadata:
+        lines.append(("url", str(metadata["url"])))
+    if record.reason is not None or record.step is not None:
+        lines.append(("excluded", ": ".join(filter(None, (record.step, record.reason)))))
+    shown = _chosen_metadata(metadata, fields)
+    if shown:
+        lines.append(("metadata", " · ".join(f"{key}={_value(value)}" for key, value in shown.items())))
+    if "file_path" in metadata:
+        lines.append(("source", _where(metadata["file_path"], metadata.get("offset"), None)))
+    return lines
+
+
+def _dead_letter_lines(record: _Record) -> list[tuple[str, str]]:
+    letter = record.document.metadata
+    lines = [("reason", f"{letter.get('reason', '?')} (step {letter.get('step', '?')})")]
+    lines.append(("message", str(letter.get("message", ""))))
+    if "file" in letter:
+        lines.append(("source", _where(letter["file"], letter.get("offset"), letter.get("line"))))
+    lines.extend((key, str(letter[key])) for key in ("record_id", "url") if key in letter)
+    return lines
+
+
+def _chosen_metadata(metadata: Mapping[str, Any], fields: str | None) -> dict[str, Any]:
+    if fields == _ALL_FIELDS:
+        return {key: value for key, value in metadata.items() if key not in _SHOWN_APART}
+    keys = _KEY_METADATA if fields is None else [key.strip() for key in fields.split(",") if key.strip()]
+    return {key: metadata[key] for key in keys if key in metadata}
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, float):
+        text = f"{value:.4g}"
+    else:
+        text = value if isinstance(value, str) else orjson.dumps(value, default=str).decode()
+    return text if len(text) <= _VALUE_CHARS else text[: _VALUE_CHARS - 1] + "…"
+
+
+def _where(file: Any, offset: Any, line: Any) -> str:
+    return " ".join(
+        (str(file), *(f"{name} {value}" for name, value in (("offset", offset), ("line", line)) if value is not None))
+    )
+
+
+def _snippet(text: str) -> str:
+    compact = _NEWLINES.sub(_NEWLINE_MARK, text.strip()).replace("\t", " ").replace("\r", " ")
+    return compact if len(compact) <= _SNIPPET_CHARS else compact[: _SNIPPET_CHARS - 1] + "…"
+
+
+def _matches(record: _Record, reason: str | None, doc_id: str | None, grep: re.Pattern | None, letters: bool) -> bool:
+    if reason is not None and not (record.reason or "").startswith(reason):
+        return False
+    if doc_id is not None and record.document.id != doc_id:
+        return False
+    if grep is None:
+        return True
+    searched = record.document.text
+    if letters:
+        searched = f"{record.document.metadata.get('message', '')}\n{searched}"
+    return grep.search(searched) is not None
+
+
+def _report_unreadable(out: TextIO, separator: str, letter: DeadLetter) -> None:
+    where = _where(letter.file, letter.offset, letter.line)
+    out.write(f"{separator}[unreadable] {where}: {letter.reason}: {letter.message}\n")
+
+
+def _read(selection: _Selection, unreadable: Callable[[DeadLetter], None]) -> Iterator[_Record]:
+    for file in selection.files:
+        step = selection.step_of.get(file.url)
+        for outcome in selection.reader.read_file(file):
+            if isinstance(outcome, DeadLetter):
+                unreadable(outcome)
+                continue
+            reason = outcome.metadata.get("reason" if selection.dead_letters else "filter_reason")
+            yield _Record(outcome, step, None if reason is None else str(reason))
+
+
+def _pattern(grep: str | None) -> re.Pattern | None:
+    try:
+        return None if grep is None else re.compile(grep)
+    except re.error as exc:
+        raise ConfigurationError(f"--grep {grep!r} is not a regular expression: {exc}") from None
+
+
+def _select(args: argparse.Namespace) -> _Selection:
+    """What the paths and the options ask to read."""
+    for path in args.paths:
+        fs, fs_path = filesystem(path)
+        if not has_glob(fs_path) and not fs.exists(fs_path):
+            raise ConfigurationError(
+                f"{path} does not exist: pass a run's output folder, or JSONL, Parquet or CSV files, folders or globs"
+            )
+    first, *others = args.paths
+    if not others and _is_run_output(first):
+        stats = _stats(first)
+        if args.dead_letters:
+            return _dead_letters(first, stats)
+        if args.excluded is not None or args.reason is not None:
+            return _excluded(first, args.excluded or None, args.input_format, stats)
+        return _documents(first, args.input_format)
+    if args.excluded is not None or args.dead_letters:
+        option = "--dead-letters" if args.dead_letters else "--excluded"
+        raise ConfigurationError(
+            f"{option} reads a run's output folder, and {_named(args.paths)} is not one (it holds no "
+            f"{DOCUMENTS_DIR}/, {EXCLUDED_DIR}/, {DEAD_LETTERS_DIR}/ or {STATS_FILE}); pass the --output of a run"
+        )
+    reader = _reader(args.paths, args.input_format)
+    return _Selection(reader, reader.files, _title(_named(args.paths), reader.files))
+
+
+def _named(paths: list[str]) -> str:
+    return paths[0] if len(paths) == 1 else f"{paths[0]} and {len(paths) - 1} more"
+
+
+def _is_run_output(url: str) -> bool:
+    fs, path = filesystem(url)
+    return not has_glob(path) and fs.isdir(path) and any(fs.exists(join(path, name)) for name in _RUN_OUTPUT_MARKS)
+
+
+def _documents(output: str, input_format: str) -> _Selection:
+    folder = join(output, DOCUMENTS_DIR)
+    if not _exists(folder):
+        raise ConfigurationError(
+            f"{output} holds no {DOCUMENTS_DIR}/: the run kept no document. It holds {_contents(output)}; "
+            "pass --excluded to see what its filters dropped, --dead-letters what it could not read"
+        )
+    reader = _reader([folder], input_format)
+    return _Selection(reader, reader.files, _title(folder, reader.files))
+
+
+def _excluded(output: str, step: str | None, input_format: str, stats: Mapping[str, Any]) -> _Selection:
+    folder = join(output, EXCLUDED_DIR)
+    present = _subfolders(folder)
+    if not present:
+        raise ConfigurationError(f"{output} holds no {EXCLUDED_DIR}/ folder: its run excluded no document")
+    if step is not None and step not in present:
+        suggestion = did_you_mean(step, present)
+        known = step in stats.get("steps", {})
+        raise ConfigurationError(
+            f"{folder} holds nothing excluded by {'the' if known else 'a'} step {step!r}"
+            + (" (it excluded no document)" if known else f" (did you mean {suggestion!r}?)" if suggestion else "")
+            + f"; the steps that excluded documents are {', '.join(present)}"
+        )
+    if step is not None:
+        folder = join(folder, step)
+    reader = _reader([folder], input_format)
+    step_of = {file.url: step or file.name.split("/", 1)[0] for file in reader.files}
+    funnel = list(stats.get("funnel", ()))
+
+    def position(name: str) -> tuple[int, str]:
+        return (funnel.index(name) if name in funnel else len(funnel), name)
+
+    files = tuple(sorted(reader.files, key=lambda file: (position(step_of[file.url]), file)))
+    details = tuple(
+        f"  {name}: {_counts(stats, name, 'dropped.')}" for name in sorted(set(step_of.values()), key=position)
+    )
+    return _Selection(reader, files, _title(folder, files), step_of=step_of, details=details if stats else ())
+
+
+def _dead_letters(output: str, stats: Mapping[str, Any]) -> _Selection:
+    folder = join(output, DEAD_LETTERS_DIR)
+    if not _exists(folder):
+        raise ConfigurationError(
+            f"{output} holds no {DEAD_LETTERS_DIR}/ folder: its run read and processed every record"
+        )
+    try:
+        reader = FileReader(folder, JsonlParser(_DeadLetterRow()), progress_interval=0)
+    except FileNotFoundError as exc:
+        raise ConfigurationError(f"{exc} It holds {_contents(folder)}") from None
+    steps = stats.get("steps", {})
+    details = tuple(
+        f"  {name}: {_counts(stats, name, 'errors.')}"
+        for name in steps
+        if any(counter.startswith("errors.") for counter in steps[name].get("counters", {}))
+    )
+    return _Selection(reader, reader.files, _title(folder, reader.files), dead_letters=True, details=details)
+
+
+def _reader(paths: list[str], input_format: str) -> FileReader:
+    """The reader of the documents ``paths`` hold; refuses paths that hold none."""
+    try:
+        reader_class = reader_for(input_format, paths)
+    except ValueError as exc:
+        raise ConfigurationError(str(exc)) from None
+    except FileNotFoundError:
+        folders = [path for path in paths if _is_folder(path)]
+        raise ConfigurationError(
+            f"no JSONL, Parquet or CSV files under {', '.join(folders)}: "
+            + "; ".join(f"{folder} holds {_contents(folder)}" for folder in folders)
+        ) from None
+    if reader_class is ReadWarc:
+        raise ConfigurationError(
+            f"{_named(paths)}: WARC files hold pages rather than documents; extract their text first "
+            "(beamtrove run extract --input ... --output OUT) and inspect OUT"
+        )
+    try:
+        return reader_class(paths, progress_interval=0)
+    except FileNotFoundError as exc:
+        raise ConfigurationError(str(exc)) from None
+
+
+def _stats(output: str) -> dict[str, Any]:
+    """The run's stats, or nothing when it has none it can read."""
+    try:
+        return read_stats(output)
+    except (OSError, ValueError):
+        return {}
+
+
+def _counts(stats: Mapping[str, Any], step: str, prefix: str) -> str:
+    """``reason count, ...`` of the step's counters named ``<prefix><reason>``."""
+    counters = stats.get("steps", {}).get(step, {}).get("counters", {})
+    found = [f"{name[len(prefix) :]} {count:,}" for name, count in sorted(counters.items()) if name.startswith(prefix)]
+    return ", ".join(found) or "none counted"
+
+
+def _title(where: str, files: Iterable[InputFile]) -> str:
+    files = list(files)
+    size = sum(file.size for file in files)
+    return f"{where}: {len(files):,} file{'s' if len(files) != 1 else ''}, {_size(size)}"
+
+
+def _size(size: int) -> str:
+    return f"{size / 1e3:,.1f} kB" if size < 1e6 else f"{size / 1e6:,.1f} MB"
+
+
+def _is_folder(url: str) -> bool:
+    fs, path = filesystem(url)
+    return not has_glob(path) and fs.isdir(path)
+
+
+def _exists(url: str) -> bool:
+    fs, path = filesystem(url)
+    return fs.exists(path)
+
+
+def _subfolders(url: str) -> list[str]:
+    fs, path = filesystem(url)
+    if not fs.isdir(path):
+        return []
+    names = (
+        entry["name"].rstrip("/").rsplit("/", 1)[-1]
+        for entry in fs.ls(path, detail=True)
+        if entry["type"] == "directory"
+    )
+    return sorted(name for name in names if not is_hidden(name))
+
+
+def _contents(url: str) -> str:
+    """What a folder holds, for a message: its first entries, folders ending in ``/``."""
+    fs, path = filesystem(url)
+    names = sorted(
+        entry["name"].rstrip("/").rsplit("/", 1)[-1] + ("/" if entry["type"] == "directory" else "")
+        for entry in fs.ls(path, detail=True)
+    )
+    if not names:
+        return "nothing"
+    more = f" and {len(names) - _CONTENTS_LISTED} more" if len(names) > _CONTENTS_LISTED else ""
+    return ", ".join(names[:_CONTENTS_LISTED]) + more
+
+
+@contextlib.contextmanager
+def _output(terminal: bool) -> Iterator[TextIO]:
+    """Where the lines go: the pager when on a terminal and one is set or found, else stdout.
+
+    Quitting the pager, or closing the pipe stdout goes to, ends the reading quietly.
+    """
+    pager = os.environ.get("PAGER", "less" if shutil.which("less") else "") if terminal else ""
+    if not pager.strip():
+        try:
+            yield sys.stdout
+            sys.stdout.flush()
+        except BrokenPipeError:
+            # Python would report the pipe again when it flushes stdout at exit.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return
+    environment = {**os.environ, "LESS": os.environ.get("LESS", _LESS_DEFAULTS)}
+    process = subprocess.Popen(
+        pager, shell=True, stdin=subprocess.PIPE, env=environment, text=True, encoding="utf-8", errors="replace"
+    )
+    try:
+        yield process.stdin
+    except (BrokenPipeError, KeyboardInterrupt):
+        pass  # the pager was quit, or Ctrl-C stopped the reading: the pager keeps what it was given
+    finally:
+        with contextlib.suppress(BrokenPipeError):
+            process.stdin.close()
+        while process.poll() is None:
+            with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C in less is less's own
+                process.wait()
+
+
+@contextlib.contextmanager
+def _quiet(logger_name: str) -> Iterator[None]:
+    """Holds back a logger's INFO lines: the readers' progress lines are for pipeline runs, not for a listing."""
+    logger = logging.getLogger(logger_name)
+    level = logger.level
+    logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def _count(value: str) -> int:
+    number = int(value)
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative")
+    return number
+
+
+def add_commands(commands) -> None:
+    """Adds ``inspect`` to the tree."""
+    inspect = command(commands, "inspect", _inspect)
+    inspect.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="a run's output folder, or JSONL (.gz, .zst, ...), Parquet or CSV files, folders or globs",
+    )
+    which = inspect.add_mutually_exclusive_group()
+    which.add_argument(
+        "--excluded",
+        nargs="?",
+        const="",
+        metavar="STEP",
+        help="what STEP dropped (excluded/STEP/ of a run's output); without STEP, what every step dropped",
+    )
+    which.add_argument(
+        "--dead-letters",
+        "--dead_letters",
+        action="store_true",
+        help="the records the run could not read or process (dead_letters/): reason, step, source and offset",
+    )
+    inspect.add_argument(
+        "--reason",
+        help="only documents whose filter_reason (a dead letter's reason) is REASON or starts with it; "
+        "on a run's output it implies --excluded",
+    )
+    inspect.add_argument("--id", help="only the documents with this id")
+    inspect.add_argument("--grep", metavar="REGEX", help="only documents whose text matches REGEX, e.g. '(?i)cookie'")
+    inspect.add_argument(
+        "--limit",
+        type=_count,
+        default=_DEFAULT_LIMIT,
+        help=f"documents to show; 0 shows all. Default: {_DEFAULT_LIMIT}",
+    )
+    inspect.add_argument("--skip", type=_count, metavar="N", default=0, help="matching documents to pass over first")
+    inspect.add_argument(
+        "--full", action="store_true", help=f"the whole text instead of its first {_SNIPPET_CHARS} characters"
+    )
+    inspect.add_argument(
+        "--json",
+        action="store_true",
+        help="one JSON object per line, the document as beamtrove writes it (a dead letter as it was written)",
+    )
+    inspect.add_argument(
+        "--fields",
+        metavar="KEYS",
+        help=f"metadata keys to show, comma-separated, or {_ALL_FIELDS}. Default: {', '.join(_KEY_METADATA)}",
+    )
+    inspect.add_argument(
+        "--input_format",
+        "--input-format",
+        choices=_FORMATS,
+        default="auto",
+        help="the documents' format; auto tells it from the file names. Default: auto",
+    )
