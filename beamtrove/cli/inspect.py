@@ -506,6 +506,7 @@ def add_commands(commands) -> None:
     inspect.add_argument(
         "--limit",
         type=_count,
+        metavar="N",
         default=_DEFAULT_LIMIT,
         help=f"documents to show; 0 shows all. Default: {_DEFAULT_LIMIT}",
     )
