@@ -40,7 +40,7 @@ def test_a_rerun_into_a_used_output_is_refused_until_overwrite_replaces_it(warcs
     assert len(before) == 83
 
     assert _extract(warcs, output, "--limit", "10") == 2
-    assert "already holds documents, stats.json" in capsys.readouterr().err
+    assert "already holds documents, report.html, stats.json" in capsys.readouterr().err
     assert jsonl_rows(output / "documents") == before
 
     assert _extract(warcs, output, "--limit", "10", "--overwrite") == 0
@@ -50,7 +50,7 @@ def test_a_rerun_into_a_used_output_is_refused_until_overwrite_replaces_it(warcs
 
     # A run that writes no document leaves no documents folder, not the old one.
     assert _extract(warcs, output, "--limit", "0", "--overwrite") == 0
-    assert _files(output) == ["stats.json"]
+    assert _files(output) == ["report.html", "stats.json"]
 
 
 def test_an_overwriting_dedup_run_leaves_nothing_of_the_steps_it_no_longer_runs(review_jsonl, tmp_path):
@@ -92,7 +92,7 @@ def test_a_resumable_run_refuses_the_output_of_an_ordinary_run(warcs, tmp_path, 
     assert _extract(warcs, output, "--resumable") == 2
     message = capsys.readouterr().err
     assert "from a run that was not --resumable" in message and "--restart" in message
-    assert _files(output) == ["documents/part-00000.jsonl.gz", "stats.json"]
+    assert _files(output) == ["documents/part-00000.jsonl.gz", "report.html", "stats.json"]
     assert _extract(warcs, output, "--resumable", "--overwrite") == 2
     assert "--restart" in capsys.readouterr().err
 
@@ -113,7 +113,7 @@ def test_inputs_and_outputs_never_overlap(warcs, tmp_path, capsys):
     assert "is inside the input folder" in capsys.readouterr().err
     assert main([*convert, "--input", str(rows / "*.jsonl.gz"), "--output", str(rows / "x")]) == 2
     assert "is inside the input folder" in capsys.readouterr().err
-    assert _files(documents) == ["documents/part-00000.jsonl.gz", "stats.json"]
+    assert _files(documents) == ["documents/part-00000.jsonl.gz", "report.html", "stats.json"]
 
 
 def test_a_run_folder_given_as_input_reads_its_documents_only(warcs, tmp_path, caplog):
