@@ -2,7 +2,9 @@
 
 ``run`` builds and runs a pipeline (:mod:`beamtrove.execution.local`),
 ``stats`` prints a run's ``stats.json``, ``assets`` fetches the language
-model and URL blocklist (:mod:`beamtrove.cli.pipelines`); ``elastic`` runs
+model and URL blocklist (:mod:`beamtrove.cli.pipelines`); ``report`` writes
+a run's HTML report (:mod:`beamtrove.cli.report`); ``inspect`` shows the
+documents of an output in the terminal (:mod:`beamtrove.cli.inspect`); ``elastic`` runs
 shard-safe pipelines as independent workers (:mod:`beamtrove.cli.elastic`);
 ``runners`` obtains Prism and Flink and ``slurm`` runs a pipeline on a Flink
 cluster inside a Slurm job (:mod:`beamtrove.cli.runners`); ``dataflow``
