@@ -1,0 +1,32 @@
+"""What a summary statistics block is: a named set of per-document statistics."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from beamtrove.document import Document
+
+__all__ = ["StatsBlock", "ratio"]
+
+
+def ratio(part: float, whole: float) -> float:
+    """``part / whole``, or 0.0 when there is nothing to divide by (an empty text), as DataTrove's blocks give."""
+    return part / whole if whole else 0.0
+
+
+class StatsBlock:
+    """Computes some of DataTrove's summary statistics of one document, under DataTrove's names.
+
+    Blocks are pickled to workers; one that needs a model loads it in
+    :meth:`setup`.
+    """
+
+    #: The block's name on the command line (``--summary_stats doc,word``).
+    name: ClassVar[str]
+
+    def setup(self) -> None:
+        """Loads what the block needs on a worker. By default, nothing."""
+
+    def extract(self, document: Document) -> dict[str, int | float]:
+        """``{statistic name: value}`` for ``document``."""
+        raise NotImplementedError
