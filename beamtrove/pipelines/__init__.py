@@ -22,6 +22,7 @@ PIPELINES = {
     "extract": "beamtrove.pipelines.extract",
     "fineweb": "beamtrove.pipelines.fineweb",
     "merge_tokens": "beamtrove.pipelines.merge_tokens",
+    "stats": "beamtrove.pipelines.summary_stats",
     "tokenize": "beamtrove.pipelines.tokenize",
 }
 

@@ -1,0 +1,152 @@
+"""``beamtrove run stats``: DataTrove's summary statistics of JSONL/Parquet/CSV documents.
+
+Reads documents (or a beamtrove run's output folder, meaning its
+``documents/``) and writes ``<output>/summary_stats/<group>/<stat>/metric.json``
+in DataTrove's merged layout, with dead letters and ``stats.json`` beside it.
+:class:`SummaryStatsOptions` and :func:`summary_stats_transform` let any
+pipeline compute the same statistics of what it keeps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from beamtrove.assets import default_lid_model
+from beamtrove.fs import InputFile, join
+from beamtrove.layout import SUMMARY_STATS_DIR
+from beamtrove.options import Option, declared
+from beamtrove.pipelines.common import RowInputOptions, row_reader
+from beamtrove.pipelines.spec import PipelineSpec, Sink
+from beamtrove.transforms.summary import (
+    DEFAULT_GROUPS,
+    DEFAULT_TOP_K,
+    GROUPS,
+    DocStats,
+    LangStats,
+    LineStats,
+    ParagraphStats,
+    SentenceStats,
+    StatsBlock,
+    SummaryStats,
+    TokenStats,
+    WordStats,
+)
+
+__all__ = ["BLOCKS", "SPEC", "STATS_PIPELINE_BLOCKS", "SummaryStatsOptions", "summary_stats_transform"]
+
+#: The blocks ``--summary_stats`` chooses from.
+BLOCKS = ("doc", "word", "line", "paragraph", "sentence", "token", "lang")
+#: What ``beamtrove run stats`` computes when ``--summary_stats`` is not given.
+STATS_PIPELINE_BLOCKS = "doc,word,line"
+#: The step (and stats name) that computes and writes the statistics.
+SUMMARY_STATS_STEP = "summary_stats"
+
+
+class SummaryStatsOptions(PipelineOptions):
+    """Which of DataTrove's summary statistics to compute, and how to group them."""
+
+    _add_argparse_args = declared(
+        Option(
+            "summary_stats",
+            f"Comma-separated summary statistics blocks among {', '.join(BLOCKS)}, written to "
+            "<output>/summary_stats/ in DataTrove's layout. Default: none (the stats pipeline: "
+            f"{STATS_PIPELINE_BLOCKS}).",
+        ),
+        Option(
+            "summary_groups",
+            f"Comma-separated groups among {', '.join(GROUPS)}. Default: {','.join(DEFAULT_GROUPS)}.",
+            default=",".join(DEFAULT_GROUPS),
+        ),
+        Option("summary_histogram_digits", "Decimal digits histogram values are rounded to. Default: 3.", int, 3),
+        Option(
+            "summary_top_k",
+            f"Keys (hosts, suffixes) kept in the fqdn and suffix groups. Default: {DEFAULT_TOP_K}.",
+            int,
+            DEFAULT_TOP_K,
+        ),
+        Option(
+            "summary_lid_model",
+            "fastText lid.176 model of the lang statistics (path or URL). Default: the asset cache's.",
+            default=default_lid_model(),
+        ),
+        Option("summary_language", "Language the lang statistics score. Default: en.", default="en"),
+        Option(
+            "summary_tokenizer",
+            "tokenizer.json counting the tokens of documents without token_count metadata (token statistics).",
+        ),
+    )
+
+
+def _names(value: str, allowed: Sequence[str], option: str) -> list[str]:
+    """The comma-separated names of ``value``, each checked against ``allowed``, in the order given.
+
+    Raises:
+        ValueError: An unknown or repeated name, or none.
+    """
+    names = [name.strip() for name in value.split(",") if name.strip()]
+    unknown = [name for name in names if name not in allowed]
+    if not names or unknown or len(set(names)) != len(names):
+        problem = f"unknown {', '.join(unknown)}" if unknown else "each once, at least one"
+        raise ValueError(f"--{option} takes a comma-separated list of {', '.join(allowed)} ({problem}; got {value!r}).")
+    return names
+
+
+def _block(name: str, own: SummaryStatsOptions) -> StatsBlock:
+    if name == "lang":
+        return LangStats(own.summary_lid_model, own.summary_language)
+    if name == "token":
+        return TokenStats(own.summary_tokenizer)
+    return {
+        "doc": DocStats,
+        "word": WordStats,
+        "line": LineStats,
+        "paragraph": ParagraphStats,
+        "sentence": SentenceStats,
+    }[name]()
+
+
+def summary_stats_transform(
+    options: PipelineOptions, output_dir: str, default_blocks: str | None = None
+) -> SummaryStats | None:
+    """The :class:`SummaryStats` the options ask for, writing to ``output_dir``; None when they ask for none.
+
+    Args:
+        options: The run's options (:class:`SummaryStatsOptions`).
+        output_dir: Where the groups' folders go, usually ``<output>/summary_stats``.
+        default_blocks: The blocks when ``--summary_stats`` is not given.
+
+    Raises:
+        ValueError: An unknown block or group, a bad number.
+        FileNotFoundError: The language model or tokenizer is missing.
+    """
+    own = options.view_as(SummaryStatsOptions)
+    chosen = own.summary_stats if own.summary_stats is not None else default_blocks
+    if not chosen:
+        return None
+    blocks = [_block(name, own) for name in _names(chosen, BLOCKS, "summary_stats")]
+    groups = _names(own.summary_groups, GROUPS, "summary_groups")
+    if own.summary_histogram_digits < 0:
+        raise ValueError(f"--summary_histogram_digits must be 0 or more (got {own.summary_histogram_digits}).")
+    return SummaryStats(
+        output_dir, blocks, groups, own.summary_histogram_digits, own.summary_top_k, step=SUMMARY_STATS_STEP
+    )
+
+
+def _sink(options: PipelineOptions, output: str, files: Sequence[InputFile]) -> Sink:
+    return Sink(
+        SUMMARY_STATS_STEP,
+        summary_stats_transform(options, join(output, SUMMARY_STATS_DIR), default_blocks=STATS_PIPELINE_BLOCKS),
+    )
+
+
+SPEC = PipelineSpec(
+    name="stats",
+    description="Compute DataTrove's summary statistics (doc, word, line, ...) of JSONL/Parquet/CSV documents.",
+    options=(SummaryStatsOptions, RowInputOptions),
+    reader=row_reader,
+    steps=(),
+    sink=_sink,
+    global_steps="the statistics are combined across the whole input",
+)
