@@ -8,6 +8,9 @@ kept documents to ``<output>/documents/``, each removed one to
 with ``--cluster_map`` one row per removed document to
 ``<output>/clusters/<step>/`` (``id``, ``kept_id``, ``cluster_size``), dead
 letters to ``<output>/dead_letters/`` and the stats to ``stats.json``.
+With ``--count_tokens``, the steps ``tokens_before_dedup`` and
+``tokens_after_dedup`` count every document's tokens (DataTrove's
+``TokensCounter``) before and after the dedup steps.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from beamtrove.layout import PART_FILES
 from beamtrove.options import Option, declared
 from beamtrove.pipelines.common import RowInputOptions, documents_sink, row_reader
-from beamtrove.pipelines.spec import GlobalStep, PipelineSpec
+from beamtrove.pipelines.spec import DocumentStep, GlobalStep, PipelineSpec
 from beamtrove.transforms.dedup import (
     ClusterMember,
     DedupOutputs,
@@ -30,12 +33,16 @@ from beamtrove.transforms.dedup import (
     UrlDedup,
 )
 from beamtrove.transforms.readers import FileReader
+from beamtrove.transforms.summary import CountTokens
 from beamtrove.transforms.writers import JsonlFormat, WriteFiles
 
-__all__ = ["SPEC", "STEPS", "DedupOptions"]
+__all__ = ["SPEC", "STEPS", "TOKENS_AFTER", "TOKENS_BEFORE", "DedupOptions"]
 
 #: The dedup steps, in the order they run.
 STEPS = ("exact", "url", "minhash", "sentence")
+#: The steps counting tokens around dedup with --count_tokens; their ``tokens`` counters give the dedup ratio.
+TOKENS_BEFORE = "tokens_before_dedup"
+TOKENS_AFTER = "tokens_after_dedup"
 
 
 class DedupOptions(PipelineOptions):
@@ -71,6 +78,11 @@ class DedupOptions(PipelineOptions):
         ),
         Option("span_sentences", "Sentences per span (sentence). Default: 3.", int, 3),
         Option("min_doc_words", "Drop documents left with fewer words after sentence dedup. Default: 50.", int, 50),
+        Option(
+            "count_tokens",
+            "A tokenizer.json: count every document's tokens before dedup (step tokens_before_dedup) and after "
+            "it (tokens_after_dedup), setting its token_count metadata; the dedup ratio is after / before.",
+        ),
     )
 
 
@@ -156,12 +168,20 @@ def _sentence(options: PipelineOptions) -> GlobalStep | None:
     return GlobalStep("sentence", "sentence_dedup", spans)
 
 
+def _token_counter(step: str):
+    def make(options: PipelineOptions) -> DocumentStep | None:
+        tokenizer = options.view_as(DedupOptions).count_tokens
+        return DocumentStep(step, CountTokens(tokenizer, step=step).step_fn()) if tokenizer else None
+
+    return make
+
+
 SPEC = PipelineSpec(
     name="dedup",
     description="Remove exact, URL, MinHash near-duplicate and repeated-sentence duplicates from documents.",
     options=(DedupOptions, RowInputOptions),
     reader=row_reader,
-    steps=(_exact, _url, _minhash, _sentence),
+    steps=(_token_counter(TOKENS_BEFORE), _exact, _url, _minhash, _sentence, _token_counter(TOKENS_AFTER)),
     sink=documents_sink,
     global_steps="every dedup step compares documents across the whole input",
 )
