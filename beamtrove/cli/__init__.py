@@ -27,7 +27,7 @@ import signal
 import sys
 
 from beamtrove import __version__
-from beamtrove.cli import dataflow, elastic, inspect, pipelines, report, runners
+from beamtrove.cli import dataflow, elastic, inspect, pipelines, report, runners, summary
 from beamtrove.cli.parsing import INTERRUPTED
 from beamtrove.execution.elastic import ElasticError
 from beamtrove.options import ConfigurationError, SuggestingParser, did_you_mean
@@ -75,7 +75,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = SuggestingParser(prog="beamtrove", description="LLM pretraining data from web crawls, on Beam.")
     parser.add_argument("--version", action="version", version=f"beamtrove {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for group in (pipelines, inspect, report, elastic, runners, dataflow):
+    for group in (pipelines, inspect, report, summary, elastic, runners, dataflow):
         group.add_commands(commands)
     return parser
 
