@@ -422,8 +422,8 @@ def _histograms_section(summary_stats: Mapping[str, StatFigures]) -> str:
         return (
             "<p class=note>This run computed no summary statistics. Run the pipeline with "
             "<code>--summary_stats doc,word,line</code>, or compute them from this output with "
-            "<code>beamtrove run stats --input OUTPUT --output OUTPUT/summary_stats</code>, then "
-            "<code>beamtrove report OUTPUT</code>.</p>"
+            "<code>beamtrove run stats --input OUTPUT --output STATS</code>: the report.html of that run "
+            "shows them.</p>"
         )
     charts = [
         f"<figure>{_histogram_chart(stat)}<figcaption>{_escape(_summary_line(stat))}</figcaption></figure>"

@@ -30,10 +30,18 @@ from beamtrove.execution.output import OutputPlan, Publish, check_separate, plan
 from beamtrove.execution.resume import configuration, pending_inputs
 from beamtrove.execution.runner_checks import check_runner_options
 from beamtrove.fs import InputFile, join
-from beamtrove.layout import CLUSTERS_DIR, DOCUMENTS_DIR, WRITE_DEAD_LETTERS, write_clusters, write_excluded
+from beamtrove.layout import (
+    CLUSTERS_DIR,
+    DOCUMENTS_DIR,
+    SUMMARY_STATS_DIR,
+    WRITE_DEAD_LETTERS,
+    write_clusters,
+    write_excluded,
+)
 from beamtrove.options import BeamtroveOptions, ConfigurationError, ResumeOptions
 from beamtrove.pipelines.common import dead_letters_writer, excluded_writer
 from beamtrove.pipelines.spec import Flow, PipelineSpec
+from beamtrove.pipelines.summary_stats import SUMMARY_STATS_STEP, summary_stats_transform
 from beamtrove.transforms.per_input import ProcessInputs
 
 __all__ = ["Built", "build"]
@@ -87,11 +95,19 @@ def build(spec: PipelineSpec, options: PipelineOptions, *, inspect_output: bool 
         flow = spec.flow(options, plan.write_to)
         if inspect_output:
             check_separate(flow.reader.patterns, flow.reader.files, flow.output)
+        summary = (
+            summary_stats_transform(options, join(plan.write_to, SUMMARY_STATS_DIR)) if spec.summary_stats else None
+        )
         if resume.resumable:
+            if summary is not None:
+                raise ValueError(
+                    "--summary_stats is computed by ordinary runs, not --resumable ones (each input is finished on its "
+                    "own): compute them afterwards with `beamtrove run stats --input OUTPUT --output STATS`."
+                )
             inputs = _apply_per_input(pipeline, spec, flow, options)
         else:
             inputs = flow.reader.files
-            written = _apply(pipeline, flow, options)
+            written = _apply(pipeline, flow, options, summary)
             written | "FlattenWritten" >> beam.Flatten() | "Publish" >> Publish(plan)
     except ConfigurationError:
         raise
@@ -102,8 +118,10 @@ def build(spec: PipelineSpec, options: PipelineOptions, *, inspect_output: bool 
     return Built(pipeline, flow, plan, tuple(inputs))
 
 
-def _apply(pipeline: beam.Pipeline, flow: Flow, options: PipelineOptions) -> list[beam.PCollection]:
-    """Applies the flow; returns what every writer wrote."""
+def _apply(
+    pipeline: beam.Pipeline, flow: Flow, options: PipelineOptions, summary: beam.PTransform | None
+) -> list[beam.PCollection]:
+    """Applies the flow, and ``summary`` to what it keeps; returns what every writer wrote."""
     records, read_errors = pipeline | flow.read_label >> flow.reader.with_dead_letters()
     dead_letters = [read_errors]
     written = []
@@ -119,6 +137,8 @@ def _apply(pipeline: beam.Pipeline, flow: Flow, options: PipelineOptions) -> lis
             dead_letters.append(outputs.dead_letters)
         records = outputs.kept
     written.append(records | flow.sink.label >> flow.sink.transform)
+    if summary is not None:
+        written.append(records | SUMMARY_STATS_STEP >> summary)
     all_dead_letters = dead_letters | "FlattenDeadLetters" >> beam.Flatten()
     written.append(all_dead_letters | WRITE_DEAD_LETTERS >> dead_letters_writer(flow.write_to))
     return written

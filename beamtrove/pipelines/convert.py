@@ -52,4 +52,5 @@ SPEC = PipelineSpec(
     reader=document_reader,
     steps=(),
     sink=_sink,
+    summary_stats=True,
 )

@@ -184,4 +184,5 @@ SPEC = PipelineSpec(
     steps=(_token_counter(TOKENS_BEFORE), _exact, _url, _minhash, _sentence, _token_counter(TOKENS_AFTER)),
     sink=documents_sink,
     global_steps="every dedup step compares documents across the whole input",
+    summary_stats=True,
 )

@@ -22,4 +22,5 @@ SPEC = PipelineSpec(
     steps=(extraction,),
     sink=documents_sink,
     resumable=True,
+    summary_stats=True,
 )

@@ -148,4 +148,5 @@ SPEC = PipelineSpec(
     sink=documents_sink,
     output=_output,
     resumable=True,
+    summary_stats=True,
 )

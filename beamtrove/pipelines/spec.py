@@ -186,6 +186,9 @@ class PipelineSpec:
             when it is shard-safe: its result over an input is the union of its
             results over parts of it, so elastic shard workers can run it.
         resumable: Whether it takes ``--resumable`` (one output per input file).
+        summary_stats: Whether it takes ``--summary_stats``: DataTrove's
+            summary statistics of the documents it keeps, written to
+            ``<output>/summary_stats/``.
     """
 
     name: str
@@ -198,6 +201,7 @@ class PipelineSpec:
     output: Callable[[PipelineOptions], str | None] = _output_option
     global_steps: str | None = None
     resumable: bool = False
+    summary_stats: bool = False
 
     @property
     def shard_safe(self) -> bool:
@@ -207,7 +211,15 @@ class PipelineSpec:
     @property
     def option_classes(self) -> tuple[type, ...]:
         """Every option class the pipeline takes, in the order of its help."""
-        return (*self.options, *((ResumeOptions,) if self.resumable else ()), BeamtroveOptions)
+        # Imported here: the summary statistics pipeline is itself declared with this module.
+        from beamtrove.pipelines.summary_stats import SummaryStatsOptions  # noqa: PLC0415
+
+        return (
+            *self.options,
+            *((ResumeOptions,) if self.resumable else ()),
+            *((SummaryStatsOptions,) if self.summary_stats else ()),
+            BeamtroveOptions,
+        )
 
     def run_output(self, options: PipelineOptions) -> str:
         """The run's output folder.

@@ -34,7 +34,14 @@ from beamtrove.transforms.summary import (
     WordStats,
 )
 
-__all__ = ["BLOCKS", "SPEC", "STATS_PIPELINE_BLOCKS", "SummaryStatsOptions", "summary_stats_transform"]
+__all__ = [
+    "BLOCKS",
+    "SPEC",
+    "STATS_PIPELINE_BLOCKS",
+    "SUMMARY_STATS_STEP",
+    "SummaryStatsOptions",
+    "summary_stats_transform",
+]
 
 #: The blocks ``--summary_stats`` chooses from.
 BLOCKS = ("doc", "word", "line", "paragraph", "sentence", "token", "lang")

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from beamtrove import __version__
 from beamtrove.execution.local import run_pipeline
-from beamtrove.options import parse
+from beamtrove.layout import STAGING_DIR
+from beamtrove.options import ConfigurationError, parse
 from beamtrove.pipelines import pipeline_spec
 from beamtrove.stats import format_stats
 from tests.conftest import jsonl_rows, require
@@ -67,3 +70,28 @@ def test_a_report_that_cannot_be_drawn_does_not_fail_the_run(data_dir, tmp_path,
     result = run_pipeline(extract, parse(extract, argv))
     assert result.succeeded and result.report_path == "" and (tmp_path / "stats.json").exists()
     assert f"report.html was not written (ValueError: no fonts); `beamtrove report {tmp_path}` retries" in caplog.text
+
+
+def test_summary_statistics_of_what_a_run_keeps_are_published_with_it_and_drawn_in_its_report(data_dir, tmp_path):
+    extract = pipeline_spec("extract")
+    warc = str(require(data_dir / "warc" / "dolma_wget_sample-0000.warc.gz"))
+    argv = ["--input", warc, "--output", str(tmp_path), "--extractor", "resiliparse", "--progress_interval", "0"]
+    result = run_pipeline(extract, parse(extract, [*argv, "--summary_stats", "doc,line"]))
+    kept = result.stats["steps"]["WriteDocuments"]["counters"]["out"]
+    assert result.stats["steps"]["summary_stats"]["counters"]["in"] == kept > 0
+    summary = json.loads((tmp_path / "summary_stats" / "summary" / "length" / "metric.json").read_text())
+    assert summary["summary"]["n"] == kept
+    assert summary["summary"]["total"] == sum(len(row["text"]) for row in jsonl_rows(tmp_path / "documents"))
+    assert sorted(path.name for path in (tmp_path / "summary_stats").iterdir()) == ["histogram", "summary"]
+    assert not (tmp_path / STAGING_DIR).exists()
+    page = (tmp_path / "report.html").read_text()
+    assert page.count("<figure>") >= 3 and "This run computed no summary statistics" not in page
+
+
+def test_summary_statistics_are_refused_with_resumable_saying_how_to_get_them(data_dir, tmp_path):
+    extract = pipeline_spec("extract")
+    warc = str(require(data_dir / "warc" / "dolma_wget_sample-0000.warc.gz"))
+    argv = ["--input", warc, "--output", str(tmp_path / "out"), "--resumable", "--summary_stats", "doc"]
+    with pytest.raises(ConfigurationError, match=r"not --resumable .*`beamtrove run stats --input OUTPUT"):
+        run_pipeline(extract, parse(extract, argv))
+    assert not (tmp_path / "out").exists()

@@ -77,11 +77,11 @@ def resumable_extract(data_dir, tmp_path_factory):
 
 
 def _contents(output) -> dict[str, bytes]:
-    """Every file of an output but stats.json and the completion markers, which hold wall-clock times."""
+    """Every file of an output but stats.json, report.html and the completion markers, which hold wall-clock times."""
     return {
         str(path.relative_to(output)): path.read_bytes()
         for path in sorted(output.rglob("*"))
-        if path.is_file() and path.name != "stats.json" and path.parent.name != COMPLETED_DIR
+        if path.is_file() and path.name not in ("stats.json", "report.html") and path.parent.name != COMPLETED_DIR
     }
 
 
