@@ -3,6 +3,6 @@
 from beamtrove.dead_letter import DeadLetter
 from beamtrove.document import Document, DocumentCoder, Media
 
-__version__ = "0.8.0"
+__version__ = "0.9.0"
 
 __all__ = ["DeadLetter", "Document", "DocumentCoder", "Media", "__version__"]
