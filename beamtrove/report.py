@@ -95,6 +95,8 @@ _DEAD_LETTERS_READ = 5000
 _SNIPPET_CHARS = 600
 # A histogram's bars at most: more buckets are binned, as one SVG rectangle per value would bloat the page.
 _MAX_BARS = 40
+# DataTrove's statistics weighted by characters or tokens rather than counted per document.
+_WEIGHTED_SUFFIXES = ("__chars", "__tokens")
 _JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".jsonl.bz2", ".jsonl.xz")
 
 
@@ -143,7 +145,10 @@ def read_summary_stats(output: str, storage_options: Mapping[str, Any] | None = 
     maps a key (``summary``; a bucket's value for histograms) to a stats
     object (``total``, ``n``, ``mean``, ``variance``/``std_dev``, ``min``,
     ``max``) or, when every value was 1, to a plain number. Other groups are
-    left out. Returns ``{}`` when the folder is absent.
+    left out, and so are the ``<stat>__chars`` and ``<stat>__tokens``
+    statistics: the same values weighted by each document's characters or
+    tokens, whose histograms count characters rather than documents. Returns
+    ``{}`` when the folder is absent.
     """
     fs, folder = filesystem(join(output, SUMMARY_STATS_DIR), storage_options)
     if not fs.isdir(folder):
@@ -152,6 +157,8 @@ def read_summary_stats(output: str, storage_options: Mapping[str, Any] | None = 
     histograms: dict[str, list[tuple[float, float]]] = {}
     for path in sorted(fs.glob(f"{folder}/*/*/metric.json")):
         group, stat = path.split("/")[-3:-1]
+        if stat.endswith(_WEIGHTED_SUFFIXES):
+            continue
         metric = json.loads(fs.cat_file(path))
         if group == "summary":
             entry = metric.get("summary", metric) if isinstance(metric, Mapping) else metric

@@ -319,6 +319,10 @@ def test_summary_statistics_are_read_in_both_of_datatroves_forms(tmp_path):
     write_summary_stats(tmp_path, ["one two\nthree", "four five six seven", "eight"])
     (tmp_path / "summary_stats" / "fqdn" / "length").mkdir(parents=True)
     (tmp_path / "summary_stats" / "fqdn" / "length" / "metric.json").write_text('{"example.com": 3}')
+    # The character-weighted twin of a statistic counts characters per bucket, not documents: not drawn.
+    for group in ("summary", "histogram"):
+        (tmp_path / "summary_stats" / group / "length__chars").mkdir(parents=True)
+        (tmp_path / "summary_stats" / group / "length__chars" / "metric.json").write_text('{"5.0": 5}')
     figures = read_summary_stats(str(tmp_path))
     assert list(figures) == sorted(DOCUMENT_STATS)
     assert figures["length"].histogram == [(5.0, 1.0), (13.0, 1.0), (19.0, 1.0)]
