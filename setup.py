@@ -48,8 +48,10 @@ setup(
     ],
     extras_require={
         "s3": ["s3fs>=2024.2"],
+        # DataTrove's own word splitting, for word statistics equal to its WordStats (--summary_word_splitter spacy).
+        "spacy": ["spacy>=3.7,<4"],
         "test": ["pytest>=8", "pytest-timeout>=2.3"],
-        "dev": ["dockerfile-parse==2.0.1", "pytest>=8", "pytest-timeout>=2.3", "ruff==0.17.6"],
+        "dev": ["dockerfile-parse==2.0.1", "pytest>=8", "pytest-timeout>=2.3", "ruff==0.17.6", "spacy>=3.7,<4"],
     },
     entry_points={"console_scripts": ["beamtrove=beamtrove.cli:main"]},
     classifiers=[

@@ -54,6 +54,8 @@ class _ProcessTotals:
         self._reset(os.environ.get(PROGRESS_ADDRESS_VARIABLE))
         self._socket: socket.socket | None = None
         self._process = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        # Seconds between this process's own log lines when no board shows the run: the readers' setting.
+        self._log_interval = 10.0
 
     def _reset(self, run: str | None) -> None:
         self._run = run
@@ -80,14 +82,15 @@ class _ProcessTotals:
 
     def finished_bytes(self, step: str, size: int, files: int, interval: float) -> None:
         with self._lock:
+            self._log_interval = interval
             self._reading.add(step)
             self._files += files
             self._bytes += size
         # A finished file is sent at once: the board's count of inputs done is then never behind.
         if files or time.monotonic() >= self._next_report:
-            self._report(interval, board_now=bool(files))
+            self._report(board_now=bool(files))
 
-    def _report(self, interval: float = 10.0, board_now: bool = False) -> None:
+    def _report(self, board_now: bool = False) -> None:
         address = os.environ.get(PROGRESS_ADDRESS_VARIABLE)
         with self._lock:
             now = time.monotonic()
@@ -98,7 +101,14 @@ class _ProcessTotals:
                 self._reset(address)
                 return
             if address is None:
-                self._next_report = now + interval if interval > 0 else math.inf
+                # No board shows this run: the process logs its own totals, every interval from its start.
+                if self._log_interval <= 0:
+                    self._next_report = math.inf
+                    return
+                if now - self._started < self._log_interval:
+                    self._next_report = self._started + self._log_interval
+                    return
+                self._next_report = now + self._log_interval
                 message = self._log_line(now)
             else:
                 self._next_report = now + _SEND_EVERY

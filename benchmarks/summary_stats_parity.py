@@ -8,7 +8,7 @@ its own venv, and ``beamtrove run stats`` with the same blocks and groups.
 Prints, per group and statistic, whether every key's figures are equal or
 their largest relative difference, and the keys found on one side only::
 
-    python -m benchmarks.summary_stats_parity [--workdir DIR]
+    python -m benchmarks.summary_stats_parity [--workdir DIR] [--word_splitter spacy|beamtrove]
 
 Both sides score languages with ``lid.176.ftz`` (DataTrove's model URL is
 pointed at the local file, see DATATROVE_NOTES).
@@ -101,6 +101,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_warc_set_arguments(parser, records=3000, files=4, workdir_name="beamtrove-summary-stats-parity")
     parser.add_argument("--datatrove_venv", type=pathlib.Path, default=DEFAULT_VENV)
+    parser.add_argument(
+        "--word_splitter",
+        choices=("spacy", "beamtrove"),
+        default="spacy",
+        help="beamtrove's --summary_word_splitter: spacy (as DataTrove) or beamtrove (its filters' splitter)",
+    )
     args = parser.parse_args()
     workdir, warc_dir = warc_set_of(args)
     extracted = workdir / "extract"
@@ -139,7 +145,7 @@ def main() -> None:
                 str(theirs_dir / "logs"),
             ]
         )
-    ours_dir = workdir / "beamtrove"
+    ours_dir = workdir / f"beamtrove-{args.word_splitter}"
     _run(
         [
             "beamtrove",
@@ -156,6 +162,8 @@ def main() -> None:
             "summary,histogram,fqdn,suffix",
             "--summary_lid_model",
             str(LID_MODEL),
+            "--summary_word_splitter",
+            args.word_splitter,
             "--progress_interval",
             "0",
         ]

@@ -140,3 +140,26 @@ def test_a_multi_process_run_shows_what_its_worker_processes_did(data_dir, tmp_p
     assert progress[0].startswith("extract: 0/5 inputs") and "step" in run.stdout.splitlines()[0]
     read = next(line.split()[2] for line in run.stdout.splitlines() if line.startswith("ReadWarc "))
     assert progress[-1].startswith("extract: 5/5 inputs") and f" · {read} documents read · " in progress[-1]
+
+
+_LOGGING_WORKER = """
+import logging, sys, time
+logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(message)s")
+from beamtrove.progress import count_progress, record_progress
+for _ in range(4):
+    count_progress("ReadWarc", "out", 5)
+    record_progress("ReadWarc", size=1_000_000, files=1, interval=float(sys.argv[1]))
+    time.sleep(0.3)
+"""
+
+
+@pytest.mark.parametrize(("interval", "lines"), [(0, 0), (0.5, 1)])
+def test_a_worker_no_board_shows_logs_its_own_totals_unless_the_interval_is_zero(interval, lines):
+    env = {key: value for key, value in os.environ.items() if key != PROGRESS_ADDRESS_VARIABLE}
+    worker = subprocess.run(
+        [sys.executable, "-c", _LOGGING_WORKER, str(interval)], env=env, capture_output=True, text=True, check=True
+    )
+    logged = worker.stdout.splitlines()
+    # Lines come every interval from the process's start, never before the first interval is over.
+    assert len(logged) >= lines if lines else logged == []
+    assert all(re.fullmatch(r"process \d+: \d+ documents read from \d files, \d\.0 MB \(.*\)", line) for line in logged)

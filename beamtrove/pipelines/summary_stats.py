@@ -33,6 +33,7 @@ from beamtrove.transforms.summary import (
     TokenStats,
     WordStats,
 )
+from beamtrove.transforms.summary.words import WORD_SPLITTERS
 
 __all__ = [
     "BLOCKS",
@@ -80,6 +81,14 @@ class SummaryStatsOptions(PipelineOptions):
         ),
         Option("summary_language", "Language the lang statistics score. Default: en.", default="en"),
         Option(
+            "summary_word_splitter",
+            "What splits words for the word statistics: beamtrove (the splitter of beamtrove's filters) or spacy "
+            "(spaCy's English tokenizer, as DataTrove: equal statistics; needs pip install 'beamtrove[spacy]'). "
+            "Default: beamtrove.",
+            default="beamtrove",
+            choices=WORD_SPLITTERS,
+        ),
+        Option(
             "summary_tokenizer",
             "tokenizer.json counting the tokens of documents without token_count metadata (token statistics).",
         ),
@@ -105,9 +114,10 @@ def _block(name: str, own: SummaryStatsOptions) -> StatsBlock:
         return LangStats(own.summary_lid_model, own.summary_language)
     if name == "token":
         return TokenStats(own.summary_tokenizer)
+    if name == "word":
+        return WordStats(word_splitter=own.summary_word_splitter)
     return {
         "doc": DocStats,
-        "word": WordStats,
         "line": LineStats,
         "paragraph": ParagraphStats,
         "sentence": SentenceStats,

@@ -2,14 +2,30 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import importlib.util
+from collections.abc import Callable, Iterable, Sequence
 
 from beamtrove.document import Document
 from beamtrove.text import split_words
 from beamtrove.transforms.filters.gopher import GOPHER_STOP_WORDS
 from beamtrove.transforms.summary.base import StatsBlock, ratio
 
-__all__ = ["WordStats"]
+__all__ = ["WORD_SPLITTERS", "WordStats"]
+
+#: What splits a text into words: beamtrove's splitter, or spaCy's English tokenizer as DataTrove runs it.
+WORD_SPLITTERS = ("beamtrove", "spacy")
+
+
+def _spacy_words() -> Callable[[str], list[str]]:
+    """DataTrove's English words: the tokens of a blank spaCy English pipeline, stripped, empty ones dropped."""
+    import spacy  # noqa: PLC0415 - an optional dependency, loaded by the workers that use it
+
+    tokenizer = spacy.blank("en").tokenizer
+
+    def words(text: str) -> list[str]:
+        return [word for word in (token.text.strip() for token in tokenizer(text)) if word]
+
+    return words
 
 
 class WordStats(StatsBlock):
@@ -17,14 +33,23 @@ class WordStats(StatsBlock):
     k characters), ``long_word_ratio_<k>`` (at least k), ``type_token_ratio``, ``uppercase_word_ratio``,
     ``capitalized_word_ratio`` and ``stop_word_ratio``.
 
-    Words are the tokens of :func:`beamtrove.text.split_words` (spaCy's
-    English rules, which DataTrove's English word tokenizer applies),
-    punctuation tokens included, as in DataTrove.
+    Words are punctuation tokens included, as in DataTrove. By default they
+    are those of :func:`beamtrove.text.split_words`, the splitter of
+    beamtrove's filters: spaCy's English rules, except that text in a script
+    written without spaces counts a word per character where spaCy keeps the
+    run whole, and spelled-out contractions (``im``, ``dont``) stay one word.
+    ``word_splitter="spacy"`` splits with spaCy's English tokenizer itself, as
+    DataTrove does, for statistics equal to DataTrove's (spaCy must be
+    installed: ``pip install 'beamtrove[spacy]'``).
 
     Args:
         short_word_chars: The ``k`` of each ``short_word_ratio_<k>``.
         long_word_chars: The ``k`` of each ``long_word_ratio_<k>``.
         stop_words: The words ``stop_word_ratio`` counts.
+        word_splitter: ``beamtrove`` or ``spacy``.
+
+    Raises:
+        ValueError: An unknown splitter, or ``spacy`` without spaCy installed.
     """
 
     name = "word"
@@ -34,13 +59,29 @@ class WordStats(StatsBlock):
         short_word_chars: Sequence[int] = (3,),
         long_word_chars: Sequence[int] = (7,),
         stop_words: Iterable[str] = GOPHER_STOP_WORDS,
+        word_splitter: str = "beamtrove",
     ):
+        if word_splitter not in WORD_SPLITTERS:
+            raise ValueError(f"The word splitter is one of {', '.join(WORD_SPLITTERS)}, not {word_splitter!r}.")
+        if word_splitter == "spacy" and importlib.util.find_spec("spacy") is None:
+            raise ValueError("Splitting words with spaCy needs it installed: pip install 'beamtrove[spacy]'.")
         self.short_word_chars = tuple(short_word_chars)
         self.long_word_chars = tuple(long_word_chars)
         self.stop_words = frozenset(stop_words)
+        self.word_splitter = word_splitter
+        self._split: Callable[[str], Sequence[str]] | None = None
+
+    def __getstate__(self):
+        # spaCy's tokenizer is made where the block runs, not pickled with it.
+        return {**self.__dict__, "_split": None}
+
+    def setup(self) -> None:
+        self._split = _spacy_words() if self.word_splitter == "spacy" else split_words
 
     def extract(self, document: Document) -> dict[str, int | float]:
-        words = split_words(document.text)
+        if self._split is None:
+            self.setup()
+        words = self._split(document.text)
         count = len(words)
         lengths = [len(word) for word in words]
         return {

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 
 from beamtrove.document import Document
@@ -85,3 +87,25 @@ def test_lang_stats_refuses_an_unknown_language(data_dir):
     model = str(require(data_dir / "models" / "lid176" / "lid.176.ftz"))
     with pytest.raises(ValueError, match="xx"):
         LangStats(model, "xx")
+
+
+# What DataTrove 0.10.1's English word tokenizer gives for this text (run in its venv).
+_DATATROVE_WORDS = ["i", "m", "happy", "do", "nt", "go", "中文字符测试", "e.", "V.", "27", "."]
+
+
+def test_word_stats_split_as_datatrove_does_with_spacy():
+    pytest.importorskip("spacy", reason="--summary_word_splitter spacy needs pip install 'beamtrove[spacy]'")
+    text = "im happy\n\n dont go 中文字符测试 e.V. 27."
+    # Pickled as a runner ships it to workers: spaCy's tokenizer is made where the block runs.
+    spacy_words = pickle.loads(pickle.dumps(WordStats(word_splitter="spacy")))
+    stats = spacy_words.extract(Document(text, "w"))
+    assert stats["n_words"] == len(_DATATROVE_WORDS)
+    assert stats["avg_word_length"] == sum(map(len, _DATATROVE_WORDS)) / len(_DATATROVE_WORDS)
+    assert stats["type_token_ratio"] == 1.0
+    # beamtrove's own splitter counts each of the six Chinese characters and keeps spelled-out contractions whole.
+    assert WordStats().extract(Document(text, "w"))["n_words"] == 13
+
+
+def test_an_unknown_word_splitter_is_refused():
+    with pytest.raises(ValueError, match="one of beamtrove, spacy, not 'nltk'"):
+        WordStats(word_splitter="nltk")
