@@ -36,6 +36,9 @@ __all__ = ["INTERRUPTED", "main"]
 
 _LOGGER = logging.getLogger("beamtrove")
 _SEPARATOR = "--"
+# Where Beam starts and stops local job services (Prism's), and where Prism relays its own log.
+_LOCAL_JOB_SERVICES = "apache_beam.utils.subprocess_server"
+_PRISM_RELAY = "PrismRunner"
 # Where Beam's local runners relay the log entries of their worker processes.
 _RELAYED_WORKER_LOGS = "apache_beam.runners.portability.local_job_service"
 _RELAYED_ENTRY = re.compile(r'message: "(?P<message>(?:[^"\\]|\\.)*)".*? log_location: "(?P<location>[^"]*)"')
@@ -44,6 +47,13 @@ _RELAYED_ENTRY = re.compile(r'message: "(?P<message>(?:[^"\\]|\\.)*)".*? log_loc
 # What each worker the local runners start warns: without a semi-persistent directory, schemas and logical types
 # a user registered may not reach it. beamtrove registers none, so the warning says nothing about its runs.
 _UNUSED_SEMI_PERSISTENT_DIRECTORY = "No semi_persistent_directory found"
+
+
+class _PrismProgress(logging.Filter):
+    """Leaves out Prism's own lines below warnings; Beam names them and sets their level only as they are emitted."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.name != _PRISM_RELAY or record.levelno >= logging.WARNING
 
 
 class _WorkerLogs(logging.Filter):
@@ -64,6 +74,12 @@ class _WorkerLogs(logging.Filter):
 def _configure_logging() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     _LOGGER.setLevel(logging.INFO)
+    # Prism's job service announces itself starting and stopping (as warnings) and relays its own progress:
+    # neither is news to the user, whose run shows its progress; their errors still show.
+    logging.getLogger(_LOCAL_JOB_SERVICES).setLevel(logging.ERROR)
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(f, _PrismProgress) for f in handler.filters):
+            handler.addFilter(_PrismProgress())
     relayed = logging.getLogger(_RELAYED_WORKER_LOGS)
     relayed.setLevel(logging.INFO)
     if not any(isinstance(f, _WorkerLogs) for f in relayed.filters):

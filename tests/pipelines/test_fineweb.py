@@ -264,6 +264,10 @@ def test_every_runner_keeps_the_same_documents(runner_set, runner, tmp_path):
     assert _lines(tmp_path / "documents") == documents
     steps = json.loads((tmp_path / "stats.json").read_text())["steps"]
     assert steps["WriteDocuments"]["counters"]["out"] == len(documents)
+    # Each runner's workers report their progress to the command, which ends on all inputs read, quietly.
+    progress = [line for line in result.stderr.splitlines() if line.startswith("fineweb: ")]
+    assert progress[-1].startswith("fineweb: 4/4 inputs"), result.stderr[-3000:]
+    assert [noise for noise in ("fork_posix", "Really starting service", "PrismRunner") if noise in result.stderr] == []
 
 
 @pytest.mark.slow

@@ -43,13 +43,6 @@ _BACKSTOP_FACTOR = 30.0
 _BACKSTOP_MIN_SECONDS = 30.0
 _LOGGER = logging.getLogger(__name__)
 
-# gRPC's fork handlers would make gRPC usable in a forked child; extraction children never use it. With them on,
-# each fork while a worker's gRPC threads are mid-call (always, under the multi_processing DirectRunner and the
-# portable runners) prints "fork_posix.cc:71 Other threads are currently calling into gRPC, skipping fork()
-# handlers" and skips them anyway. gRPC reads this when it starts in a process, so set at import it reaches the
-# worker processes a local run starts afterwards; a worker image can set it too. An explicit setting is kept.
-os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
-
 
 class Extractor(abc.ABC):
     """Turns HTML into the main text of the page.
