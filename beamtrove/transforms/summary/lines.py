@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from beamtrove.document import Document
 from beamtrove.text import find_duplicates
 from beamtrove.transforms.filters.c4 import _END_PUNCTUATION as END_PUNCTUATION
-from beamtrove.transforms.summary.base import StatsBlock, ratio
+from beamtrove.transforms.summary.base import StatsBlock, length_ratios, ratio
 
 __all__ = ["LineStats"]
 
@@ -57,14 +57,13 @@ class LineStats(StatsBlock):
         return {
             "n_lines": n_lines,
             "avg_line_length": ratio(sum(lengths), count),
-            **{
-                f"short_line_ratio_chars_{k}": ratio(sum(length <= k for length in lengths), count)
-                for k in self.short_line_chars
-            },
-            **{
-                f"long_line_ratio_chars_{k}": ratio(sum(length >= k for length in lengths), count)
-                for k in self.long_line_chars
-            },
+            **length_ratios(
+                lengths,
+                "short_line_ratio_chars_",
+                self.short_line_chars,
+                "long_line_ratio_chars_",
+                self.long_line_chars,
+            ),
             "lines_ending_with_terminal_mark_ratio": ratio(
                 sum(line.endswith(END_PUNCTUATION) for line in lines), count
             ),

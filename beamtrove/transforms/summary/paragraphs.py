@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from beamtrove.document import Document
 from beamtrove.text import find_duplicates
-from beamtrove.transforms.summary.base import StatsBlock, ratio
+from beamtrove.transforms.summary.base import StatsBlock, length_ratios, ratio
 
 __all__ = ["ParagraphStats"]
 
@@ -37,14 +37,13 @@ class ParagraphStats(StatsBlock):
         return {
             "n_paragraphs": count,
             "avg_paragraph_length": ratio(sum(lengths), count),
-            **{
-                f"short_paragraph_ratio_{k}": ratio(sum(length <= k for length in lengths), count)
-                for k in self.short_paragraph_chars
-            },
-            **{
-                f"long_paragraph_ratio_{k}": ratio(sum(length >= k for length in lengths), count)
-                for k in self.long_paragraph_chars
-            },
+            **length_ratios(
+                lengths,
+                "short_paragraph_ratio_",
+                self.short_paragraph_chars,
+                "long_paragraph_ratio_",
+                self.long_paragraph_chars,
+            ),
             "paragraph_duplicates": ratio(repeats, count),
             "paragraph_char_duplicates": ratio(repeated_chars, sum(lengths)),
         }

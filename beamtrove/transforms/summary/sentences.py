@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from beamtrove.document import Document
 from beamtrove.text import TERMINAL_PUNCTUATION, is_punctuation, split_words
-from beamtrove.transforms.summary.base import StatsBlock, ratio
+from beamtrove.transforms.summary.base import StatsBlock, length_ratios, ratio
 
 __all__ = ["SentenceStats", "split_sentences"]
 
@@ -58,12 +58,11 @@ class SentenceStats(StatsBlock):
         return {
             "n_sentences": count,
             "avg_sentence_length": ratio(sum(lengths), count),
-            **{
-                f"short_sentence_ratio_{k}": ratio(sum(length <= k for length in lengths), count)
-                for k in self.short_sentence_chars
-            },
-            **{
-                f"long_sentence_ratio_{k}": ratio(sum(length >= k for length in lengths), count)
-                for k in self.long_sentence_chars
-            },
+            **length_ratios(
+                lengths,
+                "short_sentence_ratio_",
+                self.short_sentence_chars,
+                "long_sentence_ratio_",
+                self.long_sentence_chars,
+            ),
         }

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Sequence
 from beamtrove.document import Document
 from beamtrove.text import split_words
 from beamtrove.transforms.filters.gopher import GOPHER_STOP_WORDS
-from beamtrove.transforms.summary.base import StatsBlock, ratio
+from beamtrove.transforms.summary.base import StatsBlock, length_ratios, ratio
 
 __all__ = ["WORD_SPLITTERS", "WordStats"]
 
@@ -88,14 +88,9 @@ class WordStats(StatsBlock):
             "n_words": count,
             "avg_word_length": ratio(sum(lengths), count),
             "avg_words_per_line": ratio(count, len(document.text.splitlines())),
-            **{
-                f"short_word_ratio_{k}": ratio(sum(length <= k for length in lengths), count)
-                for k in self.short_word_chars
-            },
-            **{
-                f"long_word_ratio_{k}": ratio(sum(length >= k for length in lengths), count)
-                for k in self.long_word_chars
-            },
+            **length_ratios(
+                lengths, "short_word_ratio_", self.short_word_chars, "long_word_ratio_", self.long_word_chars
+            ),
             "type_token_ratio": ratio(len(set(words)), count),
             "uppercase_word_ratio": ratio(sum(word.isupper() for word in words), count),
             "capitalized_word_ratio": ratio(sum(word.istitle() for word in words), count),
