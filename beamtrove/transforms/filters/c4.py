@@ -11,10 +11,11 @@ from beamtrove.fs import filesystem, read_lines
 from beamtrove.text import count_sentences
 from beamtrove.transforms.filters.base import DocumentFilter, Drop, Verdict
 
-__all__ = ["C4BadWordsFilter", "C4QualityFilter"]
+__all__ = ["END_PUNCTUATION", "C4BadWordsFilter", "C4QualityFilter"]
 
 _CITATION = re.compile(r"\[\d*\]|\[edit\]|\[citation needed\]")
-_END_PUNCTUATION = (".", "?", "!", '"', "'")
+#: What a line that ends a sentence ends with, for C4 (and DataTrove's line statistics).
+END_PUNCTUATION = (".", "?", "!", '"', "'")
 _POLICY_PHRASES = ("terms of use", "privacy policy", "cookie policy", "uses cookies", "use of cookies", "use cookies")
 
 
@@ -55,7 +56,7 @@ class C4QualityFilter(DocumentFilter):
                 continue
             if self.remove_citations:
                 line = _CITATION.sub("", line)
-            if self.filter_no_terminal_punct and (not line.endswith(_END_PUNCTUATION) or line.endswith("...")):
+            if self.filter_no_terminal_punct and (not line.endswith(END_PUNCTUATION) or line.endswith("...")):
                 continue
             if len(words) < self.min_words_per_line:
                 continue

@@ -101,6 +101,12 @@ class LanguageFilter(DocumentFilter):
     def _shared_model(self):
         return load_once((LanguageFilter, self.model_path), lambda: _load_model(self.model_path))
 
+    def score(self, text: str, language: str) -> float:
+        """The probability the model gives ``language`` for ``text``, read with line breaks as spaces."""
+        labels, scores = self._model.predict(text.replace("\n", " "), k=-1)
+        label = _LABEL_PREFIX + language
+        return next((float(s) for candidate, s in zip(labels, scores, strict=True) if candidate == label), 0.0)
+
     def filter(self, document: Document) -> Verdict:
         return self.filter_batch([document])[0]
 

@@ -8,8 +8,6 @@ from beamtrove.transforms.summary.base import StatsBlock
 
 __all__ = ["LangStats"]
 
-_LABEL_PREFIX = "__label__"
-
 
 class LangStats(StatsBlock):
     """``fasttext_<language>``: the probability fastText's lid.176 model gives ``language``.
@@ -37,12 +35,9 @@ class LangStats(StatsBlock):
 
     def setup(self) -> None:
         self._labeller.setup()
-        self._label = _LABEL_PREFIX + self.language
 
     def extract(self, document: Document) -> dict[str, int | float]:
         metadata = document.metadata
         if metadata.get("language") == self.language and "language_score" in metadata:
             return {f"fasttext_{self.language}": metadata["language_score"]}
-        labels, scores = self._labeller._model.predict(document.text.replace("\n", " "), k=-1)
-        score = next((float(s) for label, s in zip(labels, scores, strict=True) if label == self._label), 0.0)
-        return {f"fasttext_{self.language}": score}
+        return {f"fasttext_{self.language}": self._labeller.score(document.text, self.language)}

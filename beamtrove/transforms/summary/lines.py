@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from beamtrove.document import Document
 from beamtrove.text import find_duplicates
-from beamtrove.transforms.filters.c4 import _END_PUNCTUATION as END_PUNCTUATION
+from beamtrove.transforms.filters.c4 import END_PUNCTUATION
 from beamtrove.transforms.summary.base import StatsBlock, length_ratios, ratio
 
 __all__ = ["LineStats"]
