@@ -101,12 +101,13 @@ class _ProcessTotals:
                 self._reset(address)
                 return
             if address is None:
-                # No board shows this run: the process logs its own totals, every interval from its start.
+                # No board shows this run: the process logs its own totals, an interval apart.
                 if self._log_interval <= 0:
                     self._next_report = math.inf
                     return
-                if now - self._started < self._log_interval:
-                    self._next_report = self._started + self._log_interval
+                if now - self._started < self._log_interval or not self._reading:
+                    # Only a process that reads input says how far it got: others have no input to count.
+                    self._next_report = now + self._log_interval
                     return
                 self._next_report = now + self._log_interval
                 message = self._log_line(now)
