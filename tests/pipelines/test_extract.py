@@ -27,4 +27,9 @@ def test_extract_pipeline_keeps_every_page_with_text(data_dir, tmp_path):
 def test_extract_is_shard_safe_resumable_and_takes_the_extraction_options():
     spec = pipeline_spec("extract")
     assert spec.shard_safe and spec.resumable and spec.read_label == "ReadWarc"
-    assert [c.__name__ for c in spec.option_classes] == ["ExtractionOptions", "ResumeOptions", "BeamtroveOptions"]
+    assert [c.__name__ for c in spec.option_classes] == [
+        "ExtractionOptions",
+        "ResumeOptions",
+        "SummaryStatsOptions",
+        "BeamtroveOptions",
+    ]
