@@ -206,8 +206,9 @@ class ProgressBoard:
         total_files: Input files the run reads.
         total_bytes: Their size.
         read_step: The reader's stats name: its ``out`` is documents read.
-        kept_step: The step whose ``out`` is documents kept so far, None when
-            no step comes after reading.
+        kept_step: The step whose ``out`` is documents kept so far; None when
+            no step follows reading, or when what is kept is known only at
+            the end (a step compares documents across the whole input).
         interval: Seconds between lines off a terminal; 0 or less shows nothing.
         stream: Where lines go; stderr by default.
     """
