@@ -39,6 +39,7 @@ _SEPARATOR = "--"
 # Where Beam starts and stops local job services (Prism's), and where Prism relays its own log.
 _LOCAL_JOB_SERVICES = "apache_beam.utils.subprocess_server"
 _PRISM_RELAY = "PrismRunner"
+_SERVICE_STARTS_AND_STOPS = ("Really starting service", "Really destroying service")
 # Where Beam's local runners relay the log entries of their worker processes.
 _RELAYED_WORKER_LOGS = "apache_beam.runners.portability.local_job_service"
 _RELAYED_ENTRY = re.compile(r'message: "(?P<message>(?:[^"\\]|\\.)*)".*? log_location: "(?P<location>[^"]*)"')
@@ -49,11 +50,20 @@ _RELAYED_ENTRY = re.compile(r'message: "(?P<message>(?:[^"\\]|\\.)*)".*? log_loc
 _UNUSED_SEMI_PERSISTENT_DIRECTORY = "No semi_persistent_directory found"
 
 
-class _PrismProgress(logging.Filter):
-    """Leaves out Prism's own lines below warnings; Beam names them and sets their level only as they are emitted."""
+class _PrismChatter(logging.Filter):
+    """Leaves out what a Prism run says that is no news: its job service starting and stopping, and its own lines
+    below warnings (Beam names them and sets their level only as they are emitted).
+
+    Other job services still say they start, with the command: what to look at when one fails to.
+    """
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return record.name != _PRISM_RELAY or record.levelno >= logging.WARNING
+        if record.name == _PRISM_RELAY:
+            return record.levelno >= logging.WARNING
+        if record.name == _LOCAL_JOB_SERVICES and record.levelno < logging.ERROR:
+            message = record.getMessage()
+            return not (message.startswith(_SERVICE_STARTS_AND_STOPS) and "prism" in message)
+        return True
 
 
 class _WorkerLogs(logging.Filter):
@@ -74,12 +84,9 @@ class _WorkerLogs(logging.Filter):
 def _configure_logging() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     _LOGGER.setLevel(logging.INFO)
-    # Prism's job service announces itself starting and stopping (as warnings) and relays its own progress:
-    # neither is news to the user, whose run shows its progress; their errors still show.
-    logging.getLogger(_LOCAL_JOB_SERVICES).setLevel(logging.ERROR)
     for handler in logging.getLogger().handlers:
-        if not any(isinstance(f, _PrismProgress) for f in handler.filters):
-            handler.addFilter(_PrismProgress())
+        if not any(isinstance(f, _PrismChatter) for f in handler.filters):
+            handler.addFilter(_PrismChatter())
     relayed = logging.getLogger(_RELAYED_WORKER_LOGS)
     relayed.setLevel(logging.INFO)
     if not any(isinstance(f, _WorkerLogs) for f in relayed.filters):
