@@ -39,6 +39,7 @@ __all__ = [
     "read_lines",
     "replace_directory",
     "staging_directory",
+    "write_atomically",
     "write_input_ranges",
     "write_json",
 ]
@@ -225,15 +226,22 @@ def move(source: str, destination: str, storage_options: Mapping[str, Any] | Non
     fs.mv(source_path, destination_path)
 
 
-def write_json(record: Mapping[str, Any], url: str, storage_options: Mapping[str, Any] | None = None) -> None:
-    """Writes ``record`` as JSON under a temporary name beside ``url``, then moves it there.
+def write_atomically(data: bytes, url: str, storage_options: Mapping[str, Any] | None = None) -> None:
+    """Writes ``data`` under a temporary name beside ``url``, then moves it there.
 
-    Readers see the old file or the whole new one, never a half-written one.
+    Readers see the old file or the whole new one, never a half-written one;
+    the temporary name is hidden, so a write cut short is never read as data.
     """
-    temporary = f"{url}.{uuid.uuid4().hex}.tmp"
+    folder, name = posixpath.split(url)
+    temporary = posixpath.join(folder, f".{name}.{uuid.uuid4().hex}.tmp")
     with open_url(temporary, "wb", storage_options) as out:
-        out.write(json.dumps(record, indent=1, sort_keys=True).encode())
+        out.write(data)
     move(temporary, url, storage_options)
+
+
+def write_json(record: Mapping[str, Any], url: str, storage_options: Mapping[str, Any] | None = None) -> None:
+    """Writes ``record`` as JSON, atomically (:func:`write_atomically`)."""
+    write_atomically(json.dumps(record, indent=1, sort_keys=True).encode(), url, storage_options)
 
 
 def open_url(

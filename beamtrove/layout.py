@@ -48,6 +48,8 @@ __all__ = [
     "STAGING_DIR",
     "STATS_FILE",
     "SUMMARY_STATS_DIR",
+    "TOKENS_AFTER_DEDUP",
+    "TOKENS_BEFORE_DEDUP",
     "WRITER_TEMP_PREFIX",
     "WRITE_DEAD_LETTERS",
     "WRITE_DOCUMENTS",
@@ -96,6 +98,10 @@ CLUSTERS = "clusters"
 #: Stats names of the writers of kept documents and of dead letters.
 WRITE_DOCUMENTS = "WriteDocuments"
 WRITE_DEAD_LETTERS = "WriteDeadLetters"
+#: Stats names of the steps counting tokens before and after dedup (``dedup --count_tokens``); the share of
+#: tokens kept is the dedup ratio.
+TOKENS_BEFORE_DEDUP = "tokens_before_dedup"
+TOKENS_AFTER_DEDUP = "tokens_after_dedup"
 
 _COMPRESSION_SUFFIXES = (".gz", ".zst", ".bz2", ".xz")
 

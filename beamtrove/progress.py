@@ -102,14 +102,10 @@ class _ProcessTotals:
                 return
             if address is None:
                 # No board shows this run: the process logs its own totals, an interval apart.
-                if self._log_interval <= 0:
-                    self._next_report = math.inf
+                self._next_report = now + self._log_interval if self._log_interval > 0 else math.inf
+                # Only a process that reads input says how far it got, from one interval after it started.
+                if self._log_interval <= 0 or not self._reading or now - self._started < self._log_interval:
                     return
-                if now - self._started < self._log_interval or not self._reading:
-                    # Only a process that reads input says how far it got: others have no input to count.
-                    self._next_report = now + self._log_interval
-                    return
-                self._next_report = now + self._log_interval
                 message = self._log_line(now)
             else:
                 self._next_report = now + _SEND_EVERY
@@ -356,7 +352,7 @@ class ProgressBoard:
         while True:
             try:
                 self._take(self._socket.recv(65536))
-            except (BlockingIOError, OSError):
+            except OSError:  # nothing left (BlockingIOError), or the socket is gone
                 return
 
     def _take(self, datagram: bytes) -> None:

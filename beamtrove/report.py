@@ -22,7 +22,6 @@ import io
 import itertools
 import json
 import math
-import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -32,7 +31,7 @@ import orjson
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from beamtrove.fs import InputFile, filesystem, join, match_inputs, move, open_url
+from beamtrove.fs import InputFile, filesystem, join, match_inputs, open_url, write_atomically
 from beamtrove.layout import (
     DEAD_LETTERS_DIR,
     EXCLUDED_DIR,
@@ -594,10 +593,5 @@ def write_report(output: str, storage_options: Mapping[str, Any] | None = None, 
         sample_dead_letters(output, storage_options=storage_options),
     )
     path = path or join(output, REPORT_FILE)
-    # Written beside its final name and moved there whole, as stats.json is.
-    directory, name = path.rsplit("/", 1) if "/" in path else (".", path)
-    temporary = join(directory, f".{name}.{uuid.uuid4().hex}")
-    with open_url(temporary, "wb", storage_options) as out:
-        out.write(page.encode("utf-8"))
-    move(temporary, path, storage_options)
+    write_atomically(page.encode("utf-8"), path, storage_options)
     return path

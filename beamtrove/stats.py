@@ -12,19 +12,17 @@ from __future__ import annotations
 import collections
 import json
 import math
-import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import apache_beam as beam
 from apache_beam.pipeline import PipelineVisitor
 
-from beamtrove.fs import filesystem, join, move, open_url
-from beamtrove.layout import STATS_FILE
+from beamtrove.fs import filesystem, join, open_url, write_atomically
+from beamtrove.layout import STATS_FILE, TOKENS_AFTER_DEDUP, TOKENS_BEFORE_DEDUP
 from beamtrove.metrics import NAMESPACE_PREFIX, OUTCOME_PREFIXES
 
 __all__ = [
-    "DEDUP_TOKEN_STEPS",
     "collect_stats",
     "format_stats",
     "merge_stats",
@@ -32,9 +30,6 @@ __all__ = [
     "read_stats",
     "write_stats",
 ]
-
-#: The steps that count tokens before and after dedup; the share kept is the dedup ratio.
-DEDUP_TOKEN_STEPS = ("tokens_before_dedup", "tokens_after_dedup")
 
 
 def _value(result) -> Any:
@@ -203,12 +198,8 @@ def write_stats(stats: Mapping[str, Any], output_dir: str, storage_options: Mapp
     path = join(output_dir, STATS_FILE)
     fs, fs_path = filesystem(output_dir, storage_options)
     fs.makedirs(fs_path, exist_ok=True)
-    # Written beside its final name and moved there whole: an interrupted write leaves no half stats.json.
-    temporary = join(output_dir, f".{STATS_FILE}.{uuid.uuid4().hex}")
-    with open_url(temporary, "w", storage_options) as out:
-        json.dump(stats, out, indent=2)
-        out.write("\n")
-    move(temporary, path, storage_options)
+    # An interrupted write leaves no half stats.json.
+    write_atomically((json.dumps(stats, indent=2) + "\n").encode(), path, storage_options)
     return path
 
 
@@ -299,7 +290,9 @@ def _notes(stats: Mapping[str, Any]) -> list[str]:
             f"Totals over the {stats['inputs_completed']:,} inputs the output holds; this run completed {this_run:,}."
         )
     steps = stats.get("steps", stats)
-    before, after = (steps.get(step, {}).get("counters", {}).get("tokens") for step in DEDUP_TOKEN_STEPS)
+    before, after = (
+        steps.get(step, {}).get("counters", {}).get("tokens") for step in (TOKENS_BEFORE_DEDUP, TOKENS_AFTER_DEDUP)
+    )
     if before:
         notes.append(
             f"Tokens: {before:,} before dedup, {after or 0:,} after: dedup kept {(after or 0) / before:.1%} of them."

@@ -13,7 +13,6 @@ import contextlib
 import dataclasses
 import functools
 import itertools
-import logging
 import os
 import re
 import shutil
@@ -24,7 +23,6 @@ from typing import Any, TextIO
 
 import orjson
 
-from beamtrove import progress
 from beamtrove.cli.parsing import command
 from beamtrove.dead_letter import DeadLetter
 from beamtrove.document import Document
@@ -104,7 +102,7 @@ def _inspect(args: argparse.Namespace, _: list[str]) -> int:
     """
     grep = _pattern(args.grep)
     selection = _select(args)
-    with _output(sys.stdout.isatty()) as out, _quiet(progress.__name__):
+    with _output(sys.stdout.isatty()) as out:
         unreadable = functools.partial(_report_unreadable, *((sys.stderr, "") if args.json else (out, "\n")))
         records = (
             record
@@ -452,18 +450,6 @@ def _output(terminal: bool) -> Iterator[TextIO]:
         while process.poll() is None:
             with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C in less is less's own
                 process.wait()
-
-
-@contextlib.contextmanager
-def _quiet(logger_name: str) -> Iterator[None]:
-    """Holds back a logger's INFO lines: the readers' progress lines are for pipeline runs, not for a listing."""
-    logger = logging.getLogger(logger_name)
-    level = logger.level
-    logger.setLevel(logging.WARNING)
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
 
 
 def _count(value: str) -> int:

@@ -31,6 +31,8 @@ from beamtrove.execution.build import Built, build
 from beamtrove.execution.output import discard_staging
 from beamtrove.execution.resume import completed_totals, configuration
 from beamtrove.execution.runner_parts import use_local_runner_parts
+from beamtrove.fs import filesystem, join
+from beamtrove.layout import REPORT_FILE
 from beamtrove.options import BeamtroveOptions, ResumeOptions
 from beamtrove.pipelines.spec import PipelineSpec
 from beamtrove.progress import ProgressBoard
@@ -116,13 +118,20 @@ def run_pipeline(spec: PipelineSpec, options: PipelineOptions) -> RunResult:
 
 
 def _write_report(output: str) -> str:
-    """Writes ``report.html`` beside ``stats.json``; returns its path, or "" when it could not be drawn."""
+    """Writes ``report.html`` beside ``stats.json``; returns its path, or "" when it could not be drawn.
+
+    A report that cannot be drawn leaves none: the one an earlier run into a
+    resumable output wrote would describe that run.
+    """
     # Imported here: the report draws with matplotlib, which only a finished run needs.
     from beamtrove.report import write_report  # noqa: PLC0415
 
     try:
         return write_report(output)
     except Exception as exc:  # the run's results are in place: a report that cannot be drawn does not undo them
+        fs, path = filesystem(join(output, REPORT_FILE))
+        if fs.exists(path):
+            fs.rm(path)
         _LOGGER.warning(
             "report.html was not written (%s: %s); `beamtrove report %s` retries", type(exc).__name__, exc, output
         )

@@ -18,7 +18,7 @@ from __future__ import annotations
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beamtrove.layout import PART_FILES
+from beamtrove.layout import PART_FILES, TOKENS_AFTER_DEDUP, TOKENS_BEFORE_DEDUP
 from beamtrove.options import Option, declared
 from beamtrove.pipelines.common import RowInputOptions, documents_sink, row_reader
 from beamtrove.pipelines.spec import DocumentStep, GlobalStep, PipelineSpec
@@ -36,13 +36,10 @@ from beamtrove.transforms.readers import FileReader
 from beamtrove.transforms.summary import CountTokens
 from beamtrove.transforms.writers import JsonlFormat, WriteFiles
 
-__all__ = ["SPEC", "STEPS", "TOKENS_AFTER", "TOKENS_BEFORE", "DedupOptions"]
+__all__ = ["SPEC", "STEPS", "DedupOptions"]
 
 #: The dedup steps, in the order they run.
 STEPS = ("exact", "url", "minhash", "sentence")
-#: The steps counting tokens around dedup with --count_tokens; their ``tokens`` counters give the dedup ratio.
-TOKENS_BEFORE = "tokens_before_dedup"
-TOKENS_AFTER = "tokens_after_dedup"
 
 
 class DedupOptions(PipelineOptions):
@@ -181,7 +178,7 @@ SPEC = PipelineSpec(
     description="Remove exact, URL, MinHash near-duplicate and repeated-sentence duplicates from documents.",
     options=(DedupOptions, RowInputOptions),
     reader=row_reader,
-    steps=(_token_counter(TOKENS_BEFORE), _exact, _url, _minhash, _sentence, _token_counter(TOKENS_AFTER)),
+    steps=(_token_counter(TOKENS_BEFORE_DEDUP), _exact, _url, _minhash, _sentence, _token_counter(TOKENS_AFTER_DEDUP)),
     sink=documents_sink,
     global_steps="every dedup step compares documents across the whole input",
     summary_stats=True,

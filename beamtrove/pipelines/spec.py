@@ -156,7 +156,7 @@ class Flow:
     def writers(self) -> tuple[str, ...]:
         """The stats names of the writers of what steps set aside: excluded documents, cluster maps, dead letters."""
         excluded = [write_excluded(step.name) for step in self.steps if not step.per_document or step.excludes]
-        clusters = [write_clusters(step.name) for step in self.steps if getattr(step, "cluster_map", None)]
+        clusters = [write_clusters(step.name) for step in self.steps if not step.per_document and step.cluster_map]
         return (*excluded, *clusters, WRITE_DEAD_LETTERS)
 
 

@@ -63,12 +63,15 @@ def test_a_report_that_cannot_be_drawn_does_not_fail_the_run(data_dir, tmp_path,
     def fails(output, *args, **kwargs):
         raise ValueError("no fonts")
 
-    monkeypatch.setattr("beamtrove.report.write_report", fails)
     extract = pipeline_spec("extract")
     warc = str(require(data_dir / "warc" / "cc-main-2020-34_resiliparse_warcfile.warc.gz"))
     argv = ["--input", warc, "--output", str(tmp_path), "--extractor", "resiliparse", "--progress_interval", "0"]
-    result = run_pipeline(extract, parse(extract, argv))
+    # A resumable output keeps its files across runs: the first run's report describes the first run.
+    assert run_pipeline(extract, parse(extract, [*argv, "--resumable"])).report_path == str(tmp_path / "report.html")
+    monkeypatch.setattr("beamtrove.report.write_report", fails)
+    result = run_pipeline(extract, parse(extract, [*argv, "--resumable"]))
     assert result.succeeded and result.report_path == "" and (tmp_path / "stats.json").exists()
+    assert not (tmp_path / "report.html").exists(), "a report of an earlier run stayed"
     assert f"report.html was not written (ValueError: no fonts); `beamtrove report {tmp_path}` retries" in caplog.text
 
 
