@@ -1,4 +1,4 @@
-"""PIIFormatter on real e-mail addresses (gold articles) and IP addresses (Wikipedia revision records)."""
+"""PIIFormatter: DataTrove's own PII cases, real e-mail addresses (gold articles) and IP addresses (Wikipedia)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from beamtrove.document import Document
 from beamtrove.transforms.filters import Filter
 from beamtrove.transforms.formatters import PIIFormatter
 from tests.conftest import require, run_and_collect
+
+FIRST_IP, SECOND_IP = "22.214.171.124", "126.96.36.199"
 
 
 @pytest.fixture(scope="module")
@@ -39,6 +41,140 @@ def masked(text: str, **options) -> str:
     return PIIFormatter(**options).format(Document(text=text, id="doc")).text
 
 
+def labelled(text: str) -> str:
+    """``text`` masked with DataTrove's test placeholders, EMAIL and IP."""
+    return masked(text, email_replacement="EMAIL", ip_replacement="IP")
+
+
+# --- DataTrove's unit cases (its tests/pipeline/test_pii_removal.py), input -> output -------------------------------
+
+# Not an address, or not a valid one: a 999 octet, leading zeros, letters for digits.
+INVALID_IPS = ["999.999.999.999.", "108.0.0.01", "0.1.2.3", "00.0000.00.00", "192.168.l.1", "912.456.123.123"]
+INVALID_IPS += ["192.168.o.0"]
+PRIVATE_IPS = ["172.16.0.9", "172.16.4.1", "172.17.1.1", "127.0.0.2", "10.0.1.5", "10.0.0.1", "10.155.155.155"]
+PRIVATE_IPS += ["10.255.255.254", "172.16.0.4", "172.16.0.1", "172.31.254.254", "192.168.1.2", "192.168.254.0"]
+PUBLIC_IPS = ["163.36.107.25", "114.35.103.54", "57.120.21.121", "13.83.69.70", "29.116.31.158", "193.163.229.23"]
+PUBLIC_IPS += ["211.160.67.46", "4.132.211.142", "214.70.227.4", "35.88.121.75"]
+
+VALID_EMAILS = [
+    "email@example.com",
+    "firstname.lastname@example.com",
+    "email@subdomain.example.com",
+    "firstname+lastname@example.com",
+    "email@123.123.123.123",
+    "email@[123.123.123.123]",
+    "1234567890@example.com",
+    "email@example-one.com",
+    "_______@example.com",
+    "email@example.name",
+    "email@example.museum",
+    "email@example.co.jp",
+    "firstname-lastname@example.com",
+    # Not valid addresses, but the pattern takes them whole.
+    "email@example.web",
+    "email@111.222.333.44444",
+]
+EMAILS_INSIDE = [
+    ("very.unusual.”@”.unusual.com@example.com", "very.unusual.”@”.EMAIL"),
+    (
+        'very.”(),:;<>[]”.VERY.”very@\\ "very”.unusual@strange.example.com',
+        'very.”(),:;<>[]”.VERY.”very@\\ "very”.EMAIL',
+    ),
+    ("Joe Smith <email@example.com>", "Joe Smith <EMAIL>"),
+    ("email@example@example.com", "email@EMAIL"),
+    (".email@example.com", ".EMAIL"),
+    ("email..email@example.com", "email..EMAIL"),
+    ("email@example.com (Joe Smith)", "EMAIL (Joe Smith)"),
+    ("Abc..123@example.com", "Abc..EMAIL"),
+    ("just”not”right@example.com", "just”not”EMAIL"),
+    ('this\\ is"really"not\\allowed@example.com', 'this\\ is"really"not\\EMAIL'),
+]
+NOT_EMAILS = [
+    '"email"@example.com',
+    "much.”more\\ unusual”@example.com",
+    "plainaddress",
+    "#@%^%#$@#$@#.com",
+    "@example.com",
+    "email.example.com",
+    "email.@example.com",
+    "あいうえお@example.com",
+    "email@example",
+    "email@-example.com",
+    "email@example..com",
+    "”(),:;<>[\\]@example.com",
+]
+
+
+@pytest.mark.parametrize("text", INVALID_IPS + PRIVATE_IPS)
+def test_invalid_and_private_ips_are_kept(text):
+    assert labelled(text) == text
+
+
+@pytest.mark.parametrize("text", PUBLIC_IPS)
+def test_public_ips_are_masked(text):
+    assert labelled(text) == "IP"
+
+
+def test_an_ip_after_a_dot_is_masked():
+    assert labelled(".3.3.3.0") == ".IP"
+
+
+@pytest.mark.parametrize("text", VALID_EMAILS)
+def test_valid_emails_are_masked_whole(text):
+    assert labelled(text) == "EMAIL"
+
+
+@pytest.mark.parametrize(("text", "expected"), EMAILS_INSIDE)
+def test_the_address_part_of_odd_strings_is_masked(text, expected):
+    assert labelled(text) == expected
+
+
+@pytest.mark.parametrize("text", NOT_EMAILS)
+def test_non_emails_are_kept(text):
+    assert labelled(text) == text
+
+
+# --- Placeholders -------------------------------------------------------------------------------------------
+
+
+def test_ip_literal_emails_are_masked_as_emails_before_ips():
+    # Masking IPs first would leave the mailbox name: "email@22.214.171.124".
+    text = "write to email@123.123.123.123 or email@[123.123.123.123], not from 8.8.8.8"
+    assert masked(text) == f"write to email@example.com or firstname.lastname@example.org, not from {FIRST_IP}"
+    assert (
+        masked(text, remove_emails=False) == f"write to email@{FIRST_IP} or email@[{SECOND_IP}], not from 188.8.131.52"
+    )
+
+
+def test_placeholders_are_used_in_turn_across_documents():
+    formatter = PIIFormatter()
+    first = formatter.format(Document(text="a@b.com 8.8.8.8 c@d.com", id="1")).text
+    second = formatter.format(Document(text="e@f.com 1.1.1.1 9.9.9.9 4.4.4.4 5.5.5.5 6.6.6.6 7.7.7.7", id="2")).text
+    assert first == f"email@example.com {FIRST_IP} firstname.lastname@example.org"
+    assert second == (
+        f"email@example.com {SECOND_IP} 188.8.131.52 184.108.40.206 220.127.116.11 18.104.22.168 {FIRST_IP}"
+    )
+    # A kept (private) address does not take a turn.
+    assert masked("10.0.0.1 8.8.8.8") == f"10.0.0.1 {FIRST_IP}"
+    assert masked("a@b.com c@d.com", email_replacement=["<EMAIL>"]) == "<EMAIL> <EMAIL>"
+
+
+def test_only_remove_public_ips_off_masks_every_valid_address():
+    assert masked("10.0.0.1 and 127.0.0.2 and 108.0.0.01", only_remove_public_ips=False) == (
+        f"{FIRST_IP} and {SECOND_IP} and 108.0.0.01"
+    )
+
+
+def test_empty_placeholder_lists_are_refused():
+    with pytest.raises(ValueError, match="ip_replacement"):
+        PIIFormatter(ip_replacement=())
+    with pytest.raises(ValueError, match="email_replacement"):
+        PIIFormatter(email_replacement=[])
+
+
+# --- Real text ----------------------------------------------------------------------------------------------
+
+
 def test_emails_are_masked(articles):
     givewell = line_with(articles["ac3c035520"].split("\n"), "info@givewell.org")
     assert masked(givewell) == givewell.replace("info@givewell.org", "email@example.com")
@@ -61,61 +197,60 @@ def test_twitter_handles_are_not_emails(articles):
 
 def test_public_ip_addresses_are_masked(wiki_lines):
     # Anonymous editors are recorded by address.
-    assert masked(line_with(wiki_lines, "<ip>85.193.216.88</ip>")).strip() == "<ip>0.0.0.0</ip>"
-    assert masked(line_with(wiki_lines, "<ip>2601:0:502:440:1119:806:F740:B3C9</ip>")).strip() == "<ip>0.0.0.0</ip>"
+    assert masked(line_with(wiki_lines, "<ip>85.193.216.88</ip>")).strip() == f"<ip>{FIRST_IP}</ip>"
     revert = line_with(wiki_lines, "[[Special:Contributions/75.111.240.218|75.111.240.218]] identified as")
-    assert "[[Special:Contributions/0.0.0.0|0.0.0.0]] identified as" in masked(revert)
+    assert f"[[Special:Contributions/{FIRST_IP}|{SECOND_IP}]] identified as" in masked(revert)
     assert "75.111" not in masked(revert)
     assert masked(revert, ip_replacement="<IP>").count("<IP>") == 2
     assert masked(revert, remove_ips=False) == revert
+    assert masked("Reverted edits by 85.193.216.88.") == f"Reverted edits by {FIRST_IP}."
 
 
-def test_non_addresses_are_left_alone(wiki_lines):
+def test_ipv6_addresses_are_masked_only_when_asked(wiki_lines):
+    record = line_with(wiki_lines, "<ip>2601:0:502:440:1119:806:F740:B3C9</ip>")
+    assert masked(record) == record  # as DataTrove: IPv4 only
+    assert masked(record, remove_ipv6=True).strip() == f"<ip>{FIRST_IP}</ip>"
+    assert masked(record, remove_ipv6=True, remove_ips=False) == record
+    ipv6 = "2601:3C6:4200:9D61:9045:1AA6:2043:F9D8"
+    assert ipv6 not in masked(line_with(wiki_lines, f"[[User talk:{ipv6}|talk]]"), remove_ipv6=True)
+    # "::A" wikitext indentation and clock times are no IPv6 addresses.
+    for needle in ("::A tendency towards reciprocity implies", "(1 January 1977 00:00:00)"):
+        line = line_with(wiki_lines, needle)
+        assert masked(line, remove_ipv6=True) == line
+
+
+def test_non_public_dotted_numbers_are_left_alone(wiki_lines):
     # Aardvark's dental formula "lower=0.0.2.3" is a valid address but in 0.0.0.0/8, not a public one.
     aardvark = line_with(wiki_lines, "{{DentalFormula|upper=0.0.2-3.3|lower=0.0.2.3}}")
     assert masked(aardvark) == aardvark
-    # A CiteSeer DOI: 10.1.1.96.678 has five numbers; no four of them stand alone.
+    # A CiteSeer DOI: the quad 10.1.1.96 inside 10.1.1.96.678 is a private address.
     citeseer = line_with(wiki_lines, "summary?doi=10.1.1.96.678}}")
     assert masked(citeseer) == citeseer
-    # Clock times look like IPv6 groups but are no address.
-    clock = line_with(wiki_lines, "Starting from Julian Date 2443144.5 (1 January 1977 00:00:00)")
-    assert masked(clock) == clock
 
 
-def test_wikitext_indentation_is_not_an_address(wiki_lines):
-    line = line_with(wiki_lines, "::A tendency towards reciprocity implies")
-    assert masked(line) == line
-
-
-def test_ipv6_after_a_namespace_colon_is_masked(wiki_lines):
-    ipv6 = "2601:3C6:4200:9D61:9045:1AA6:2043:F9D8"
-    revert = line_with(wiki_lines, f"[[User talk:{ipv6}|talk]]")
-    assert ipv6 not in masked(revert)
-
-
-def test_ipv4_at_the_end_of_a_sentence_is_masked(wiki_lines):
-    # The dump's anonymous editor 85.193.216.88 named at the end of a sentence, as edit summaries do.
-    assert "<ip>85.193.216.88</ip>" in line_with(wiki_lines, "<ip>85.193.216.88</ip>")
-    assert masked("Reverted edits by 85.193.216.88.") == "Reverted edits by 0.0.0.0."
+def test_a_public_quad_inside_a_longer_number_is_masked(wiki_lines):
+    # DataTrove's pattern has no boundaries, so part of this DOI is masked as an address: "98.100.3.71".
+    doi = line_with(wiki_lines, "| doi = 10.1525/aa.1998.100.3.716")
+    assert masked(doi) == doi.replace("10.1525/aa.1998.100.3.716", f"10.1525/aa.19{FIRST_IP}6")
 
 
 def test_pii_formatter_in_a_pipeline(articles, wiki_lines):
     givewell = articles["ac3c035520"]
-    revert = line_with(wiki_lines, "[[Special:Contributions/75.111.240.218|75.111.240.218]] identified as")
+    record = line_with(wiki_lines, "<ip>85.193.216.88</ip>")
     docs = [
         Document(text=givewell, id="givewell"),
-        Document(text=revert, id="revert"),
+        Document(text=record, id="record"),
         Document(text=articles["e100c9612a"], id="stadia"),  # nothing to mask
     ]
 
     def build(pipeline):
-        result = pipeline | beam.Create(docs) | Filter(PIIFormatter())
+        result = pipeline | beam.Create(docs) | Filter(PIIFormatter(email_replacement="EMAIL", ip_replacement="IP"))
         assert_that(
             result.kept | beam.Map(lambda d: (d.id, d.text)),
             equal_to(
                 [
-                    ("givewell", givewell.replace("info@givewell.org", "email@example.com")),
-                    ("revert", revert.replace("75.111.240.218", "0.0.0.0")),
+                    ("givewell", givewell.replace("info@givewell.org", "EMAIL")),
+                    ("record", record.replace("85.193.216.88", "IP")),
                     ("stadia", articles["e100c9612a"]),
                 ]
             ),
@@ -126,5 +261,5 @@ def test_pii_formatter_in_a_pipeline(articles, wiki_lines):
             label="NothingDropped",
         )
 
-    counters = run_and_collect(build)["pii_formatter"]["counters"]
+    counters = run_and_collect(build)["pii"]["counters"]
     assert counters == {"in": 3, "out": 3}
