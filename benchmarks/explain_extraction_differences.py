@@ -32,8 +32,8 @@ from beamtrove.document import Document
 from beamtrove.fs import match_inputs
 from beamtrove.transforms.readers import WarcParser
 
-# DataTrove's Trafilatura settings in fineweb_parity.
-_OPTIONS = {"favor_precision": True, "include_comments": False, "include_tables": False, "deduplicate": True}
+# DataTrove's Trafilatura settings in fineweb_parity: its own, so trafilatura keeps tables.
+_OPTIONS = {"favor_precision": True, "include_comments": False, "deduplicate": True}
 
 
 def main() -> None:

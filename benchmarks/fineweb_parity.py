@@ -114,7 +114,8 @@ def main(warc_dir, output, lid_model):
     pipeline = [
         WarcReader(warc_dir, glob_pattern="*.warc.gz"),
         URLFilter(exclusion_writer=excluded("url_filter")),
-        Trafilatura(favour_precision=True, timeout=1.0, deduplicate=True, include_tables=False),
+        # As DataTrove's own FineWeb example configures it, every other setting its default.
+        Trafilatura(favour_precision=True),
         language,
         GopherRepetitionFilter(exclusion_writer=excluded("gopher_repetition")),
         GopherQualityFilter(exclusion_writer=excluded("gopher_quality")),

@@ -19,7 +19,7 @@ from beamtrove.options import (
     split_beam_options,
 )
 from beamtrove.pipelines import all_pipeline_specs, pipeline_spec
-from beamtrove.pipelines.fineweb import FineWebOptions
+from beamtrove.pipelines.steps import LanguageOptions
 
 
 class _ThresholdOptions(PipelineOptions):
@@ -57,7 +57,7 @@ def test_parse_takes_the_pipelines_options_beamtroves_and_beams():
                               "--runner=DirectRunner", "--resumable", "--max-file-size", "1000"])  # fmt: skip
     assert options.view_as(BeamtroveOptions).input == ["a", "b"]
     assert options.view_as(BeamtroveOptions).max_file_size == 1000
-    assert options.view_as(FineWebOptions).languages == "fr,de"
+    assert options.view_as(LanguageOptions).languages == "fr,de"
     assert options.view_as(DirectOptions).direct_num_workers == 2
     assert options.view_as(StandardOptions).runner == "DirectRunner"
 
@@ -90,10 +90,10 @@ def test_parse_refuses_other_pipelines_options_unknown_ones_and_bad_values():
         "--tokenizer is an option of the tokenize pipeline, not of fineweb (see beamtrove run fineweb --help)."
     )
     # An option several other pipelines share names them all; --name=value is recognised too.
-    shared = "--input_format is an option of the convert and dedup and stats and tokenize"
+    shared = "--input_format is an option of the convert and dedup and filter and stats and tokenize"
     with pytest.raises(ConfigurationError, match=shared):
         parse(fineweb, ["--input_format=jsonl"])
-    with pytest.raises(ConfigurationError, match="--resumable is an option of the extract and fineweb pipeline"):
+    with pytest.raises(ConfigurationError, match="--resumable is an option of the extract and filter and fineweb pipeline"):
         parse(convert, ["--resumable"])
     with pytest.raises(
         ConfigurationError,

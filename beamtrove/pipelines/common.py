@@ -89,6 +89,12 @@ class ExtractionOptions(PipelineOptions):
             1.0,
         ),
         Option("max_payload_bytes", "Skip WARC payloads larger than this (skipped.too_large).", int),
+        Option(
+            "no_include_tables",
+            "Leave the text of HTML tables out (trafilatura). By default tables are kept, as trafilatura, "
+            "DataTrove and FineWeb keep them.",
+            flag=True,
+        ),
     )
 
 

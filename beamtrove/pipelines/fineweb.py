@@ -16,22 +16,25 @@ import re
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beamtrove.assets import default_lid_model, default_url_blocklist
 from beamtrove.document import Document
 from beamtrove.fs import join
 from beamtrove.options import BeamtroveOptions, Option, declared
 from beamtrove.pipelines.common import ExtractionOptions, documents_sink, input_files, warc_reader
 from beamtrove.pipelines.spec import DocumentStep, PipelineSpec
-from beamtrove.pipelines.steps import extraction, filter_step, fixed_filter
+from beamtrove.pipelines.steps import (
+    LanguageOptions,
+    URLFilterOptions,
+    extraction,
+    fixed_filter,
+    language_filter,
+    url_filter,
+)
 from beamtrove.transforms.filters import (
     C4QualityFilter,
     FineWebQualityFilter,
     GopherQualityFilter,
     GopherRepetitionFilter,
-    LanguageFilter,
-    URLFilter,
 )
-from beamtrove.transforms.filters.language import UnknownLanguageError
 from beamtrove.transforms.readers import ReadWarc
 
 __all__ = ["SPEC", "FineWebOptions"]
@@ -47,24 +50,6 @@ class FineWebOptions(PipelineOptions):
             "is given, writes under <output>/<dump>/ and records the dump in each document's metadata.",
         ),
         Option("cc_base", "Where Common Crawl lives. Default: s3://commoncrawl.", default="s3://commoncrawl"),
-        Option(
-            "lid_model",
-            "fastText language-ID model (lid.176.ftz or .bin), path or fsspec URL. "
-            "Default: the one `beamtrove assets fetch` stores in the asset cache.",
-            default=default_lid_model(),
-        ),
-        Option(
-            "url_blocklist",
-            "Folder with the UT1 domains/urls lists and banned word lists, path or fsspec URL. "
-            "Default: the one `beamtrove assets fetch` stores in the asset cache.",
-            default=default_url_blocklist(),
-        ),
-        Option(
-            "languages",
-            "Comma-separated ISO 639 codes of the languages to keep; 'all' keeps any language. Default: en.",
-            default="en",
-        ),
-        Option("language_threshold", "Minimum language score. Default: 0.65.", float, 0.65),
     )
 
 
@@ -112,33 +97,19 @@ def _add_dump(options: PipelineOptions) -> DocumentStep | None:
     return DocumentStep("AddDump", _AddDump(dump)) if dump else None
 
 
-def _url_filter(options: PipelineOptions) -> DocumentStep:
-    return filter_step(URLFilter(options.view_as(FineWebOptions).url_blocklist))
-
-
-def _language_filter(options: PipelineOptions) -> DocumentStep:
-    own = options.view_as(FineWebOptions)
-    languages = None if own.languages == "all" else [code.strip() for code in own.languages.split(",")]
-    try:
-        rule = LanguageFilter(own.lid_model, languages=languages, language_threshold=own.language_threshold)
-    except UnknownLanguageError as exc:
-        raise ValueError(f"--languages {exc}") from None
-    return filter_step(rule)
-
-
 SPEC = PipelineSpec(
     name="fineweb",
     description="FineWeb's filtering stack: URL blocklist, trafilatura extraction, language ID, Gopher repetition "
     "and quality, C4 quality and FineWeb quality filters, over WARC files.",
-    options=(FineWebOptions, ExtractionOptions),
+    options=(FineWebOptions, URLFilterOptions, LanguageOptions, ExtractionOptions),
     read_label="ReadWarc",
     reader=_reader,
     steps=(
         _add_dump,
         # Blocked pages are dropped before they cost an extraction.
-        _url_filter,
+        url_filter,
         extraction,
-        _language_filter,
+        language_filter,
         fixed_filter(GopherRepetitionFilter),
         fixed_filter(GopherQualityFilter),
         # FineWeb kept lines without terminal punctuation.

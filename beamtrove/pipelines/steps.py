@@ -11,12 +11,57 @@ from collections.abc import Callable
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from beamtrove.assets import default_lid_model, default_url_blocklist
+from beamtrove.options import Option, declared
 from beamtrove.pipelines.common import ExtractionOptions
 from beamtrove.pipelines.spec import DocumentStep
 from beamtrove.transforms.extractors import Extract, Extractor, Resiliparse, Trafilatura
-from beamtrove.transforms.filters import DocumentFilter, Filter
+from beamtrove.transforms.filters import DocumentFilter, Filter, LanguageFilter, URLFilter
+from beamtrove.transforms.filters.language import UnknownLanguageError
 
-__all__ = ["EXTRACTOR_CLASSES", "extraction", "filter_step", "fixed_filter"]
+__all__ = [
+    "EXTRACTOR_CLASSES",
+    "LanguageOptions",
+    "URLFilterOptions",
+    "extraction",
+    "filter_step",
+    "fixed_filter",
+    "language_filter",
+    "url_filter",
+]
+
+
+class URLFilterOptions(PipelineOptions):
+    """Where the URL filter's blocklists are."""
+
+    _add_argparse_args = declared(
+        Option(
+            "url_blocklist",
+            "Folder with the UT1 domains/urls lists and banned word lists, path or fsspec URL. "
+            "Default: the one `beamtrove assets fetch` stores in the asset cache.",
+            default=default_url_blocklist(),
+        ),
+    )
+
+
+class LanguageOptions(PipelineOptions):
+    """The language filter's model, languages and threshold."""
+
+    _add_argparse_args = declared(
+        Option(
+            "lid_model",
+            "fastText language-ID model (lid.176.ftz or .bin), path or fsspec URL. "
+            "Default: the one `beamtrove assets fetch` stores in the asset cache.",
+            default=default_lid_model(),
+        ),
+        Option(
+            "languages",
+            "Comma-separated ISO 639 codes of the languages to keep; 'all' keeps any language. Default: en.",
+            default="en",
+        ),
+        Option("language_threshold", "Minimum language score. Default: 0.65.", float, 0.65),
+    )
+
 
 #: What each name of :data:`~beamtrove.pipelines.common.EXTRACTORS` makes.
 EXTRACTOR_CLASSES: dict[str, type[Extractor]] = {"resiliparse": Resiliparse, "trafilatura": Trafilatura}
@@ -25,8 +70,34 @@ EXTRACTOR_CLASSES: dict[str, type[Extractor]] = {"resiliparse": Resiliparse, "tr
 def extraction(options: PipelineOptions) -> DocumentStep:
     """The step that replaces each page's HTML by its main text, with the extractor the options choose."""
     own = options.view_as(ExtractionOptions)
-    extract = Extract(EXTRACTOR_CLASSES[own.extractor](), timeout=own.extract_timeout or None)
+    if own.extractor == "trafilatura":
+        extractor = Trafilatura(include_tables=not own.no_include_tables)
+    elif own.no_include_tables:
+        raise ValueError(f"--no_include_tables applies to --extractor trafilatura, not {own.extractor}.")
+    else:
+        extractor = EXTRACTOR_CLASSES[own.extractor]()
+    extract = Extract(extractor, timeout=own.extract_timeout or None)
     return DocumentStep("extract", extract.step_fn())
+
+
+def url_filter(options: PipelineOptions) -> DocumentStep:
+    """The URL blocklist filter, with the lists the options name."""
+    return filter_step(URLFilter(options.view_as(URLFilterOptions).url_blocklist))
+
+
+def language_filter(options: PipelineOptions) -> DocumentStep:
+    """The language filter, with the model, languages and threshold the options name.
+
+    Raises:
+        ValueError: ``--languages`` names a language the model does not know.
+    """
+    own = options.view_as(LanguageOptions)
+    languages = None if own.languages == "all" else [code.strip() for code in own.languages.split(",")]
+    try:
+        rule = LanguageFilter(own.lid_model, languages=languages, language_threshold=own.language_threshold)
+    except UnknownLanguageError as exc:
+        raise ValueError(f"--languages {exc}") from None
+    return filter_step(rule)
 
 
 def filter_step(rule: DocumentFilter) -> DocumentStep:

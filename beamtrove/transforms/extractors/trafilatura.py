@@ -20,7 +20,8 @@ class Trafilatura(Extractor):
         favor_precision: Prefer less text over text that may not be the main
             content.
         include_comments: Keep the comment section of pages.
-        include_tables: Keep the text of HTML tables.
+        include_tables: Keep the text of HTML tables, as trafilatura and
+            DataTrove (and so FineWeb) do by default.
         deduplicate: Let trafilatura drop segments repeated within a page.
             Trafilatura's own memory of seen segments spans every page a
             process extracts, which would make a page's text depend on which
@@ -35,7 +36,7 @@ class Trafilatura(Extractor):
         self,
         favor_precision: bool = True,
         include_comments: bool = False,
-        include_tables: bool = False,
+        include_tables: bool = True,
         deduplicate: bool = True,
         **options: Any,
     ):

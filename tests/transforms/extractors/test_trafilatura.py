@@ -7,8 +7,10 @@ import json
 
 import apache_beam as beam
 import pytest
+import trafilatura
 from apache_beam.testing.util import assert_that, equal_to
 from resiliparse.extract.html2text import extract_plain_text
+from trafilatura.deduplication import LRU_TEST
 
 from beamtrove.document import Document
 from beamtrove.transforms.extractors import Extract, Trafilatura
@@ -27,8 +29,8 @@ def test_extracts_the_article_without_its_boilerplate(benchmark, prefix):
     assert boilerplate not in text
 
 
-def test_tables_are_left_out_unless_asked_for(data_dir):
-    # The first 60 benchmark pages that hold an HTML table: with tables, their text must be longer.
+def test_tables_are_kept_as_trafilatura_and_datatrove_keep_them_unless_left_out(data_dir):
+    # The first 60 benchmark pages that hold an HTML table: with tables (the default), their text is longer.
     root = require(data_dir / "article-extraction-benchmark")
     truth = json.loads((root / "ground-truth.json").read_text(encoding="utf-8"))
     with_tables = without_tables = 0
@@ -36,9 +38,13 @@ def test_tables_are_left_out_unless_asked_for(data_dir):
         html = gzip.decompress((root / "html" / f"{key}.html.gz").read_bytes()).decode("utf-8", "replace")
         if "<table" not in html:
             continue
-        with_tables += len(Trafilatura(include_tables=True).extract(html))
-        without_tables += len(Trafilatura().extract(html))
+        with_tables += len(Trafilatura().extract(html))
+        without_tables += len(Trafilatura(include_tables=False).extract(html))
     assert with_tables > without_tables > 0
+    # DataTrove's FineWeb configuration: favour_precision and trafilatura's defaults, on a fresh process's memory.
+    ours = Trafilatura().extract(html)
+    LRU_TEST.clear()
+    assert ours == trafilatura.extract(html, favor_precision=True, deduplicate=True)
 
 
 def test_extract_in_a_pipeline_counts_extracted_and_empty(benchmark):
