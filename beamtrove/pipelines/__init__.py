@@ -20,6 +20,7 @@ PIPELINES = {
     "convert": "beamtrove.pipelines.convert",
     "dedup": "beamtrove.pipelines.dedup",
     "extract": "beamtrove.pipelines.extract",
+    "filter": "beamtrove.pipelines.filter",
     "fineweb": "beamtrove.pipelines.fineweb",
     "merge_tokens": "beamtrove.pipelines.merge_tokens",
     "stats": "beamtrove.pipelines.summary_stats",

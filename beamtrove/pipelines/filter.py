@@ -1,0 +1,148 @@
+"""``beamtrove run filter``: the filters and formatters a user chooses, over extracted documents.
+
+``--steps`` names per-document steps in the order they run, from
+:data:`FILTER_STEPS`: DataTrove's filters and formatters, so a recipe other
+than FineWeb's (C4's, a classifier-filtered set) is one command over the
+output of ``beamtrove run extract`` or any JSONL/Parquet/CSV documents.
+Writes ``documents/``, ``excluded/<step>/`` (each dropped document with its
+``filter_reason``), ``dead_letters/`` and ``stats.json`` under ``--output``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from beamtrove.options import ConfigurationError, Option, declared, did_you_mean
+from beamtrove.pipelines.common import RowInputOptions, documents_sink, row_reader
+from beamtrove.pipelines.spec import DocumentStep, PipelineSpec
+from beamtrove.pipelines.steps import (
+    LanguageOptions,
+    URLFilterOptions,
+    filter_step,
+    fixed_filter,
+    language_filter,
+    url_filter,
+)
+from beamtrove.transforms.filters import (
+    C4BadWordsFilter,
+    C4QualityFilter,
+    FineWebQualityFilter,
+    GopherQualityFilter,
+    GopherRepetitionFilter,
+)
+
+__all__ = ["FILTER_STEPS", "SPEC", "C4BadWordsOptions", "FilterOptions", "StepChoice"]
+
+
+@dataclasses.dataclass(frozen=True)
+class StepChoice:
+    """A step ``--steps`` can name.
+
+    Attributes:
+        make: Makes the step from the run's options.
+        summary: What it does, in a few words, for ``--help``.
+        options: The option class of its settings, if it has any.
+    """
+
+    make: Callable[[PipelineOptions], DocumentStep]
+    summary: str
+    options: type[PipelineOptions] | None = None
+
+
+class C4BadWordsOptions(PipelineOptions):
+    """The C4 bad-words filter's lists."""
+
+    _add_argparse_args = declared(
+        Option(
+            "badwords_dir",
+            "Folder (path or fsspec URL) holding one LDNOOBW bad-words list per language code, e.g. <dir>/en. "
+            "Needed by the c4_badwords step.",
+        ),
+        Option("badwords_languages", "Comma-separated languages whose lists to load. Default: en.", default="en"),
+    )
+
+
+def _c4_badwords(options: PipelineOptions) -> DocumentStep:
+    own = options.view_as(C4BadWordsOptions)
+    if not own.badwords_dir:
+        raise ValueError("The c4_badwords step needs --badwords_dir, a folder of LDNOOBW lists named by language.")
+    languages = tuple(code.strip() for code in own.badwords_languages.split(","))
+    return filter_step(C4BadWordsFilter(own.badwords_dir, languages=languages))
+
+
+#: Step name -> the step, in the order ``--help`` lists them. Names are the steps' stats names.
+FILTER_STEPS: dict[str, StepChoice] = {
+    "url_filter": StepChoice(url_filter, "UT1 URL blocklist, as FineWeb", URLFilterOptions),
+    "language_filter": StepChoice(language_filter, "fastText language ID", LanguageOptions),
+    "gopher_repetition": StepChoice(fixed_filter(GopherRepetitionFilter), "Gopher repetition rules"),
+    "gopher_quality": StepChoice(fixed_filter(GopherQualityFilter), "Gopher quality rules"),
+    "c4_quality": StepChoice(fixed_filter(C4QualityFilter), "C4's line and document rules (DataTrove's defaults)"),
+    "c4_badwords": StepChoice(_c4_badwords, "C4 bad-words lists", C4BadWordsOptions),
+    "fineweb_quality": StepChoice(fixed_filter(FineWebQualityFilter), "FineWeb's quality rules"),
+}
+
+
+class FilterOptions(PipelineOptions):
+    """Options of the filter pipeline."""
+
+    _add_argparse_args = declared(
+        Option(
+            "steps",
+            "Comma-separated steps to run, in this order (required): "
+            + "; ".join(f"{name} ({choice.summary})" for name, choice in FILTER_STEPS.items())
+            + ".",
+        ),
+    )
+
+
+def _chosen_steps(options: PipelineOptions) -> list[str]:
+    """The step names ``--steps`` gives, in order.
+
+    Raises:
+        ConfigurationError: None given, an unknown name, or a name given twice.
+    """
+    given = options.view_as(FilterOptions).steps
+    names = [name.strip() for name in (given or "").split(",") if name.strip()]
+    if not names:
+        raise ConfigurationError(f"filter needs --steps, a comma-separated list of: {', '.join(FILTER_STEPS)}.")
+    for name in names:
+        if name not in FILTER_STEPS:
+            hint = did_you_mean(name, FILTER_STEPS)
+            suggestion = f" Did you mean {hint!r}?" if hint else ""
+            raise ConfigurationError(
+                f"Unknown step {name!r} in --steps; available: {', '.join(FILTER_STEPS)}.{suggestion}"
+            )
+        if names.count(name) > 1:
+            raise ConfigurationError(f"--steps names {name!r} twice; each step runs once.")
+    return names
+
+
+def _step_factory(position: int) -> Callable[[PipelineOptions], DocumentStep | None]:
+    """Makes the ``position``-th step ``--steps`` names, or None past the last."""
+
+    def make(options: PipelineOptions) -> DocumentStep | None:
+        names = _chosen_steps(options)
+        return FILTER_STEPS[names[position]].make(options) if position < len(names) else None
+
+    return make
+
+
+def _option_classes() -> tuple[type[PipelineOptions], ...]:
+    """The steps' option classes, each once, in the order of the steps."""
+    classes = [choice.options for choice in FILTER_STEPS.values() if choice.options is not None]
+    return tuple(dict.fromkeys(classes))
+
+
+SPEC = PipelineSpec(
+    name="filter",
+    description="Run the filters and formatters --steps names, in order, over JSONL/Parquet/CSV documents.",
+    options=(FilterOptions, *_option_classes(), RowInputOptions),
+    reader=row_reader,
+    steps=tuple(_step_factory(position) for position in range(len(FILTER_STEPS))),
+    sink=documents_sink,
+    resumable=True,
+    summary_stats=True,
+)

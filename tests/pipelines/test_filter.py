@@ -1,0 +1,94 @@
+"""The filter pipeline: the steps --steps names, in that order, over real movie reviews."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from beamtrove.cli import main
+from beamtrove.document import Document
+from beamtrove.layout import WRITE_DOCUMENTS
+from beamtrove.options import parse
+from beamtrove.pipelines import pipeline_spec
+from beamtrove.pipelines.filter import FILTER_STEPS
+from beamtrove.transforms.filters import C4QualityFilter, Drop, GopherQualityFilter, GopherRepetitionFilter
+from tests.conftest import jsonl_rows
+
+
+@pytest.fixture(scope="module")
+def review_documents(movie_reviews, tmp_path_factory):
+    """300 real movie reviews as one JSONL file with ids, and the documents they are."""
+    folder = tmp_path_factory.mktemp("review-documents")
+    documents = [Document(text, name) for name, text in list(movie_reviews.items())[:300]]
+    lines = [json.dumps({"id": document.id, "text": document.text}) for document in documents]
+    (folder / "reviews.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return folder, documents
+
+
+def _expected(documents, rules):
+    """What running ``rules`` one after the other keeps, and the step and reason of each document dropped."""
+    kept, dropped = [], {}
+    for document in documents:
+        current = document
+        for rule in rules:
+            verdict = rule.filter(current)
+            if isinstance(verdict, Drop):
+                dropped[document.id] = (rule.name, verdict.reason)
+                break
+            current = verdict
+        else:
+            kept.append(current)
+    return kept, dropped
+
+
+def test_steps_run_in_the_order_given_and_drop_what_each_filter_drops(review_documents, tmp_path):
+    folder, documents = review_documents
+    steps = "c4_quality,gopher_repetition,gopher_quality"
+    assert main(["run", "filter", "--input", str(folder), "--output", str(tmp_path), "--steps", steps]) == 0
+    kept, dropped = _expected(documents, [C4QualityFilter(), GopherRepetitionFilter(), GopherQualityFilter()])
+    # C4 quality rewrites what it keeps (lines and citations removed): the written texts are the rewritten ones.
+    assert {row["id"]: row["text"] for row in jsonl_rows(tmp_path / "documents")} == {d.id: d.text for d in kept}
+    assert 0 < len(kept) < len(documents) and len(dropped) == len(documents) - len(kept)
+    for step in steps.split(","):
+        excluded = jsonl_rows(tmp_path / "excluded" / step)
+        expected = {doc_id: reason for doc_id, (name, reason) in dropped.items() if name == step}
+        assert {row["id"]: row["metadata"]["filter_reason"] for row in excluded} == expected
+    stats = json.loads((tmp_path / "stats.json").read_text())
+    assert stats["funnel"] == ["Read", *steps.split(","), WRITE_DOCUMENTS]
+    assert stats["steps"]["gopher_quality"]["counters"]["out"] == len(kept)
+
+
+@pytest.mark.parametrize(
+    ("steps", "message"),
+    [
+        (None, "filter needs --steps, a comma-separated list of: url_filter, language_filter"),
+        ("gopher_qualty", "Unknown step 'gopher_qualty' in --steps; available: url_filter,"),
+        ("c4_quality, c4_quality", "--steps names 'c4_quality' twice; each step runs once."),
+        ("c4_badwords", "The c4_badwords step needs --badwords_dir"),
+    ],
+)
+def test_bad_steps_fail_before_the_run_with_what_to_fix(review_documents, tmp_path, capsys, steps, message):
+    folder, _ = review_documents
+    argv = ["run", "filter", "--input", str(folder), "--output", str(tmp_path / "out")]
+    assert main([*argv, *(["--steps", steps] if steps else [])]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_every_step_is_named_as_its_stats_and_takes_its_options_on_the_command_line(data_dir, tmp_path):
+    spec = pipeline_spec("filter")
+    assert spec.shard_safe and spec.resumable and spec.summary_stats
+    options = {option_class.__name__ for option_class in spec.option_classes}
+    assert all(choice.options is None or choice.options.__name__ in options for choice in FILTER_STEPS.values())
+    # A real bad-words list, under the language name the filter looks for.
+    (tmp_path / "en").write_bytes((data_dir / "blocklists" / "ut1" / "banned_words.txt").read_bytes())
+    parsed = parse(
+        spec,
+        [
+            *("--input", "x", "--output", "y", "--steps", ",".join(FILTER_STEPS)),
+            *("--lid_model", str(data_dir / "models" / "lid176" / "lid.176.ftz")),
+            *("--url_blocklist", str(data_dir / "blocklists" / "ut1"), "--badwords_dir", str(tmp_path)),
+        ],
+    )
+    assert [make(parsed).name for make in spec.steps] == list(FILTER_STEPS)
