@@ -50,7 +50,7 @@ __all__ = [
 _LOGGER = logging.getLogger(__name__)
 
 #: The extractors ``--extractor`` chooses from (see :mod:`beamtrove.pipelines.steps`).
-EXTRACTORS = ("resiliparse", "trafilatura")
+EXTRACTORS = ("readability", "resiliparse", "trafilatura")
 
 
 class RowInputOptions(PipelineOptions):
@@ -74,8 +74,8 @@ class ExtractionOptions(PipelineOptions):
     _add_argparse_args = declared(
         Option(
             "extractor",
-            "Main-text extractor: trafilatura (DataTrove's and FineWeb's) or resiliparse (much faster). "
-            "Default: trafilatura.",
+            "Main-text extractor: trafilatura (DataTrove's and FineWeb's), resiliparse (much faster) or "
+            "readability (DataTrove's ReadabilityInscriptis: readability-lxml and inscriptis). Default: trafilatura.",
             default="trafilatura",
             choices=EXTRACTORS,
         ),

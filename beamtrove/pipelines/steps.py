@@ -15,7 +15,7 @@ from beamtrove.assets import default_lid_model, default_url_blocklist
 from beamtrove.options import Option, declared
 from beamtrove.pipelines.common import ExtractionOptions
 from beamtrove.pipelines.spec import DocumentStep
-from beamtrove.transforms.extractors import Extract, Extractor, Resiliparse, Trafilatura
+from beamtrove.transforms.extractors import Extract, Extractor, ReadabilityInscriptis, Resiliparse, Trafilatura
 from beamtrove.transforms.filters import DocumentFilter, Filter, LanguageFilter, URLFilter
 from beamtrove.transforms.filters.language import UnknownLanguageError
 
@@ -64,7 +64,11 @@ class LanguageOptions(PipelineOptions):
 
 
 #: What each name of :data:`~beamtrove.pipelines.common.EXTRACTORS` makes.
-EXTRACTOR_CLASSES: dict[str, type[Extractor]] = {"resiliparse": Resiliparse, "trafilatura": Trafilatura}
+EXTRACTOR_CLASSES: dict[str, type[Extractor]] = {
+    "readability": ReadabilityInscriptis,
+    "resiliparse": Resiliparse,
+    "trafilatura": Trafilatura,
+}
 
 
 def extraction(options: PipelineOptions) -> DocumentStep:

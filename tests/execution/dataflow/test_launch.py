@@ -120,7 +120,8 @@ def test_main_refuses_bad_parameters(capsys):
     # As `beamtrove run` does, a value outside an option's choices is refused with the choices.
     assert launch.main(["--pipeline=extract", "--extractor=lynx"]) == 2
     assert capsys.readouterr().err.strip() == (
-        "beamtrove: error: argument --extractor: invalid choice: 'lynx' (choose from 'resiliparse', 'trafilatura')"
+        "beamtrove: error: argument --extractor: invalid choice: 'lynx' "
+        "(choose from 'readability', 'resiliparse', 'trafilatura')"
     )
 
 

@@ -79,8 +79,12 @@ def test_fineweb_parameters():
         "One value per launch: use a glob or a directory to name several files."
     )
     assert parameters["extractor"]["paramType"] == "ENUM"
-    assert parameters["extractor"]["regexes"] == ["^(resiliparse|trafilatura)$"]
-    assert [option["value"] for option in parameters["extractor"]["enumOptions"]] == ["resiliparse", "trafilatura"]
+    assert parameters["extractor"]["regexes"] == ["^(readability|resiliparse|trafilatura)$"]
+    assert [option["value"] for option in parameters["extractor"]["enumOptions"]] == [
+        "readability",
+        "resiliparse",
+        "trafilatura",
+    ]
     assert parameters["language_threshold"]["paramType"] == "NUMBER"
     assert parameters["max_payload_bytes"]["regexes"] == [r"^-?[0-9]+$"]
     assert parameters["lid_model"]["label"] == "Lid model"
