@@ -26,7 +26,7 @@ from beamtrove.layout import (
 )
 from beamtrove.options import BeamtroveOptions, Option, declared
 from beamtrove.pipelines.spec import Sink
-from beamtrove.transforms.readers import FileReader, ReadWarc, reader_for
+from beamtrove.transforms.readers import FileReader, ReadHuggingFace, ReadWarc, reader_for
 from beamtrove.transforms.tokens import WriteTokenShards
 from beamtrove.transforms.writers import WriteDeadLetters, WriteJsonl
 
@@ -61,10 +61,19 @@ class RowInputOptions(PipelineOptions):
             "input_format",
             "Input format; 'auto' tells it from the file names. Default: auto.",
             default="auto",
-            choices=("auto", "warc", "jsonl", "parquet", "csv"),
+            choices=("auto", "warc", "jsonl", "parquet", "csv", "ipc", "hf"),
         ),
-        Option("text_key", "Field holding the text in JSONL/Parquet/CSV input. Default: text."),
-        Option("id_key", "Field holding the id in JSONL/Parquet/CSV input. Default: id."),
+        Option("text_key", "Field holding the text in JSONL/Parquet/CSV/IPC/hf input. Default: text."),
+        Option("id_key", "Field holding the id in JSONL/Parquet/CSV/IPC/hf input. Default: id."),
+        Option(
+            "hf_split",
+            "Split of the Hugging Face dataset to read (--input_format hf); may be left out when it has one.",
+        ),
+        Option(
+            "hf_config",
+            "Configuration of the Hugging Face dataset named by --input (owner/name, found in the local datasets "
+            "cache); may be left out when the cache holds one.",
+        ),
     )
 
 
@@ -187,6 +196,10 @@ def document_reader(options: PipelineOptions, *, allow_warc: bool = True) -> Fil
             raise ValueError("This pipeline reads extracted text (JSONL, Parquet or CSV), not WARC files.")
         if row_options:
             raise ValueError("--text_key and --id_key apply to JSONL, Parquet and CSV input, not WARC.")
+    if reader_class is ReadHuggingFace:
+        row_options.update(split=rows.hf_split, config=rows.hf_config)
+    elif rows.hf_split is not None or rows.hf_config is not None:
+        raise ValueError("--hf_split and --hf_config apply to Hugging Face datasets (--input_format hf) only.")
     return reader_class(inputs, **reader_settings(options), **row_options)
 
 

@@ -3,6 +3,8 @@
 from beamtrove.fs import filesystem, has_glob, match_inputs
 from beamtrove.transforms.readers.base import FileReader, RecordParser, RowError, RowFields, Skip
 from beamtrove.transforms.readers.csv import CsvParser, ReadCsv
+from beamtrove.transforms.readers.hf import ReadHuggingFace, is_saved_dataset
+from beamtrove.transforms.readers.ipc import IpcParser, ReadIpc
 from beamtrove.transforms.readers.jsonl import JsonlParser, ReadJsonl
 from beamtrove.transforms.readers.parquet import ParquetParser, ReadParquet
 from beamtrove.transforms.readers.warc import HTML_MIME_TYPES, ReadWarc, WarcParser
@@ -11,9 +13,12 @@ __all__ = [
     "HTML_MIME_TYPES",
     "CsvParser",
     "FileReader",
+    "IpcParser",
     "JsonlParser",
     "ParquetParser",
     "ReadCsv",
+    "ReadHuggingFace",
+    "ReadIpc",
     "ReadJsonl",
     "ReadParquet",
     "ReadWarc",
@@ -22,19 +27,29 @@ __all__ = [
     "RowFields",
     "Skip",
     "WarcParser",
+    "is_saved_dataset",
     "reader_for",
 ]
 
-_READERS = {"warc": ReadWarc, "jsonl": ReadJsonl, "parquet": ReadParquet, "csv": ReadCsv}
-_PARSERS = {"warc": WarcParser, "jsonl": JsonlParser, "parquet": ParquetParser, "csv": CsvParser}
+_READERS = {
+    "warc": ReadWarc,
+    "jsonl": ReadJsonl,
+    "parquet": ReadParquet,
+    "csv": ReadCsv,
+    "ipc": ReadIpc,
+    "hf": ReadHuggingFace,
+}
+_PARSERS = {"warc": WarcParser, "jsonl": JsonlParser, "parquet": ParquetParser, "csv": CsvParser, "ipc": IpcParser}
 
 
 def reader_for(input_format: str, paths: str | list[str]) -> type[FileReader]:
     """The reader class for ``input_format``, or for the paths' file names.
 
     Args:
-        input_format: ``warc``, ``jsonl``, ``parquet``, ``csv`` or ``auto``.
-        paths: The input paths, used by ``auto``: a folder's format is the
+        input_format: ``warc``, ``jsonl``, ``parquet``, ``csv``, ``ipc``,
+            ``hf`` or ``auto``.
+        paths: The input paths, used by ``auto``: a folder holding a saved
+            Hugging Face dataset is ``hf``; another folder's format is the
             one of the data files under it.
 
     Raises:
@@ -44,7 +59,10 @@ def reader_for(input_format: str, paths: str | list[str]) -> type[FileReader]:
         if input_format not in _READERS:
             raise ValueError(f"Unknown input format {input_format!r}: use one of auto, {', '.join(_READERS)}.")
         return _READERS[input_format]
-    names = [name for path in ([paths] if isinstance(paths, str) else paths) for name in _file_names(path)]
+    paths = [paths] if isinstance(paths, str) else paths
+    if any(is_saved_dataset(path) for path in paths):
+        return ReadHuggingFace
+    names = [name for path in paths for name in _file_names(path)]
     found = {fmt for name in names for fmt, parser in _PARSERS.items() if name.rstrip("/*").endswith(parser.suffixes)}
     if len(found) != 1:
         which = f"files of several formats ({', '.join(sorted(found))})" if found else "no file name it knows"

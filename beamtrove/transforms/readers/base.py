@@ -95,7 +95,8 @@ class RowFields:
     mapping (the layout beamtrove's and DataTrove's writers produce) and a
     ``media`` list are unpacked. Every other field lands in metadata too,
     taking precedence over the nested mapping, which takes precedence over
-    ``default_metadata``. ``file_path`` is added unless the row has one.
+    ``default_metadata``. ``file_path`` is added unless the row has one or
+    ``add_file_path`` is off.
     A document that the coder or a writer could not store (see
     :func:`~beamtrove.document.check_storable`) is refused with that reason,
     so one row can never end the run later.
@@ -104,6 +105,7 @@ class RowFields:
     text_key: str = "text"
     id_key: str = "id"
     default_metadata: Mapping[str, Any] | None = None
+    add_file_path: bool = True
 
     def to_document(self, row: dict[str, Any], file: InputFile, index: int) -> Document:
         """Builds a Document from ``row`` (which it consumes), row ``index`` of ``file``.
@@ -121,7 +123,8 @@ class RowFields:
         media = row.pop("media", None) if isinstance(row.get("media"), list) else None
         nested = row.pop("metadata") if isinstance(row.get("metadata"), dict) else {}
         metadata = {**(self.default_metadata or {}), **nested, **row}
-        metadata.setdefault("file_path", file.url)
+        if self.add_file_path:
+            metadata.setdefault("file_path", file.url)
         try:
             media_items = [Media.from_row(item) for item in media] if media else []
         except (TypeError, ValueError) as exc:  # unknown fields, or media_bytes that are not base64

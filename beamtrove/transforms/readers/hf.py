@@ -1,0 +1,261 @@
+"""Reading Hugging Face datasets kept on this machine into documents, without the ``datasets`` package.
+
+A dataset is stored as Arrow IPC stream files plus JSON files that say which
+files hold which split, in one of two layouts:
+
+- what ``Dataset.save_to_disk`` writes: ``state.json`` lists the ``.arrow``
+  files in order; ``DatasetDict.save_to_disk`` writes ``dataset_dict.json``
+  and one such folder per split;
+- what ``load_dataset`` prepares in its cache
+  (``$HF_DATASETS_CACHE/<owner>___<name>/<config>/<version>/<hash>/``):
+  ``dataset_info.json`` lists the splits and their shard lengths, the files
+  are ``<name>-<split>[-NNNNN-of-NNNNN].arrow``. Such a dataset is also
+  found by its hub name (``owner/name``), as ``load_dataset`` finds it offline.
+
+Ids and metadata follow DataTrove's ``HuggingFaceDatasetReader`` in a
+one-task run: a row without an id becomes ``<dataset>/00000/<row index>``,
+where ``<dataset>`` is the hub name or the path of the ``save_to_disk``
+folder read, and the row index counts from 0 across the split's files; every
+document's metadata gets ``dataset`` (that same name) unless the row has one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import pyarrow as pa
+
+from beamtrove.fs import InputFile, filesystem, join, open_url
+from beamtrove.transforms.readers.base import FileReader, RowFields
+from beamtrove.transforms.readers.ipc import IpcParser
+
+__all__ = ["ReadHuggingFace", "is_saved_dataset"]
+
+_SAVED_SPLITS = "dataset_dict.json"
+_SAVED_STATE = "state.json"
+_PREPARED_INFO = "dataset_info.json"
+#: DataTrove numbers rows per task; a one-task run is task 00000.
+_TASK = "00000"
+
+
+def is_saved_dataset(path: str, storage_options: Mapping[str, Any] | None = None) -> bool:
+    """Whether ``path`` is a folder holding a dataset in one of the layouts this module reads."""
+    fs, fs_path = filesystem(path, storage_options)
+    return fs.isdir(fs_path) and any(
+        fs.exists(posixpath.join(fs_path, name)) for name in (_SAVED_SPLITS, _SAVED_STATE, _PREPARED_INFO)
+    )
+
+
+class ReadHuggingFace(FileReader):
+    """Reads one split of a Hugging Face dataset stored on this machine as documents.
+
+    Reads what DataTrove's ``HuggingFaceDatasetReader`` reads from local data
+    (``load_from_disk=True``, or a hub name ``load_dataset`` finds in its
+    cache offline), without downloading anything or importing ``datasets``.
+    Rows become documents as in :class:`~beamtrove.transforms.readers.ReadIpc`,
+    except that ids and metadata follow DataTrove's convention for datasets
+    (see :mod:`beamtrove.transforms.readers.hf`), with no ``file_path``.
+
+    Stats: as :class:`~beamtrove.transforms.readers.ReadIpc`.
+    """
+
+    def __init__(
+        self,
+        dataset: str | Iterable[str],
+        *,
+        split: str | None = None,
+        config: str | None = None,
+        cache_dir: str | None = None,
+        text_key: str = "text",
+        id_key: str = "id",
+        default_metadata: Mapping[str, Any] | None = None,
+        batch_size: int = 1024,
+        storage_options: Mapping[str, Any] | None = None,
+        **options: Any,
+    ):
+        """Finds the split's files and counts their rows.
+
+        Args:
+            dataset: A folder written by ``save_to_disk``, a folder ``load_dataset``
+                prepared in its cache, or a hub name (``owner/name``) looked up
+                in that cache; a one-item list of one of these.
+            split: The split to read; may be left out when there is only one.
+            config: The configuration of a hub name to read; may be left out
+                when the cache holds only one.
+            cache_dir: Where ``load_dataset`` caches datasets. Default:
+                ``$HF_DATASETS_CACHE``, else ``$HF_HOME/datasets``, else
+                ``~/.cache/huggingface/datasets``.
+            text_key: Column holding the text.
+            id_key: Column holding the id; rows without one get
+                ``<dataset>/00000/<0-based row index in the split>``.
+            default_metadata: Metadata every document starts from.
+            batch_size: Rows turned into documents at a time.
+            storage_options: fsspec filesystem options.
+            **options: ``skip``, ``limit`` and ``progress_interval``, as
+                :class:`FileReader` takes them.
+
+        Raises:
+            FileNotFoundError: The dataset is neither a folder nor in the cache.
+            ValueError: Not one dataset was given, the folder holds no dataset,
+                or the split or configuration is missing or unknown.
+        """
+        datasets = [dataset] if isinstance(dataset, str) else list(dataset)
+        if len(datasets) != 1 or not isinstance(datasets[0], str):
+            raise ValueError(f"The Hugging Face reader reads one dataset at a time; got {datasets}.")
+        name, urls = _split_files(datasets[0].rstrip("/"), split, config, cache_dir, storage_options)
+        files, first_index = [], 0
+        for url in urls:
+            fs, path = filesystem(url, storage_options)
+            files.append(InputFile(url, f"{name}/{_TASK}", fs.size(path), first_index=first_index))
+            first_index += _row_count(url, storage_options)
+        fields = RowFields(text_key, id_key, {"dataset": name, **(default_metadata or {})}, add_file_path=False)
+        super().__init__(files, IpcParser(fields, batch_size), storage_options=storage_options, **options)
+
+
+def _split_files(
+    dataset: str,
+    split: str | None,
+    config: str | None,
+    cache_dir: str | None,
+    storage_options: Mapping[str, Any] | None,
+) -> tuple[str, list[str]]:
+    """The name the dataset's ids start with, and the Arrow files of its split in row order."""
+    fs, path = filesystem(dataset, storage_options)
+    if not fs.isdir(path):
+        return dataset, _prepared_split_files(_cached_dataset(dataset, config, cache_dir), split, dataset)
+    if config is not None:
+        raise ValueError(f"{dataset} is a folder holding one configuration: leave out the configuration.")
+    if fs.exists(join(path, _SAVED_SPLITS)):
+        splits = _read_json(join(dataset, _SAVED_SPLITS), storage_options)["splits"]
+        chosen = _choose_split(splits, split, dataset)
+        return join(dataset, chosen), _saved_split_files(join(dataset, chosen), None, storage_options)
+    if fs.exists(join(path, _SAVED_STATE)):
+        return dataset, _saved_split_files(dataset, split, storage_options)
+    if fs.exists(join(path, _PREPARED_INFO)):
+        return dataset, _prepared_split_files(dataset, split, dataset, storage_options)
+    raise ValueError(
+        f"{dataset} holds no Hugging Face dataset: expected {_SAVED_SPLITS} or {_SAVED_STATE} "
+        f"(written by save_to_disk) or {_PREPARED_INFO} (prepared by load_dataset)."
+    )
+
+
+def _choose_split(splits: Iterable[str], split: str | None, dataset: str) -> str:
+    splits = list(splits)
+    if split is None and len(splits) == 1:
+        return splits[0]
+    if split not in splits:
+        asked = "No split was chosen" if split is None else f"There is no split {split!r}"
+        raise ValueError(f"{asked} in {dataset}: choose one of {', '.join(splits)}.")
+    return split
+
+
+def _saved_split_files(folder: str, split: str | None, storage_options: Mapping[str, Any] | None) -> list[str]:
+    """The Arrow files of a folder ``Dataset.save_to_disk`` wrote, in order."""
+    state = _read_json(join(folder, _SAVED_STATE), storage_options)
+    if split is not None and split != state.get("_split"):
+        raise ValueError(
+            f"{folder} holds one dataset (split {state.get('_split')!r}), not a split {split!r}: leave out the split."
+        )
+    return [join(folder, entry["filename"]) for entry in state["_data_files"]]
+
+
+def _prepared_split_files(
+    folder: str, split: str | None, dataset: str, storage_options: Mapping[str, Any] | None = None
+) -> list[str]:
+    """The Arrow files of a split of a dataset ``load_dataset`` prepared in ``folder``, in order."""
+    splits = _read_json(join(folder, _PREPARED_INFO), storage_options).get("splits") or {}
+    chosen = _choose_split(splits, split, dataset)
+    fs, path = filesystem(folder, storage_options)
+    shard = re.compile(rf"-{re.escape(chosen)}(-\d+-of-\d+)?\.arrow$")
+    names = sorted(name for name in (posixpath.basename(p) for p in fs.ls(path, detail=False)) if shard.search(name))
+    if not names:
+        raise ValueError(f"{folder} lists the split {chosen!r} but holds none of its Arrow files.")
+    return [join(folder, name) for name in names]
+
+
+def _cached_dataset(name: str, config: str | None, cache_dir: str | None) -> str:
+    """The newest folder where ``load_dataset`` prepared the hub dataset ``name``, as it finds one offline.
+
+    Raises:
+        FileNotFoundError: The cache holds no copy of the dataset.
+        ValueError: It holds several configurations and none was chosen.
+    """
+    root = cache_dir or _default_cache("HF_DATASETS_CACHE", "datasets")
+    *owner, dataset_name = name.split("/")
+    top = os.path.join(root, "___".join([*owner, _snake_case(dataset_name)]))
+    prepared = [
+        folder
+        for folder in _subfolders(top, depth=3)
+        if (config is None or _parts(folder)[-3] == config)
+        and _info_config(folder) == _parts(folder)[-3]  # folders named after data files, not configurations
+    ]
+    if not prepared:
+        raise FileNotFoundError(_not_cached_message(name, config, top))
+    configs = sorted({_parts(folder)[-3] for folder in prepared})
+    if len(configs) > 1:
+        raise ValueError(f"The cache holds several configurations of {name} ({', '.join(configs)}): choose one.")
+    return max(prepared, key=os.path.getmtime)
+
+
+def _not_cached_message(name: str, config: str | None, top: str) -> str:
+    which = name if config is None else f"configuration {config!r} of {name}"
+    message = f"{which} is neither a folder nor prepared in the datasets cache ({top})."
+    owner, _, dataset_name = name.rpartition("/")
+    hub_copy = os.path.join(_default_cache("HF_HUB_CACHE", "hub"), f"datasets--{owner}--{dataset_name}")
+    if owner and os.path.isdir(hub_copy):
+        message += (
+            f" Its files are in the hub cache ({hub_copy}/snapshots/...), which load_dataset does not read offline "
+            "either: read them with --input_format parquet (or jsonl, csv)."
+        )
+    return message
+
+
+def _default_cache(variable: str, folder: str) -> str:
+    if os.environ.get(variable):
+        return os.environ[variable]
+    home = os.environ.get("HF_HOME") or os.path.join(os.path.expanduser("~"), ".cache", "huggingface")
+    return os.path.join(home, folder)
+
+
+def _subfolders(folder: str, depth: int) -> list[str]:
+    if depth == 0:
+        return [folder]
+    if not os.path.isdir(folder):
+        return []
+    return [found for entry in os.scandir(folder) if entry.is_dir() for found in _subfolders(entry.path, depth - 1)]
+
+
+def _parts(folder: str) -> list[str]:
+    return folder.split(os.sep)
+
+
+def _info_config(folder: str) -> str | None:
+    try:
+        with open(os.path.join(folder, _PREPARED_INFO), encoding="utf-8") as info:
+            return json.load(info).get("config_name")
+    except (OSError, ValueError):  # a folder load_dataset left unfinished
+        return None
+
+
+def _snake_case(name: str) -> str:
+    """A dataset name as ``datasets`` names its cache folder: ``SQuAD_v2`` becomes ``s_qu_ad_v2``."""
+    name = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", name)
+    return re.sub(r"([a-z\d])([A-Z])", r"\1_\2", name).lower()
+
+
+def _read_json(url: str, storage_options: Mapping[str, Any] | None) -> Any:
+    with open_url(url, "rb", storage_options) as source:
+        return json.load(source)
+
+
+def _row_count(url: str, storage_options: Mapping[str, Any] | None) -> int:
+    """The rows of an Arrow IPC stream file, from its batches' headers (local files are memory-mapped)."""
+    fs, path = filesystem(url, storage_options)
+    source = pa.memory_map(path) if "file" in fs.protocol else fs.open(path, "rb")
+    with source, pa.ipc.open_stream(source) as reader:
+        return sum(batch.num_rows for batch in reader)
