@@ -1,4 +1,4 @@
-"""Tokenization into DataTrove-compatible ``.ds`` shards, and reading them back."""
+"""Tokenization into DataTrove-compatible ``.ds`` shards or Megatron-LM datasets, and reading ``.ds`` shards back."""
 
 from beamtrove.transforms.tokens.format import (
     ShardFileWriter,
@@ -9,13 +9,17 @@ from beamtrove.transforms.tokens.format import (
     read_doc_ends,
     token_dtype,
 )
+from beamtrove.transforms.tokens.megatron import MegatronFileWriter, megatron_dtype_code
 from beamtrove.transforms.tokens.reader import ReadTokenShards, TokenShardParser, shard_tokenizer
 from beamtrove.transforms.tokens.tokenize import DEFAULT_EOS_TOKEN, NO_LOSS_RANGES_KEY, Tokenize, load_tokenizer
-from beamtrove.transforms.tokens.writer import WriteTokenShards, shard_file_name
+from beamtrove.transforms.tokens.writer import TOKEN_FILE_FORMATS, ChunkShuffle, WriteTokenShards, shard_file_name
 
 __all__ = [
     "DEFAULT_EOS_TOKEN",
     "NO_LOSS_RANGES_KEY",
+    "TOKEN_FILE_FORMATS",
+    "ChunkShuffle",
+    "MegatronFileWriter",
     "ReadTokenShards",
     "ShardFileWriter",
     "TokenShardParser",
@@ -25,6 +29,7 @@ __all__ = [
     "WriteTokenShards",
     "humanized_token_count",
     "load_tokenizer",
+    "megatron_dtype_code",
     "parse_metadata",
     "read_doc_ends",
     "shard_file_name",

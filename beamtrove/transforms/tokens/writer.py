@@ -1,4 +1,4 @@
-"""A Beam sink that writes tokenized documents into sharded ``.ds`` files.
+"""A Beam sink that writes tokenized documents into sharded ``.ds`` files or Megatron datasets.
 
 Writing takes three steps:
 
@@ -6,17 +6,21 @@ Writing takes three steps:
    id (and the seed, when shuffling), and a ``GroupByKey`` gathers each shard.
 2. One worker per shard spools the shard's tokens to a local temporary file
    while keeping a small index of them, sorts that index, and copies the
-   documents in order into the shard's ``.ds`` files under
-   ``<output>/.beamtrove-tmp-<run id>/``, starting a new file before one would
-   exceed ``max_tokens_per_file``. Memory holds the index, never the tokens.
+   documents in order into the shard's files (``.ds`` with its companions, or
+   Megatron's ``.bin`` and ``.idx``) under ``<output>/.beamtrove-tmp-<run id>/``,
+   starting a new file before one would exceed ``max_tokens_per_file``.
+   Memory holds the index, never the tokens.
 3. A single finalize step moves every file to its final name and removes the
    temporary directory, so a failed run never leaves a file that looks done.
 
 The order inside a shard is the documents' id order (digit runs compared as
 numbers, so ``f/2`` comes before ``f/10``: a reader's ``<file>/<row>`` ids keep
-the input order) or, with a seed, a seeded pseudo-random order. Shard
-assignment and order depend on ids and the seed only, so the same input gives
-byte-identical files on any runner, with any number of workers.
+the input order) or, with a seed, a seeded pseudo-random order. With a
+:class:`ChunkShuffle`, chunks of a fixed number of tokens are shuffled instead
+of documents, with numpy's ``default_rng(seed)`` per shard, drawn as DataTrove
+draws it. Shard assignment and order depend on ids and the seed only, so the
+same input gives byte-identical files on any runner, with any number of
+workers.
 """
 
 from __future__ import annotations
@@ -43,18 +47,51 @@ from beamtrove.transforms.tokens.format import (
     ShardFileWriter,
     TokenizedDocument,
 )
+from beamtrove.transforms.tokens.megatron import BIN_SUFFIX, IDX_SUFFIX, MegatronFileWriter
 from beamtrove.transforms.writers.base import WrittenFile
 
-__all__ = ["WriteTokenShards", "shard_file_name"]
+__all__ = ["TOKEN_FILE_FORMATS", "ChunkShuffle", "WriteTokenShards", "shard_file_name"]
 
-_COMPANION_SUFFIXES = ("", INDEX_SUFFIX, LOSS_SUFFIX, METADATA_SUFFIX)
+#: Token file layouts: DataTrove's ``.ds`` shards, Megatron-LM's ``.bin`` + ``.idx`` datasets.
+TOKEN_FILE_FORMATS = ("ds", "megatron")
+
+# Every file of one output file, by format: the main file's suffix last, so a
+# reader that looks for main files finds one only once its companions are in place.
+_SUFFIXES = {
+    "ds": (TOKENS_SUFFIX + INDEX_SUFFIX, TOKENS_SUFFIX + LOSS_SUFFIX, TOKENS_SUFFIX + METADATA_SUFFIX, TOKENS_SUFFIX),
+    "megatron": (IDX_SUFFIX, BIN_SUFFIX),
+}
+_OPTIONAL_SUFFIX = TOKENS_SUFFIX + LOSS_SUFFIX
 _DIGIT_RUNS = re.compile(r"(\d+)")
 _VALID_PREFIX = re.compile(r"[\w.=+-]+")
 
 
-def shard_file_name(prefix: str, shard: int, part: int) -> str:
-    """``<prefix>_<shard>_<part>.ds`` with 5-digit numbers, e.g. ``tokens_00003_00000.ds``."""
-    return f"{prefix}_{shard:05d}_{part:05d}{TOKENS_SUFFIX}"
+def shard_file_name(prefix: str, shard: int, part: int, file_format: str = "ds") -> str:
+    """``<prefix>_<shard>_<part>`` with 5-digit numbers and the format's main suffix, e.g. ``tokens_00003_00000.ds``."""
+    return f"{prefix}_{shard:05d}_{part:05d}{_SUFFIXES[file_format][-1]}"
+
+
+@dataclasses.dataclass(frozen=True)
+class ChunkShuffle:
+    """Shuffle chunks of ``size`` tokens instead of whole documents, as DataTrove does.
+
+    Each shard's documents are taken in id order, permuted first when
+    ``shuffle_documents``, joined and cut into chunks of ``size`` tokens (the
+    last, shorter chunk is dropped); the chunks are permuted and written,
+    each document piece an entry of the index. Both permutations come from
+    one ``numpy.random.default_rng(seed)`` per shard, so a single shard
+    equals DataTrove's output from the same seed: with ``shuffle_documents``,
+    its ``DocumentTokenizer(shuffle_chunk_size=size)``; without, its
+    ``DocumentTokenizerContextShuffler(window_size=size)`` over the documents
+    in id order.
+
+    Attributes:
+        size: Tokens per chunk.
+        shuffle_documents: Permute the documents before cutting them into chunks.
+    """
+
+    size: int
+    shuffle_documents: bool = True
 
 
 def _natural_key(doc_id: str) -> tuple:
@@ -71,8 +108,10 @@ class _ShardSpec:
     temp_dir: str
     prefix: str
     tokenizer: str
+    file_format: str
     num_shards: int
     seed: int | None
+    chunks: ChunkShuffle | None
     max_tokens_per_file: int | None
     overwrite: bool
     storage_options: Mapping[str, Any]
@@ -85,7 +124,8 @@ class _ShardSpec:
         return int.from_bytes(self._digest(doc_id)[:8], "little") % self.num_shards
 
     def order_key(self, doc_id: str) -> Any:
-        if self.seed is None:
+        # Chunk shuffling permutes documents itself, from the id order.
+        if self.seed is None or self.chunks is not None:
             return _natural_key(doc_id)
         return self._digest(doc_id)[8:], doc_id
 
@@ -98,6 +138,11 @@ class _SpooledDocument:
     length: int
     #: Where its loss mask starts in the loss spool; None when it has none (every token counts).
     loss_offset: int | None
+
+    def piece(self, start: int, length: int) -> _SpooledDocument:
+        """The ``length`` tokens from ``start`` on, as a document of their own."""
+        loss_offset = None if self.loss_offset is None else self.loss_offset + start
+        return dataclasses.replace(self, offset=self.offset + start, length=length, loss_offset=loss_offset)
 
 
 def _assign_shard(document: TokenizedDocument, spec: _ShardSpec) -> tuple[int, TokenizedDocument]:
@@ -119,8 +164,10 @@ class _WriteShardFn(beam.DoFn):
                 return
             with_loss = any(document.loss_offset is not None for document in spooled)
             spooled.sort(key=lambda doc: (doc.order, doc.token_digest, doc.offset))
-            for part, documents_of_part in enumerate(self._split(spooled)):
-                yield self._write_part(shard, part, documents_of_part, token_spool, loss_spool, dtype, with_loss)
+            units = [[document] for document in spooled] if self._spec.chunks is None else self._chunks(spooled)
+            for part, units_of_part in enumerate(self._split(units)):
+                pieces = [piece for unit in units_of_part for piece in unit]
+                yield self._write_part(shard, part, pieces, token_spool, loss_spool, dtype, with_loss)
 
     def _spool(self, documents, token_spool, loss_spool) -> tuple[list[_SpooledDocument], np.dtype | None]:
         spooled: list[_SpooledDocument] = []
@@ -147,29 +194,57 @@ class _WriteShardFn(beam.DoFn):
             offset += len(document.tokens)
         return spooled, dtype
 
-    def _split(self, spooled: list[_SpooledDocument]) -> Iterator[list[_SpooledDocument]]:
-        limit = self._spec.max_tokens_per_file
-        part: list[_SpooledDocument] = []
-        tokens = 0
+    def _chunks(self, spooled: list[_SpooledDocument]) -> list[list[_SpooledDocument]]:
+        """The shard's chunks in shuffled order, each the pieces of the documents it holds."""
+        size = self._spec.chunks.size
+        generator = np.random.default_rng(self._spec.seed)
+        if self._spec.chunks.shuffle_documents:
+            spooled = [spooled[i] for i in generator.permutation(len(spooled))]
+        chunks: list[list[_SpooledDocument]] = []
+        chunk: list[_SpooledDocument] = []
+        filled = 0
         for document in spooled:
-            # A document longer than the limit gets a file of its own rather than being cut.
-            if limit is not None and part and tokens + document.length > limit:
+            taken = 0
+            while taken < document.length:
+                length = min(document.length - taken, size - filled)
+                chunk.append(document.piece(taken, length))
+                taken += length
+                filled += length
+                if filled == size:
+                    chunks.append(chunk)
+                    chunk, filled = [], 0
+        return [chunks[i] for i in generator.permutation(len(chunks))]
+
+    def _split(self, units: list[list[_SpooledDocument]]) -> Iterator[list[list[_SpooledDocument]]]:
+        """Groups documents (or chunks) into files of at most ``max_tokens_per_file`` tokens."""
+        limit = self._spec.max_tokens_per_file
+        part: list[list[_SpooledDocument]] = []
+        tokens = 0
+        for unit in units:
+            length = sum(piece.length for piece in unit)
+            # A unit longer than the limit gets a file of its own rather than being cut.
+            if limit is not None and part and tokens + length > limit:
                 yield part
                 part, tokens = [], 0
-            part.append(document)
-            tokens += document.length
-        yield part
+            part.append(unit)
+            tokens += length
+        if part:
+            yield part
 
     def _write_part(self, shard, part, documents, token_spool, loss_spool, dtype, with_loss) -> WrittenFile:
         spec = self._spec
-        name = shard_file_name(spec.prefix, shard, part)
-        writer = ShardFileWriter(
-            join(spec.temp_dir, name),
-            tokenizer=spec.tokenizer,
-            token_size=dtype.itemsize,
-            with_loss=with_loss,
-            storage_options=dict(spec.storage_options),
-        )
+        name = shard_file_name(spec.prefix, shard, part, spec.file_format)
+        if spec.file_format == "megatron":
+            stem = join(spec.temp_dir, name.removesuffix(BIN_SUFFIX))
+            writer = MegatronFileWriter(stem, token_size=dtype.itemsize, storage_options=dict(spec.storage_options))
+        else:
+            writer = ShardFileWriter(
+                join(spec.temp_dir, name),
+                tokenizer=spec.tokenizer,
+                token_size=dtype.itemsize,
+                with_loss=with_loss,
+                storage_options=dict(spec.storage_options),
+            )
         for document in documents:
             token_spool.seek(document.offset * dtype.itemsize)
             token_bytes = token_spool.read(document.length * dtype.itemsize)
@@ -187,13 +262,16 @@ class _WriteShardFn(beam.DoFn):
         return WrittenFile(writer.path, writer.document_count, writer.token_count * dtype.itemsize, name)
 
 
-def _existing_shard_files(output_dir: str, prefix: str, storage_options: Mapping[str, Any]) -> list[str]:
+def _existing_shard_files(
+    output_dir: str, prefix: str, file_format: str, storage_options: Mapping[str, Any]
+) -> list[str]:
     fs, path = filesystem(output_dir, storage_options)
     if not fs.isdir(path):
         return []
     # Only names this sink writes: another prefix that starts like this one is not ours.
     digits = "[0-9]" * 5
-    return sorted(fs.glob(join(path, f"{prefix}_{digits}_{digits}{TOKENS_SUFFIX}*")))
+    patterns = (join(path, f"{prefix}_{digits}_{digits}{suffix}") for suffix in _SUFFIXES[file_format])
+    return sorted(found for pattern in patterns for found in fs.glob(pattern))
 
 
 class _FinalizeFn(beam.DoFn):
@@ -206,21 +284,25 @@ class _FinalizeFn(beam.DoFn):
         spec = self._spec
         metrics = StepMetrics(spec.step)
         fs, _ = filesystem(spec.output_dir, spec.storage_options)
+        suffixes = _SUFFIXES[spec.file_format]
         finals = {join(spec.output_dir, temp.destination): temp for temp in written}
         if spec.overwrite:
-            companions = (final + suffix for final in finals for suffix in _COMPANION_SUFFIXES)
+            companions = (final.removesuffix(suffixes[-1]) + suffix for final in finals for suffix in suffixes)
             keep = {filesystem(companion, spec.storage_options)[1] for companion in companions}
-            for stale in _existing_shard_files(spec.output_dir, spec.prefix, spec.storage_options):
+            for stale in _existing_shard_files(spec.output_dir, spec.prefix, spec.file_format, spec.storage_options):
                 if stale not in keep:
                     fs.rm(stale)
         for final in sorted(finals):
             temp = finals[final]
-            for suffix in _COMPANION_SUFFIXES:
-                if fs.exists(filesystem(temp.path + suffix, spec.storage_options)[1]):
-                    move(temp.path + suffix, final + suffix, spec.storage_options)
-                elif suffix != LOSS_SUFFIX and not fs.exists(filesystem(final + suffix, spec.storage_options)[1]):
+            temp_stem, final_stem = temp.path.removesuffix(suffixes[-1]), final.removesuffix(suffixes[-1])
+            for suffix in suffixes:
+                if fs.exists(filesystem(temp_stem + suffix, spec.storage_options)[1]):
+                    move(temp_stem + suffix, final_stem + suffix, spec.storage_options)
+                elif suffix != _OPTIONAL_SUFFIX and not fs.exists(
+                    filesystem(final_stem + suffix, spec.storage_options)[1]
+                ):
                     # A retried finalize finds the files it moved before in place.
-                    raise FileNotFoundError(f"Temporary file {temp.path + suffix} vanished before it reached {final}.")
+                    raise FileNotFoundError(f"Temporary file {temp_stem + suffix} vanished before it reached {final}.")
             metrics.inc("files")
             yield dataclasses.replace(temp, path=final)
         temp_path = filesystem(spec.temp_dir, spec.storage_options)[1]
@@ -229,15 +311,19 @@ class _FinalizeFn(beam.DoFn):
 
 
 class WriteTokenShards(beam.PTransform):
-    """Writes :class:`~beamtrove.transforms.tokens.TokenizedDocument` s as DataTrove-compatible ``.ds`` shards.
+    """Writes :class:`~beamtrove.transforms.tokens.TokenizedDocument` s as ``.ds`` shards or Megatron datasets.
 
-    Each shard becomes ``<prefix>_<shard>_<part>.ds`` with its ``.ds.index``,
-    ``.ds.metadata`` and, when documents carry loss masks, ``.ds.loss``; see
-    :mod:`beamtrove.transforms.tokens.format`. Empty shards produce no file.
-    The output is a ``PCollection`` of
-    :class:`~beamtrove.transforms.writers.WrittenFile` (final ``.ds`` paths,
-    documents, bytes). Stats: ``in``, ``out``, ``tokens``, ``files`` and the
-    ``file_tokens`` distribution.
+    In the ``ds`` format, each shard becomes ``<prefix>_<shard>_<part>.ds``
+    with its ``.ds.index``, ``.ds.metadata`` and, when documents carry loss
+    masks, ``.ds.loss``; see :mod:`beamtrove.transforms.tokens.format`. In the
+    ``megatron`` format, it becomes the Megatron-LM dataset
+    ``<prefix>_<shard>_<part>`` (``.bin`` and ``.idx``, see
+    :mod:`beamtrove.transforms.tokens.megatron`). Empty shards produce no
+    file. The output is a ``PCollection`` of
+    :class:`~beamtrove.transforms.writers.WrittenFile` (final ``.ds`` or
+    ``.bin`` paths, index entries, token bytes). Stats: ``in``, ``out`` (index
+    entries: documents, or document pieces with a :class:`ChunkShuffle`),
+    ``tokens``, ``files`` and the ``file_tokens`` distribution.
     """
 
     def __init__(
@@ -245,8 +331,10 @@ class WriteTokenShards(beam.PTransform):
         output_dir: str,
         *,
         tokenizer: str,
+        file_format: str = "ds",
         num_shards: int = 1,
         seed: int | None = None,
+        chunks: ChunkShuffle | None = None,
         max_tokens_per_file: int | None = None,
         prefix: str = "tokens",
         overwrite: bool = False,
@@ -258,11 +346,14 @@ class WriteTokenShards(beam.PTransform):
         Args:
             output_dir: Directory (path or fsspec URL) of the shards.
             tokenizer: Tokenizer name recorded in every ``.ds.metadata``.
+            file_format: One of :data:`TOKEN_FILE_FORMATS`: ``ds`` or ``megatron``.
             num_shards: Shards to spread documents over; one worker writes each.
             seed: Shuffle documents with this seed (same seed, same files);
                 None keeps them in id order.
+            chunks: Shuffle chunks of tokens instead of documents (``ds``
+                format only; needs ``seed``).
             max_tokens_per_file: Split a shard into several files so that none
-                holds more tokens (unless a single document does).
+                holds more tokens (unless a single document, or chunk, does).
             prefix: Start of the file names.
             overwrite: Replace shards of an earlier run under the same prefix
                 (they are removed once the new files are complete) instead of
@@ -271,22 +362,34 @@ class WriteTokenShards(beam.PTransform):
             step: Stats name of the step.
 
         Raises:
-            ValueError: A non-positive count, or a prefix that is not a plain name.
-            FileExistsError: ``output_dir`` already holds ``<prefix>_*.ds``
-                files and ``overwrite`` is False.
+            ValueError: A non-positive count, a prefix that is not a plain
+                name, an unknown format, or chunks without a seed or in the
+                ``megatron`` format.
+            FileExistsError: ``output_dir`` already holds ``<prefix>_*`` files
+                of the format and ``overwrite`` is False.
         """
         super().__init__()
+        if file_format not in TOKEN_FILE_FORMATS:
+            raise ValueError(f"Token files are written as {' or '.join(TOKEN_FILE_FORMATS)}, not {file_format!r}.")
         if num_shards < 1:
             raise ValueError(f"num_shards must be at least 1 (got {num_shards}).")
+        if chunks is not None and chunks.size < 1:
+            raise ValueError(f"Chunks must hold at least one token (got {chunks.size}).")
+        if chunks is not None and seed is None:
+            raise ValueError(
+                "Shuffling chunks needs a seed (--shuffle_seed), so that the same input gives the same files."
+            )
+        if chunks is not None and file_format == "megatron":
+            raise ValueError("Megatron files hold whole documents: chunks are shuffled in .ds shards only.")
         if max_tokens_per_file is not None and max_tokens_per_file < 1:
             raise ValueError(f"max_tokens_per_file must be positive (got {max_tokens_per_file}).")
         if not _VALID_PREFIX.fullmatch(prefix):
             raise ValueError(f"The file name prefix {prefix!r} may only hold letters, digits and . _ = + -.")
         storage_options = dict(storage_options or {})
-        existing = _existing_shard_files(output_dir, prefix, storage_options)
+        existing = _existing_shard_files(output_dir, prefix, file_format, storage_options)
         if existing and not overwrite:
             raise FileExistsError(
-                f"{output_dir} already holds {len(existing)} token files named {prefix}_*.ds*: choose another "
+                f"{output_dir} already holds {len(existing)} token files named {prefix}_*: choose another "
                 "output or prefix, or pass overwrite=True (--overwrite) to replace them."
             )
         self._spec_args = dict(
@@ -294,8 +397,10 @@ class WriteTokenShards(beam.PTransform):
             output_dir=output_dir.rstrip("/"),
             prefix=prefix,
             tokenizer=tokenizer,
+            file_format=file_format,
             num_shards=num_shards,
             seed=seed,
+            chunks=chunks,
             max_tokens_per_file=max_tokens_per_file,
             overwrite=overwrite,
             storage_options=storage_options,
