@@ -18,6 +18,7 @@ __all__ = ["PIPELINES", "PipelineSpec", "all_pipeline_specs", "pipeline_spec"]
 #: Pipeline name -> the module declaring it.
 PIPELINES = {
     "convert": "beamtrove.pipelines.convert",
+    "decont_index": "beamtrove.pipelines.decont_index",
     "dedup": "beamtrove.pipelines.dedup",
     "extract": "beamtrove.pipelines.extract",
     "filter": "beamtrove.pipelines.filter",

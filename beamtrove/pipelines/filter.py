@@ -26,6 +26,7 @@ from beamtrove.pipelines.steps import (
     language_filter,
     url_filter,
 )
+from beamtrove.transforms.decont import NGramsDecontFilter
 from beamtrove.transforms.filters import (
     C4BadWordsFilter,
     C4QualityFilter,
@@ -34,7 +35,7 @@ from beamtrove.transforms.filters import (
     GopherRepetitionFilter,
 )
 
-__all__ = ["FILTER_STEPS", "SPEC", "C4BadWordsOptions", "FilterOptions", "StepChoice"]
+__all__ = ["FILTER_STEPS", "SPEC", "C4BadWordsOptions", "DecontOptions", "FilterOptions", "StepChoice"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,6 +74,26 @@ def _c4_badwords(options: PipelineOptions) -> DocumentStep:
     return filter_step(C4BadWordsFilter(own.badwords_dir, languages=languages))
 
 
+class DecontOptions(PipelineOptions):
+    """The decontamination indexes the decont step applies."""
+
+    _add_argparse_args = declared(
+        Option(
+            "decont_index",
+            "Comma-separated index folders written by `beamtrove run decont_index` (or DataTrove's "
+            "NGramsDecontIndexer). Needed by the decont step.",
+        ),
+    )
+
+
+def _decont(options: PipelineOptions) -> DocumentStep:
+    given = options.view_as(DecontOptions).decont_index
+    paths = [path.strip() for path in (given or "").split(",") if path.strip()]
+    if not paths:
+        raise ValueError("The decont step needs --decont_index, an index folder from `beamtrove run decont_index`.")
+    return filter_step(NGramsDecontFilter(paths))
+
+
 #: Step name -> the step, in the order ``--help`` lists them. Names are the steps' stats names.
 FILTER_STEPS: dict[str, StepChoice] = {
     "url_filter": StepChoice(url_filter, "UT1 URL blocklist, as FineWeb", URLFilterOptions),
@@ -82,6 +103,7 @@ FILTER_STEPS: dict[str, StepChoice] = {
     "c4_quality": StepChoice(fixed_filter(C4QualityFilter), "C4's line and document rules (DataTrove's defaults)"),
     "c4_badwords": StepChoice(_c4_badwords, "C4 bad-words lists", C4BadWordsOptions),
     "fineweb_quality": StepChoice(fixed_filter(FineWebQualityFilter), "FineWeb's quality rules"),
+    "decont": StepChoice(_decont, "benchmark n-gram decontamination", DecontOptions),
 }
 
 

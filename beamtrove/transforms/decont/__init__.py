@@ -1,0 +1,47 @@
+"""N-gram decontamination: an index of benchmark n-grams, built once, and the filter that applies it.
+
+:class:`BuildDecontIndex` (``beamtrove run decont_index``) hashes the
+n-grams of benchmark items given as local files; :class:`NGramsDecontFilter`
+(the ``decont`` step of ``beamtrove run filter``) drops documents holding one
+of them. Both follow DataTrove's ``NGramsDecontIndexer`` and
+``NGramsDecontFilter``; see :mod:`beamtrove.transforms.decont.index` for the
+index format.
+"""
+
+from beamtrove.transforms.decont.filter import NGramsDecontFilter
+from beamtrove.transforms.decont.index import (
+    HASHES_SUFFIX,
+    MANIFEST_FILE,
+    BuildDecontIndex,
+    DecontIndex,
+    IndexManifest,
+    read_manifest,
+    task_name,
+)
+from beamtrove.transforms.decont.ngrams import (
+    WORD_SPLITTERS,
+    DecontConfig,
+    benchmark_ngrams,
+    hash_ngram,
+    make_word_splitter,
+    normalize_text,
+    word_ngrams,
+)
+
+__all__ = [
+    "HASHES_SUFFIX",
+    "MANIFEST_FILE",
+    "WORD_SPLITTERS",
+    "BuildDecontIndex",
+    "DecontConfig",
+    "DecontIndex",
+    "IndexManifest",
+    "NGramsDecontFilter",
+    "benchmark_ngrams",
+    "hash_ngram",
+    "make_word_splitter",
+    "normalize_text",
+    "read_manifest",
+    "task_name",
+    "word_ngrams",
+]
