@@ -11,7 +11,7 @@ from beamtrove.transforms.filters.base import (
     load_once,
 )
 from beamtrove.transforms.filters.basic import LambdaFilter, LengthFilter, RegexFilter, SamplerFilter
-from beamtrove.transforms.filters.c4 import C4BadWordsFilter, C4QualityFilter
+from beamtrove.transforms.filters.c4 import C4BadWordsFilter, C4ParagraphFilter, C4QualityFilter
 from beamtrove.transforms.filters.fineweb import FineWebQualityFilter
 from beamtrove.transforms.filters.gopher import GopherQualityFilter, GopherRepetitionFilter
 from beamtrove.transforms.filters.language import LanguageFilter
@@ -20,6 +20,7 @@ from beamtrove.transforms.filters.url import URLFilter
 __all__ = [
     "FILTER_REASON_KEY",
     "C4BadWordsFilter",
+    "C4ParagraphFilter",
     "C4QualityFilter",
     "DocumentFilter",
     "DocumentFormatter",

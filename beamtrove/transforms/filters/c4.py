@@ -1,4 +1,4 @@
-"""C4's line-level cleaning and bad-words rule (Raffel et al. 2020, section 2.2)."""
+"""C4's line-level cleaning and bad-words rule (Raffel et al. 2020, section 2.2), and mC4's paragraph rule."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from beamtrove.fs import filesystem, read_lines
 from beamtrove.text import count_sentences
 from beamtrove.transforms.filters.base import DocumentFilter, Drop, Verdict
 
-__all__ = ["END_PUNCTUATION", "C4BadWordsFilter", "C4QualityFilter"]
+__all__ = ["END_PUNCTUATION", "C4BadWordsFilter", "C4ParagraphFilter", "C4QualityFilter"]
 
 _CITATION = re.compile(r"\[\d*\]|\[edit\]|\[citation needed\]")
 #: What a line that ends a sentence ends with, for C4 (and DataTrove's line statistics).
@@ -75,6 +75,28 @@ class C4QualityFilter(DocumentFilter):
         if sentences < self.min_num_sentences:
             return Drop("too_few_sentences")
         return dataclasses.replace(document, text="\n".join(kept_lines).strip())
+
+
+@dataclasses.dataclass
+class C4ParagraphFilter(DocumentFilter):
+    """Drops documents without ``min_paragraphs`` lines of ``min_paragraph_length`` characters or more.
+
+    mC4's paragraph rule (Xue et al. 2021), as DataTrove applies it: a
+    paragraph is a line (text between ``\\n`` characters), and its length
+    counts every character of it, spaces included. Drop reason:
+    ``< <min_paragraphs> paragraphs`` (DataTrove's).
+    """
+
+    name = "c4_paragraph"
+
+    min_paragraphs: int = 3
+    min_paragraph_length: int = 200
+
+    def filter(self, document: Document) -> Verdict:
+        long_lines = sum(len(line) >= self.min_paragraph_length for line in document.text.split("\n"))
+        if long_lines < self.min_paragraphs:
+            return Drop(f"< {self.min_paragraphs} paragraphs")
+        return document
 
 
 # Languages written without spaces, where a bad word may sit inside a longer word.

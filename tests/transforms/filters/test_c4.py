@@ -1,4 +1,4 @@
-"""C4's line cleaning and bad-words rule on real articles, pages and reviews."""
+"""C4's line cleaning, bad-words and paragraph rules on real articles, pages, reviews and speeches."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from apache_beam.testing.util import assert_that, equal_to
 
 from beamtrove.document import Document
-from beamtrove.transforms.filters import C4BadWordsFilter, C4QualityFilter, Drop, Filter
+from beamtrove.transforms.filters import C4BadWordsFilter, C4ParagraphFilter, C4QualityFilter, Drop, Filter
 from tests.conftest import require, run_and_collect
 from tests.transforms.filters.conftest import article, outcomes
 
@@ -190,6 +190,42 @@ def test_bad_words_languages_and_keep_fraction(words_dir, movie_reviews, udhr_te
     assert other_seed != kept
 
 
+# --- C4ParagraphFilter -------------------------------------------------------------------------------------
+
+TOO_FEW_PARAGRAPHS = Drop("< 3 paragraphs")  # DataTrove's reason
+
+
+def test_paragraph_rule_on_real_texts(ground_truth, inaugural):
+    rule = C4ParagraphFilter()
+    # Stadia's lines are 646, 383, 375, 280... characters long: three of 200 or more.
+    stadia = ground_truth[STADIA]["articleBody"]
+    assert run(rule, stadia).text == stadia
+    assert run(rule, inaugural["2009-Obama"]).text == inaugural["2009-Obama"]
+    # Washington's second address has two long paragraphs (455 and 330 characters); Vortex's article two (283,
+    # 255) and a blank line; GiveWell's one line of 419.
+    assert run(rule, inaugural["1793-Washington"]) == TOO_FEW_PARAGRAPHS
+    assert run(rule, ground_truth[VORTEX]["articleBody"]) == TOO_FEW_PARAGRAPHS
+    assert run(rule, article(ground_truth, "ac3c035520")["articleBody"]) == TOO_FEW_PARAGRAPHS
+    assert run(C4ParagraphFilter(min_paragraphs=2), inaugural["1793-Washington"]).text.startswith("Fellow citizens")
+    assert run(C4ParagraphFilter(min_paragraphs=2, min_paragraph_length=456), inaugural["1793-Washington"]) == Drop(
+        "< 2 paragraphs"
+    )
+
+
+def test_paragraph_length_boundaries(ground_truth):
+    rule = C4ParagraphFilter()
+    paragraph = ground_truth[STADIA]["articleBody"].split("\n")[0]
+    at_limit, short = paragraph[:200], paragraph[:199]
+    assert run(rule, "\n".join([at_limit] * 3)).text == "\n".join([at_limit] * 3)
+    assert run(rule, "\n".join([at_limit, at_limit, short])) == TOO_FEW_PARAGRAPHS
+    # Only "\n" separates paragraphs, and every character counts: a carriage return too, but not a "\n".
+    windows = "\r\n".join([short] * 3) + "\r"
+    assert run(rule, windows).text == windows
+    assert run(rule, "\n\n\n".join([short] * 3)) == TOO_FEW_PARAGRAPHS
+    assert run(rule, "\u2028".join([at_limit] * 3)) == TOO_FEW_PARAGRAPHS
+    assert run(rule, "") == TOO_FEW_PARAGRAPHS
+
+
 # --- Beam ---------------------------------------------------------------------------------------------------
 
 
@@ -245,3 +281,20 @@ def test_c4_filters_in_a_pipeline(ground_truth, movie_reviews, inaugural, words_
         "dropped.too_few_sentences": 1,
     }
     assert stats["c4_badwords"]["counters"] == {"in": 5, "out": 3, "dropped.badwords_en": 1, "errors.ValueError": 1}
+
+
+def test_paragraph_filter_in_a_pipeline(ground_truth, inaugural):
+    docs = [
+        Document(text=ground_truth[STADIA]["articleBody"], id="stadia"),
+        Document(text=inaugural["1793-Washington"], id="1793-Washington"),
+        Document(text=inaugural["2009-Obama"], id="2009-Obama"),
+    ]
+
+    def build(pipeline):
+        result = pipeline | beam.Create(docs) | Filter(C4ParagraphFilter())
+        assert_that(
+            outcomes(result),
+            equal_to([("kept", "stadia"), ("excluded", "1793-Washington", "< 3 paragraphs"), ("kept", "2009-Obama")]),
+        )
+
+    assert run_and_collect(build)["c4_paragraph"]["counters"] == {"in": 3, "out": 2, "dropped.< 3 paragraphs": 1}
