@@ -99,37 +99,48 @@ def _write_ipc(folder: pathlib.Path, rows: list[dict], stream: bool) -> None:
             writer.write_table(table, max_chunksize=_BATCH_ROWS)
 
 
+def prepare_as_hub_dataset(splits: dict[str, list[dict]], name: str, cache: pathlib.Path) -> pathlib.Path:
+    """Leaves ``splits`` in the datasets cache ``cache`` as ``load_dataset(name)`` leaves a hub dataset.
+
+    That is ``<owner>___<name>/default/0.0.0/<hash>/``; a local Parquet
+    builder writes the same files, which are then moved there. Returns that folder.
+    """
+    owner, dataset_name = name.split("/")
+    with tempfile.TemporaryDirectory(prefix="beamtrove-parquet-") as scratch:
+        files = {}
+        for split, rows in splits.items():
+            files[split] = [str(pathlib.Path(scratch, f"{split}.parquet"))]
+            pq.write_table(pa.Table.from_pylist(rows), files[split][0])
+        builder = Parquet(
+            cache_dir=str(cache),
+            dataset_name=dataset_name,
+            hash="0123456789abcdef",
+            data_files=DataFilesDict.from_local_or_remote(files, base_path=scratch),
+        )
+        builder.download_and_prepare()
+    # <cache>/<name as datasets spells it>/<config id>/0.0.0/<hash>
+    prepared = pathlib.Path(builder.cache_dir)
+    target = cache / f"{owner}___{prepared.parts[-4]}" / "default" / "0.0.0" / prepared.name
+    target.parent.mkdir(parents=True)
+    prepared.rename(target)
+    return target
+
+
 def _build(scratch: pathlib.Path, rows: list[dict]) -> dict[str, str]:
     """Stores ``rows`` in every layout; returns where each is."""
     cases = {name: str(scratch / name) for name in ("ipc-file", "ipc-stream", "ipc-flat", "hf-saved", "hf-dict")}
     _write_ipc(scratch / "ipc-file", rows, stream=False)
     _write_ipc(scratch / "ipc-stream", rows, stream=True)
-    _write_ipc(scratch / "ipc-flat", [_flat(row) for row in rows], stream=False)
-    flat = datasets.Dataset.from_list([_flat(row) for row in rows])
+    flat_rows = [_flat(row) for row in rows]
+    _write_ipc(scratch / "ipc-flat", flat_rows, stream=False)
+    flat = datasets.Dataset.from_list(flat_rows)
     flat.save_to_disk(cases["hf-saved"], num_shards=4)
     half = len(rows) // 2
     datasets.DatasetDict({"train": flat.select(range(half)), "test": flat.select(range(half, len(rows)))}).save_to_disk(
         cases["hf-dict"]
     )
-    # load_dataset prepares a hub dataset under <owner>___<name>/<config>/<version>/<hash>; a local
-    # Parquet builder writes the same files, which are then moved where the hub dataset's would be.
-    parquet_dir = scratch / "parquet"
-    parquet_dir.mkdir()
-    for split, part in (("train", rows[:half]), ("test", rows[half:])):
-        pq.write_table(pa.Table.from_pylist([_flat(row) for row in part]), parquet_dir / f"{split}.parquet")
     cache = scratch / "hf-cache"
-    files = {split: [str(parquet_dir / f"{split}.parquet")] for split in ("train", "test")}
-    builder = Parquet(
-        cache_dir=str(cache),
-        dataset_name=_HUB_NAME.split("/")[1],
-        hash="0123456789abcdef",
-        data_files=DataFilesDict.from_local_or_remote(files, base_path=str(scratch)),
-    )
-    builder.download_and_prepare()
-    (prepared,) = (cache / "extract-sample").glob("*/0.0.0/0123456789abcdef")
-    target = cache / _HUB_NAME.replace("/", "___") / "default" / "0.0.0" / prepared.name
-    target.parent.mkdir(parents=True)
-    prepared.rename(target)
+    prepare_as_hub_dataset({"train": flat_rows[:half], "test": flat_rows[half:]}, _HUB_NAME, cache)
     cases["hf-cache"] = _HUB_NAME
     cases["cache_dir"] = str(cache)
     return cases
