@@ -29,11 +29,13 @@ from beamtrove.pipelines.steps import (
 from beamtrove.transforms.decont import NGramsDecontFilter
 from beamtrove.transforms.filters import (
     C4BadWordsFilter,
+    C4ParagraphFilter,
     C4QualityFilter,
     FineWebQualityFilter,
     GopherQualityFilter,
     GopherRepetitionFilter,
 )
+from beamtrove.transforms.formatters import FTFYFormatter, PIIFormatter, SymbolLinesFormatter
 
 __all__ = ["FILTER_STEPS", "SPEC", "C4BadWordsOptions", "DecontOptions", "FilterOptions", "StepChoice"]
 
@@ -102,7 +104,11 @@ FILTER_STEPS: dict[str, StepChoice] = {
     "gopher_quality": StepChoice(fixed_filter(GopherQualityFilter), "Gopher quality rules"),
     "c4_quality": StepChoice(fixed_filter(C4QualityFilter), "C4's line and document rules (DataTrove's defaults)"),
     "c4_badwords": StepChoice(_c4_badwords, "C4 bad-words lists", C4BadWordsOptions),
+    "c4_paragraph": StepChoice(fixed_filter(C4ParagraphFilter), "mC4's paragraph rule: 3 lines of 200+ characters"),
     "fineweb_quality": StepChoice(fixed_filter(FineWebQualityFilter), "FineWeb's quality rules"),
+    "ftfy": StepChoice(fixed_filter(FTFYFormatter), "ftfy's encoding repairs (mojibake), DataTrove's settings"),
+    "symbol_lines": StepChoice(fixed_filter(SymbolLinesFormatter), "removal of lines made only of symbols"),
+    "pii": StepChoice(fixed_filter(PIIFormatter), "masking of e-mail and public IPv4 addresses"),
     "decont": StepChoice(_decont, "benchmark n-gram decontamination", DecontOptions),
 }
 
