@@ -27,7 +27,7 @@ from beamtrove.layout import (
 from beamtrove.options import BeamtroveOptions, Option, declared
 from beamtrove.pipelines.spec import Sink
 from beamtrove.transforms.readers import FileReader, ReadHuggingFace, ReadWarc, reader_for
-from beamtrove.transforms.tokens import WriteTokenShards
+from beamtrove.transforms.tokens import ChunkShuffle, WriteTokenShards
 from beamtrove.transforms.writers import WriteDeadLetters, WriteJsonl
 
 __all__ = [
@@ -240,8 +240,18 @@ def dead_letters_writer(output: str) -> WriteDeadLetters:
     return WriteDeadLetters(join(output, DEAD_LETTERS_DIR))
 
 
-def token_shards_sink(options: PipelineOptions, output: str, tokenizer: str) -> Sink:
-    """``.ds`` token shards laid out as the shard options ask, directly in ``output``.
+def token_shards_sink(
+    options: PipelineOptions,
+    output: str,
+    tokenizer: str,
+    *,
+    file_format: str = "ds",
+    chunks: ChunkShuffle | None = None,
+) -> Sink:
+    """Token files (``.ds`` shards, or Megatron datasets) laid out as the shard options ask, directly in ``output``.
+
+    ``chunks`` shuffles chunks of tokens instead of documents (see
+    :class:`~beamtrove.transforms.tokens.ChunkShuffle`).
 
     Raises:
         ValueError: Bad shard options.
@@ -250,8 +260,10 @@ def token_shards_sink(options: PipelineOptions, output: str, tokenizer: str) -> 
     writer = WriteTokenShards(
         output,
         tokenizer=tokenizer,
+        file_format=file_format,
         num_shards=shards.num_shards,
         seed=shards.shuffle_seed,
+        chunks=chunks,
         max_tokens_per_file=shards.max_tokens_per_file,
         prefix=shards.file_prefix,
     )

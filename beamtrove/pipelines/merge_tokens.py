@@ -3,7 +3,9 @@
 Reads shards written by beamtrove or DataTrove and writes them into
 ``--num_shards`` shards (split by ``--max_tokens_per_file``), shuffled across
 all inputs with ``--shuffle_seed``: what DataTrove's DocumentTokenizerMerger
-does, without funnelling every document through one process.
+does, without funnelling every document through one process. With
+``--context_shuffle WINDOW``, each output shard is cut into windows of WINDOW
+tokens which are shuffled: DataTrove's DocumentTokenizerContextShuffler.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from beamtrove.fs import InputFile
 from beamtrove.options import Option, declared
 from beamtrove.pipelines.common import ShardOptions, reader_settings, required_inputs, token_shards_sink
 from beamtrove.pipelines.spec import PipelineSpec, Sink
-from beamtrove.transforms.tokens import ReadTokenShards, shard_tokenizer
+from beamtrove.transforms.tokens import ChunkShuffle, ReadTokenShards, shard_tokenizer
 
 __all__ = ["SPEC", "MergeTokensOptions"]
 
@@ -31,6 +33,14 @@ class MergeTokensOptions(PipelineOptions):
             int,
             2,
             choices=(2, 4),
+        ),
+        Option(
+            "context_shuffle",
+            "Cut each output shard into windows of this many tokens and shuffle the windows with --shuffle_seed "
+            "(which it needs), as DataTrove's DocumentTokenizerContextShuffler (which uses 2049: a 2048-token "
+            "context and its next token). Documents stay in input order before they are cut; the last, shorter "
+            "window is dropped; the index keeps the document ends inside windows. Default: no windows.",
+            int,
         ),
     )
 
@@ -49,7 +59,9 @@ def _sink(options: PipelineOptions, output: str, files: Sequence[InputFile]) -> 
             "merge shards of one tokenizer at a time."
         )
     tokenizer = next(iter(described))[0] if described else "Unknown Tokenizer"
-    return token_shards_sink(options, output, tokenizer)
+    window = options.view_as(MergeTokensOptions).context_shuffle
+    chunks = None if window is None else ChunkShuffle(window, shuffle_documents=False)
+    return token_shards_sink(options, output, tokenizer, chunks=chunks)
 
 
 SPEC = PipelineSpec(

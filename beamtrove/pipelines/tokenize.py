@@ -1,8 +1,10 @@
-"""``beamtrove run tokenize``: JSONL/Parquet/CSV documents into ``.ds`` token shards.
+"""``beamtrove run tokenize``: JSONL/Parquet/CSV documents into ``.ds`` token shards or Megatron datasets.
 
 The shards (``<prefix>_<shard>_<part>.ds`` with ``.index``, ``.metadata`` and,
 with ``--loss_mask``, ``.loss``) land directly in ``--output``, where
-DataTrove's merger and readers find them; dead letters go to
+DataTrove's merger and readers find them. With ``--format megatron`` each
+shard is a Megatron-LM dataset instead, ``<prefix>_<shard>_<part>.bin`` and
+``.idx``, which Megatron-LM reads by that prefix. Dead letters go to
 ``<output>/dead_letters/`` and the stats (tokens, documents) to
 ``stats.json``.
 """
@@ -17,7 +19,13 @@ from beamtrove.fs import InputFile
 from beamtrove.options import Option, declared
 from beamtrove.pipelines.common import RowInputOptions, ShardOptions, row_reader, token_shards_sink
 from beamtrove.pipelines.spec import DocumentStep, PipelineSpec, Sink
-from beamtrove.transforms.tokens import DEFAULT_EOS_TOKEN, Tokenize, TokenizedDocument
+from beamtrove.transforms.tokens import (
+    DEFAULT_EOS_TOKEN,
+    TOKEN_FILE_FORMATS,
+    ChunkShuffle,
+    Tokenize,
+    TokenizedDocument,
+)
 
 __all__ = ["SPEC", "TokenizeOptions"]
 
@@ -39,6 +47,21 @@ class TokenizeOptions(PipelineOptions):
             flag=True,
         ),
         Option("tokenize_batch_size", "Documents encoded together. Default: 1000.", int, 1000),
+        Option(
+            "format",
+            "Token files to write: ds (DataTrove's .ds shards) or megatron (Megatron-LM's .bin + .idx datasets, "
+            "as DataTrove's MegatronDocumentTokenizer writes them; every shard option applies, --loss_mask and "
+            "--shuffle_chunk_size do not). Default: ds.",
+            default="ds",
+            choices=TOKEN_FILE_FORMATS,
+        ),
+        Option(
+            "shuffle_chunk_size",
+            "Shuffle chunks of this many tokens instead of whole documents, as DataTrove's shuffle_chunk_size: "
+            "each shard's documents are shuffled, cut into chunks (the last, shorter one is dropped) and the "
+            "chunks shuffled, both with --shuffle_seed, which it needs. Default: shuffle whole documents.",
+            int,
+        ),
     )
 
 
@@ -62,12 +85,25 @@ def _tokenize(options: PipelineOptions) -> DocumentStep:
 
 
 def _sink(options: PipelineOptions, output: str, files: Sequence[InputFile]) -> Sink:
-    return token_shards_sink(options, output, _tokenizer(options))
+    """The token files ``--format`` asks for.
+
+    Raises:
+        ValueError: An option the format cannot honour.
+    """
+    own = options.view_as(TokenizeOptions)
+    if own.format == "megatron":
+        for given, option in ((own.loss_mask, "--loss_mask"), (own.shuffle_chunk_size, "--shuffle_chunk_size")):
+            if given:
+                raise ValueError(
+                    f"Megatron datasets hold whole documents without loss masks: drop {option} or write --format ds."
+                )
+    chunks = None if own.shuffle_chunk_size is None else ChunkShuffle(own.shuffle_chunk_size)
+    return token_shards_sink(options, output, _tokenizer(options), file_format=own.format, chunks=chunks)
 
 
 SPEC = PipelineSpec(
     name="tokenize",
-    description="Tokenize JSONL/Parquet/CSV documents into DataTrove-compatible .ds token shards.",
+    description="Tokenize JSONL/Parquet/CSV documents into DataTrove-compatible .ds token shards or Megatron datasets.",
     options=(TokenizeOptions, ShardOptions, RowInputOptions),
     reader=row_reader,
     steps=(_tokenize,),
