@@ -1,8 +1,8 @@
-"""Extraction quality and speed of Trafilatura and Resiliparse on the article-extraction-benchmark.
+"""Extraction quality and speed of Trafilatura, Resiliparse and ReadabilityInscriptis.
 
-Runs both extractors, with beamtrove's defaults, on the 181 real article pages
-of ../shared/data/article-extraction-benchmark and scores each page's text
-against its gold ``articleBody``:
+Runs the three extractors, with beamtrove's defaults, on the 181 real article
+pages of ../shared/data/article-extraction-benchmark and scores each page's
+text against its gold ``articleBody``:
 
 * Token precision, recall and F1 per page, on bags of word tokens: the text is
   lowercased and split into ``\\w+`` runs, and the overlap is the multiset
@@ -16,7 +16,7 @@ against its gold ``articleBody``:
 
 Speed is documents per second of ``extract`` called in a plain loop in this
 one process, after ``setup`` and one warm-up pass, best of ``--repeats``
-passes; both extractors run in the same invocation, so the ratio compares
+passes; the extractors run in the same invocation, so the ratios compare
 them on the same machine and load. Extraction runs in the benchmark process,
 not through the ``Extract`` transform's sandbox, so the figures are the
 extractors' own costs.
@@ -37,7 +37,7 @@ import statistics
 import sys
 import time
 
-from beamtrove.transforms.extractors import Extractor, Resiliparse, Trafilatura
+from beamtrove.transforms.extractors import Extractor, ReadabilityInscriptis, Resiliparse, Trafilatura
 
 DATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data" / "article-extraction-benchmark"
 WORD = re.compile(r"\w+")
@@ -100,7 +100,7 @@ def main() -> None:
     print(f"{len(pages)} pages, {sum(len(html) for html in htmls) / 1e6:.1f} M characters of HTML")
 
     rows = []
-    for extractor in (Trafilatura(), Resiliparse()):
+    for extractor in (Trafilatura(), Resiliparse(), ReadabilityInscriptis()):
         extractor.setup()
         texts = [extractor.extract(html) for html in htmls]  # also the warm-up pass
         per_page = [scores(words(gold), words(text)) for (_, gold), text in zip(pages, texts, strict=True)]
@@ -134,7 +134,8 @@ def main() -> None:
         )
     speed = {row["name"]: row["docs_per_s"] for row in rows}
     print()
-    print(f"speed ratio resiliparse/trafilatura: {speed['resiliparse'] / speed['trafilatura']:.1f}x")
+    for name in ("resiliparse", "readability"):
+        print(f"speed ratio {name}/trafilatura: {speed[name] / speed['trafilatura']:.1f}x")
 
 
 if __name__ == "__main__":
