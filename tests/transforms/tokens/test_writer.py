@@ -1,14 +1,16 @@
-"""WriteTokenShards: order, shards, shuffling, file splits, atomic finalize."""
+"""WriteTokenShards: order, shards, shuffling, chunk shuffling, file splits, Megatron datasets, atomic finalize."""
 
 from __future__ import annotations
 
+import itertools
 import pathlib
+import struct
 
 import apache_beam as beam
 import numpy as np
 import pytest
 
-from beamtrove.transforms.tokens import TokenizedDocument, WriteTokenShards, humanized_token_count
+from beamtrove.transforms.tokens import ChunkShuffle, TokenizedDocument, WriteTokenShards, humanized_token_count
 from tests.conftest import run_and_collect
 
 TOKENIZER = "gpt2/tokenizer.json"
@@ -138,3 +140,84 @@ def test_bad_configuration_fails_at_construction(tmp_path):
         WriteTokenShards(str(tmp_path), tokenizer=TOKENIZER, max_tokens_per_file=0)
     with pytest.raises(ValueError, match="prefix"):
         WriteTokenShards(str(tmp_path), tokenizer=TOKENIZER, prefix="../up")
+
+
+def _chunk_files(documents, seed, size, shuffle_documents) -> tuple[bytes, list[int]]:
+    """The tokens and index DataTrove writes for chunk shuffling, from its definition: one generator, documents
+    permuted (or not), joined, cut into ``size``-token chunks (the rest dropped), chunks permuted; the index holds
+    every document end inside a chunk and every chunk end."""
+    generator = np.random.default_rng(seed)
+    if shuffle_documents:
+        documents = [documents[i] for i in generator.permutation(len(documents))]
+    stream = np.concatenate([d.tokens for d in documents])
+    ends = set(np.cumsum([len(d.tokens) for d in documents]).tolist())
+    count = len(stream) // size
+    tokens, index = [], []
+    for chunk in generator.permutation(count):
+        start = int(chunk) * size
+        tokens.append(stream[start : start + size].tobytes())
+        base = (len(index) and index[-1]) or 0
+        index += [base + end - start for end in sorted(ends) if start < end < start + size] + [base + size]
+    return b"".join(tokens), index
+
+
+@pytest.mark.parametrize("shuffle_documents", [True, False])
+def test_chunks_are_shuffled_as_datatrove_shuffles_them(tokenized, tmp_path, shuffle_documents):
+    stats = _write(tokenized, tmp_path, seed=3, chunks=ChunkShuffle(2049, shuffle_documents=shuffle_documents))
+    tokens, index = _chunk_files(tokenized, 3, 2049, shuffle_documents)
+    total = sum(len(d.tokens) for d in tokenized)
+    assert (total, total // 2049) == (347_788, 169)  # the last 1,507 tokens are dropped
+    assert (tmp_path / "tokens_00000_00000.ds").read_bytes() == tokens
+    assert np.frombuffer((tmp_path / "tokens_00000_00000.ds.index").read_bytes(), "<u8").tolist() == index
+    assert (tmp_path / "tokens_00000_00000.ds.metadata").read_text().splitlines()[1] == str(169 * 2049)
+    assert stats["counters"]["tokens"] == 169 * 2049
+    assert stats["counters"]["out"] == len(index)
+
+
+def test_chunk_parts_split_on_chunk_boundaries_and_a_short_shard_writes_nothing(tokenized, tmp_path):
+    _write(tokenized, tmp_path / "parts", seed=3, chunks=ChunkShuffle(2049), max_tokens_per_file=10_000)
+    tokens, _ = _chunk_files(tokenized, 3, 2049, True)
+    parts = sorted((tmp_path / "parts").glob("*.ds"))
+    assert [p.stat().st_size // 2 for p in parts] == [4 * 2049] * 42 + [2049]
+    assert b"".join(p.read_bytes() for p in parts) == tokens
+    _write(tokenized[:1], tmp_path / "short", seed=3, chunks=ChunkShuffle(len(tokenized[0].tokens) + 1))
+    assert not (tmp_path / "short").exists()
+
+
+def test_megatron_shards_hold_the_documents_in_order_as_bin_and_idx(tokenized, tmp_path):
+    stats = _write(tokenized, tmp_path, file_format="megatron", num_shards=2, max_tokens_per_file=60_000)
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert all(name.endswith((".bin", ".idx")) for name in names)
+    bins = [name for name in names if name.endswith(".bin")]
+    assert len(bins) == stats["counters"]["files"] > 2
+    assert [name[:-4] + ".idx" for name in bins] == [name for name in names if name.endswith(".idx")]
+    written = []
+    for name in bins:
+        data = (tmp_path / name).read_bytes()
+        idx = (tmp_path / name[:-4]).with_suffix(".idx").read_bytes()
+        sequences = struct.unpack_from("<Q", idx, 18)[0]
+        lengths = np.frombuffer(idx, "<i4", sequences, 34).tolist()
+        assert sum(lengths) <= 60_000 and sum(lengths) * 2 == len(data)
+        starts = np.cumsum([0, *lengths]).tolist()
+        written += [data[2 * s : 2 * e] for s, e in itertools.pairwise(starts)]
+    assert sorted(written) == sorted(d.tokens.tobytes() for d in tokenized)
+    assert stats["counters"]["out"] == 40
+
+
+def test_a_failed_megatron_run_leaves_no_final_file(tokenized, tmp_path):
+    masked = [TokenizedDocument(d.id, d.tokens, np.ones(len(d.tokens), np.uint8)) for d in tokenized[:3]]
+    with pytest.raises(Exception, match="no loss masks"):
+        _write(tokenized[3:] + masked, tmp_path, file_format="megatron")
+    finals = [p.name for p in tmp_path.iterdir() if not p.name.startswith(".beamtrove-tmp-")]
+    assert finals == []
+
+
+def test_bad_chunk_and_format_configuration_fails_at_construction(tmp_path):
+    with pytest.raises(ValueError, match="ds or megatron"):
+        WriteTokenShards(str(tmp_path), tokenizer=TOKENIZER, file_format="bin")
+    with pytest.raises(ValueError, match="--shuffle_seed"):
+        WriteTokenShards(str(tmp_path), tokenizer=TOKENIZER, chunks=ChunkShuffle(10))
+    with pytest.raises(ValueError, match="at least one token"):
+        WriteTokenShards(str(tmp_path), tokenizer=TOKENIZER, seed=1, chunks=ChunkShuffle(0))
+    with pytest.raises(ValueError, match="Megatron files hold whole documents"):
+        WriteTokenShards(str(tmp_path), tokenizer=TOKENIZER, seed=1, chunks=ChunkShuffle(10), file_format="megatron")
