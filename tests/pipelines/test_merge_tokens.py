@@ -1,15 +1,17 @@
-"""The merge_tokens pipeline: shards of one tokenizer in, re-sharded (and shuffled) shards out."""
+"""The merge_tokens pipeline: shards of one tokenizer in, re-sharded (and shuffled, or context-shuffled) shards out."""
 
 from __future__ import annotations
 
 import collections
 import pathlib
 
+import numpy as np
 import pytest
+from tokenizers import Tokenizer
 
 from beamtrove.cli import main
 from beamtrove.pipelines import pipeline_spec
-from tests.pipelines.conftest import shard_documents
+from tests.pipelines.conftest import EOS, shard_documents
 
 
 @pytest.fixture(scope="module")
@@ -51,3 +53,28 @@ def test_merging_is_a_global_step_shards_cannot_take():
     spec = pipeline_spec("merge_tokens")
     assert not spec.shard_safe and not spec.resumable
     assert spec.global_steps == "merging rewrites token shards across the whole input"
+
+
+def test_context_shuffle_moves_windows_of_the_documents_in_input_order(corpus, gpt2_path, tmp_path):
+    folder, texts = corpus
+    gpt2 = Tokenizer.from_file(gpt2_path)
+    stream = np.concatenate([np.array([*e.ids, EOS], dtype="<u2") for e in gpt2.encode_batch(texts)])
+    windows = [stream[start : start + 2049].tobytes() for start in range(0, len(stream) - 2048, 2049)]
+    expected = b"".join(windows[i] for i in np.random.default_rng(8).permutation(len(windows)))
+    unshuffled = tmp_path / "unshuffled"
+    argv = ["--input", str(folder), "--input_format", "jsonl", "--output", str(unshuffled), "--tokenizer", gpt2_path]
+    assert main(["run", "tokenize", *argv, "--max_tokens_per_file", "100000"]) == 0
+    assert len(list(unshuffled.glob("*.ds"))) == 6
+    out = tmp_path / "context"
+    options = ["--shuffle_seed", "8", "--context_shuffle", "2049"]
+    assert main(["run", "merge_tokens", "--input", str(unshuffled), "--output", str(out), *options]) == 0
+    assert len(windows) == 233
+    assert (out / "tokens_00000_00000.ds").read_bytes() == expected
+    ends = np.frombuffer((out / "tokens_00000_00000.ds.index").read_bytes(), "<u8")
+    assert set(range(2049, 233 * 2049 + 1, 2049)) <= set(ends.tolist()) and ends[-1] == 233 * 2049
+
+
+def test_context_shuffle_needs_a_seed(shards, tmp_path, capsys):
+    argv = ["--input", str(shards), "--output", str(tmp_path / "out"), "--context_shuffle", "2049"]
+    assert main(["run", "merge_tokens", *argv]) == 2
+    assert "needs a seed (--shuffle_seed)" in capsys.readouterr().err

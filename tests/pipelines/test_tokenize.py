@@ -95,3 +95,63 @@ def test_bad_configuration_fails_before_the_run_with_what_to_fix(corpus, gpt2_pa
     assert _tokenize(jsonl, tmp_path / "t", "--tokenizer", gpt2_path) == 0
     assert _tokenize(jsonl, tmp_path / "t", "--tokenizer", gpt2_path) == 2
     assert "--overwrite" in capsys.readouterr().err
+
+
+def _megatron_documents(folder: pathlib.Path) -> list[bytes]:
+    """Every document of every Megatron dataset in ``folder`` as token bytes, read from the .idx layout."""
+    found = []
+    for data_path in sorted(folder.glob("*.bin")):
+        data, index = data_path.read_bytes(), data_path.with_suffix(".idx").read_bytes()
+        assert index[:9] == b"MMIDIDX\x00\x00"
+        sequences = int.from_bytes(index[18:26], "little")
+        lengths = np.frombuffer(index, "<i4", sequences, 34)
+        pointers = np.frombuffer(index, "<i8", sequences, 34 + 4 * sequences)
+        found += [data[p : p + 2 * n] for p, n in zip(pointers.tolist(), lengths.tolist(), strict=True)]
+    return found
+
+
+def test_megatron_format_writes_bin_and_idx_per_shard(corpus, gpt2_path, tmp_path):
+    folder, texts = corpus
+    gpt2 = Tokenizer.from_file(gpt2_path)
+    expected = [np.array([*e.ids, EOS], dtype="<u2").tobytes() for e in gpt2.encode_batch(texts)]
+    out = tmp_path / "megatron"
+    assert _tokenize(folder, out, "--tokenizer", gpt2_path, "--format", "megatron") == 0
+    assert sorted(p.name for p in out.glob("tokens_*")) == ["tokens_00000_00000.bin", "tokens_00000_00000.idx"]
+    assert _megatron_documents(out) == expected
+    assert (out / "tokens_00000_00000.idx").stat().st_size == 9 + 25 + 20 * 60 + 8
+
+    shuffled = tmp_path / "shuffled"
+    options = ("--format", "megatron", "--num_shards", "2", "--shuffle_seed", "3", "--file_prefix", "udhr")
+    assert _tokenize(folder, shuffled, "--tokenizer", gpt2_path, *options) == 0
+    assert sorted(p.name for p in shuffled.glob("udhr_*")) == [
+        f"udhr_0000{n}_00000.{suffix}" for n in range(2) for suffix in ("bin", "idx")
+    ]
+    documents = _megatron_documents(shuffled)
+    assert collections.Counter(documents) == collections.Counter(expected) and documents != expected
+
+
+def test_chunk_shuffle_keeps_every_full_chunk_of_the_shuffled_documents(corpus, gpt2_path, tmp_path):
+    folder, texts = corpus
+    gpt2 = Tokenizer.from_file(gpt2_path)
+    documents = [np.array([*e.ids, EOS], dtype="<u2") for e in gpt2.encode_batch(texts)]
+    generator = np.random.default_rng(4)
+    stream = np.concatenate([documents[i] for i in generator.permutation(len(documents))])
+    chunks = [stream[start : start + 4096].tobytes() for start in range(0, len(stream) - 4095, 4096)]
+    expected = b"".join(chunks[i] for i in generator.permutation(len(chunks)))
+    out = tmp_path / "chunks"
+    options = ("--shuffle_seed", "4", "--shuffle_chunk_size", "4096")
+    assert _tokenize(folder, out, "--tokenizer", gpt2_path, *options) == 0
+    assert (len(stream), len(chunks)) == (478_719, 116)
+    assert (out / "tokens_00000_00000.ds").read_bytes() == expected
+
+
+def test_options_a_format_cannot_honour_fail_before_the_run(corpus, gpt2_path, tmp_path, capsys):
+    folder, _ = corpus
+    megatron = ("--tokenizer", gpt2_path, "--format", "megatron")
+    assert _tokenize(folder, tmp_path / "a", *megatron, "--loss_mask") == 2
+    assert "drop --loss_mask or write --format ds" in capsys.readouterr().err
+    assert _tokenize(folder, tmp_path / "b", *megatron, "--shuffle_seed", "1", "--shuffle_chunk_size", "9") == 2
+    assert "drop --shuffle_chunk_size" in capsys.readouterr().err
+    assert _tokenize(folder, tmp_path / "c", "--tokenizer", gpt2_path, "--shuffle_chunk_size", "9") == 2
+    assert "needs a seed (--shuffle_seed)" in capsys.readouterr().err
+    assert not any((tmp_path / name).exists() for name in "abc")
