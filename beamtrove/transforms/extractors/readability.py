@@ -1,4 +1,10 @@
-"""Main-text extraction with readability-lxml and inscriptis, as DataTrove's ``ReadabilityInscriptis``."""
+"""Main-text extraction with readability-lxml and inscriptis, as DataTrove's ``ReadabilityInscriptis``.
+
+DataTrove calls Hugging Face's fork of readability-lxml, which is on no package
+registry. readability-lxml 0.8.4.1 has the article finder of the commit the
+fork branched from (0.9 rewrote it); :class:`_Article` runs it with the
+fork's changes, so the texts are the same as DataTrove's.
+"""
 
 from __future__ import annotations
 
@@ -63,8 +69,8 @@ class _Article(readability.Document):
     :data:`_WIDGET_CLASSES` name.
     """
 
-    def _parse(self, input):
-        return _CLEANER.clean_html(input)
+    def _parse(self, page: lxml.html.HtmlElement) -> lxml.html.HtmlElement:
+        return _CLEANER.clean_html(page)
 
     def class_weight(self, e) -> int:
         weight = 0
@@ -103,8 +109,8 @@ class ReadabilityInscriptis(Extractor):
     ``<pre>``, ``<article>``, a ``<div>`` with a ``<br>`` child) that is no
     likely boilerplate and has at least ``min_text_length`` characters scores
     ``sqrt(length - min_text_length)``, and the page needs more than
-    ``min_text_score`` in all. DataTrove's default timeout is 0.1 s of wall-clock
-    time; ``Extract`` limits CPU time instead.
+    ``min_text_score`` in all. Tables, figures, forms, navigation and ad
+    widgets inside the article are left out of its text.
 
     Args:
         max_new_lines: Most consecutive line breaks kept in the text.
@@ -144,9 +150,8 @@ class ReadabilityInscriptis(Extractor):
         score = 0.0
         for block in page.cssselect(_READABLE_BLOCKS):
             features = block.get("class", "") + block.get("id", "")
-            if REGEXES["unlikelyCandidatesRe"].search(features) and not REGEXES["okMaybeItsACandidateRe"].search(
-                features
-            ):
+            unlikely = REGEXES["unlikelyCandidatesRe"].search(features)
+            if unlikely and not REGEXES["okMaybeItsACandidateRe"].search(features):
                 continue
             length = len(block.text_content())
             if length >= self.min_text_length:
