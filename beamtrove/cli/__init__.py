@@ -4,7 +4,8 @@
 ``stats`` prints a run's ``stats.json``, ``assets`` fetches the language
 model and URL blocklist (:mod:`beamtrove.cli.pipelines`); ``report`` writes
 a run's HTML report (:mod:`beamtrove.cli.report`); ``inspect`` shows the
-documents of an output in the terminal (:mod:`beamtrove.cli.inspect`); ``elastic`` runs
+documents of an output in the terminal (:mod:`beamtrove.cli.inspect`); ``train-classifier``
+trains a fastText quality classifier (:mod:`beamtrove.cli.train_classifier`); ``elastic`` runs
 shard-safe pipelines as independent workers (:mod:`beamtrove.cli.elastic`);
 ``runners`` obtains Prism and Flink and ``slurm`` runs a pipeline on a Flink
 cluster inside a Slurm job (:mod:`beamtrove.cli.runners`); ``dataflow``
@@ -27,7 +28,7 @@ import signal
 import sys
 
 from beamtrove import __version__
-from beamtrove.cli import dataflow, elastic, inspect, pipelines, report, runners, summary
+from beamtrove.cli import dataflow, elastic, inspect, pipelines, report, runners, summary, train_classifier
 from beamtrove.cli.parsing import INTERRUPTED
 from beamtrove.execution.elastic import ElasticError
 from beamtrove.options import ConfigurationError, SuggestingParser, did_you_mean
@@ -98,7 +99,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = SuggestingParser(prog="beamtrove", description="LLM pretraining data from web crawls, on Beam.")
     parser.add_argument("--version", action="version", version=f"beamtrove {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for group in (pipelines, inspect, report, summary, elastic, runners, dataflow):
+    for group in (pipelines, inspect, report, summary, train_classifier, elastic, runners, dataflow):
         group.add_commands(commands)
     return parser
 

@@ -1,0 +1,302 @@
+"""``beamtrove train-classifier``: a small fastText quality classifier from documents to keep and to drop.
+
+DCLM filters with a fastText classifier trained on high-quality text
+(positives) against ordinary web text (negatives). This command trains such
+a model from two sets of documents, for ``FastTextClassifierFilter`` (the
+``classifier`` step of ``beamtrove run filter``) to use. Texts are
+normalized as the filter normalizes them before predicting: stripped, line
+breaks replaced.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import itertools
+import math
+import pathlib
+import random
+import tempfile
+from collections.abc import Iterator, Sequence
+
+from beamtrove.cli.parsing import command
+from beamtrove.dead_letter import DeadLetter
+from beamtrove.fs import filesystem, join
+from beamtrove.layout import DOCUMENTS_DIR
+from beamtrove.options import ConfigurationError
+from beamtrove.transforms.readers import ReadWarc, reader_for
+
+__all__ = ["LabelScores", "TrainingSettings", "add_commands", "train_classifier"]
+
+_LABEL_PREFIX = "__label__"
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingSettings:
+    """How the classifier is trained: fastText's supervised defaults, with word bigrams and fewer hash buckets.
+
+    Attributes:
+        positive_label: Label of the documents to keep (without ``__label__``).
+        negative_label: Label of the others.
+        epoch: Passes over the training texts.
+        word_ngrams: Longest word n-gram used as a feature.
+        dim: Size of the word vectors.
+        bucket: Hash buckets of the n-grams; fastText's 2,000,000 make a
+            0.9 GB model at ``dim`` 100, which a small training set does not need.
+        lr: Learning rate.
+        min_count: Words seen fewer times are left out.
+        seed: Seeds the validation split, the order of the texts, the
+            balancing and fastText.
+        balance: Train on as many texts of each label: the larger set is
+            cut to a random sample the size of the smaller.
+        validation: Share of each set held out to measure the model.
+        newline_replacement: What replaces line breaks, as the filter's
+            option of that name (keep them equal).
+    """
+
+    positive_label: str = "hq"
+    negative_label: str = "lq"
+    epoch: int = 5
+    word_ngrams: int = 2
+    dim: int = 100
+    bucket: int = 200_000
+    lr: float = 0.1
+    min_count: int = 1
+    seed: int = 0
+    balance: bool = False
+    validation: float = 0.1
+    newline_replacement: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class LabelScores:
+    """How the model does on one label of the held-out texts.
+
+    Attributes:
+        label: The label, without ``__label__``.
+        held_out: Held-out texts of that label.
+        precision: Share of the texts predicted with the label that have it (NaN when none is).
+        recall: Share of the texts with the label predicted with it.
+    """
+
+    label: str
+    held_out: int
+    precision: float
+    recall: float
+
+
+def _line(label: str, text: str) -> str:
+    return f"{_LABEL_PREFIX}{label} {text}\n"
+
+
+def _split(texts: list[str], share: float, rng: random.Random) -> tuple[list[str], list[str]]:
+    """``(training, held out)``: ``share`` of ``texts``, drawn at random, held out."""
+    order = list(range(len(texts)))
+    rng.shuffle(order)
+    held = round(len(texts) * share)
+    return [texts[i] for i in order[held:]], [texts[i] for i in order[:held]]
+
+
+def train_classifier(
+    positive: Sequence[str],
+    negative: Sequence[str],
+    model_path: str | pathlib.Path,
+    settings: TrainingSettings = TrainingSettings(),
+    quantized_path: str | pathlib.Path | None = None,
+) -> list[LabelScores]:
+    """Trains a fastText classifier and writes it to ``model_path`` (and a quantized copy to ``quantized_path``).
+
+    Training is deterministic for a seed: one fastText thread, texts in an
+    order drawn from the seed.
+
+    Args:
+        positive: Texts of documents to keep.
+        negative: Texts of documents to drop.
+        model_path: Where to write the model (``.bin``), a local path.
+        settings: How to train.
+        quantized_path: Where to write the quantized model (``.ftz``), if wanted.
+
+    Returns:
+        The scores of the model on the held-out texts, per label (none
+        when nothing is held out).
+
+    Raises:
+        ValueError: A set has no text to train on.
+    """
+    import fasttext  # noqa: PLC0415 - only this command trains models
+
+    normalized = {
+        label: [text.strip().replace("\n", settings.newline_replacement) for text in texts]
+        for label, texts in ((settings.positive_label, positive), (settings.negative_label, negative))
+    }
+    rng = random.Random(settings.seed)
+    splits = {
+        label: _split([text for text in texts if text], settings.validation, rng) for label, texts in normalized.items()
+    }
+    if settings.balance:
+        fewest = min(len(learn) for learn, _ in splits.values())
+        splits = {label: (rng.sample(learn, fewest), held) for label, (learn, held) in splits.items()}
+    training, held_out = [], []
+    for label, (learn, held) in splits.items():
+        if not learn:
+            raise ValueError(f"No {label} document has text to train on once {settings.validation:.0%} is held out.")
+        training.extend(_line(label, text) for text in learn)
+        held_out.extend(_line(label, text) for text in held)
+    rng.shuffle(training)
+    with tempfile.TemporaryDirectory(prefix="beamtrove-train-") as folder:
+        training_file, held_out_file = pathlib.Path(folder, "train.txt"), pathlib.Path(folder, "held_out.txt")
+        training_file.write_text("".join(training), encoding="utf-8")
+        held_out_file.write_text("".join(held_out), encoding="utf-8")
+        try:
+            model = fasttext.train_supervised(
+                input=str(training_file),
+                epoch=settings.epoch,
+                wordNgrams=settings.word_ngrams,
+                dim=settings.dim,
+                bucket=settings.bucket,
+                lr=settings.lr,
+                minCount=settings.min_count,
+                seed=settings.seed,
+                thread=1,
+                verbose=0,
+            )
+        except RuntimeError as exc:  # fastText's only training error: its weights became NaN
+            raise ValueError(
+                f"fastText's training failed ({exc}); another --dim, --lr or --seed usually trains"
+            ) from None
+        model.save_model(str(model_path))
+        scores = _label_scores(model, held_out_file, held_out) if held_out else []
+        if quantized_path is not None:
+            model.quantize(input=str(training_file), retrain=False)
+            model.save_model(str(quantized_path))
+    return scores
+
+
+def _label_scores(model, held_out_file: pathlib.Path, held_out: list[str]) -> list[LabelScores]:
+    measured = model.test_label(str(held_out_file))
+    return [
+        LabelScores(
+            label.removeprefix(_LABEL_PREFIX),
+            sum(line.startswith(label + " ") for line in held_out),
+            scores["precision"],
+            scores["recall"],
+        )
+        for label, scores in sorted(measured.items())
+    ]
+
+
+def _texts(paths: list[str], limit: int | None) -> tuple[list[str], int]:
+    """The texts of the documents ``paths`` hold (at most ``limit``), and how many records could not be read.
+
+    A run's output folder stands for its ``documents/``.
+    """
+    folders = []
+    for path in paths:
+        fs, local = filesystem(path)
+        folders.append(join(path, DOCUMENTS_DIR) if fs.isdir(join(local, DOCUMENTS_DIR)) else path)
+    try:
+        reader_class = reader_for("auto", folders)
+        if reader_class is ReadWarc:
+            raise ValueError(f"{folders[0]}: WARC files hold pages; extract their text first (beamtrove run extract)")
+        reader = reader_class(folders, progress_interval=0)
+    except (FileNotFoundError, ValueError) as exc:
+        raise ConfigurationError(str(exc)) from None
+    unreadable = 0
+
+    def documents() -> Iterator[str]:
+        nonlocal unreadable
+        for file in reader.files:
+            for outcome in reader.read_file(file):
+                if isinstance(outcome, DeadLetter):
+                    unreadable += 1
+                else:
+                    yield outcome.text
+
+    texts = list(itertools.islice(documents(), limit))
+    return texts, unreadable
+
+
+def _train(args: argparse.Namespace, _: list[str]) -> int:
+    """Train a small fastText quality classifier from documents to keep (--positive) and to drop (--negative).
+
+    Each set is JSONL, Parquet or CSV files, folders or globs, or a run's
+    output folder (its documents/). Texts are stripped and their line breaks
+    replaced (--newline_replacement) as FastTextClassifierFilter does before
+    predicting, labelled __label__hq and __label__lq by default, and
+    --validation of each set is held out; --balance trains on as many
+    texts of each set. Training uses one fastText thread:
+    the same sets and --seed give the same model. Prints the held-out
+    precision and recall per label, and writes the model (.bin) to --output
+    and, with --quantize, a quantized copy beside it (.ftz). Use it with
+    `beamtrove run filter --steps classifier --classifier_model MODEL`.
+    """
+    settings = TrainingSettings(
+        positive_label=args.positive_label,
+        negative_label=args.negative_label,
+        epoch=args.epoch,
+        word_ngrams=args.word_ngrams,
+        dim=args.dim,
+        bucket=args.bucket,
+        lr=args.lr,
+        min_count=args.min_count,
+        seed=args.seed,
+        balance=args.balance,
+        validation=args.validation,
+        newline_replacement=args.newline_replacement,
+    )
+    if not 0 <= settings.validation < 1:
+        raise ConfigurationError(f"--validation is a share from 0 to below 1, not {settings.validation}.")
+    if settings.positive_label == settings.negative_label:
+        raise ConfigurationError(f"--positive_label and --negative_label are both {settings.positive_label!r}.")
+    model_path = pathlib.Path(args.output)
+    quantized_path = model_path.with_suffix(".ftz") if args.quantize else None
+    positive, positive_unreadable = _texts(args.positive, args.limit)
+    negative, negative_unreadable = _texts(args.negative, args.limit)
+    print(
+        f"documents: {len(positive)} {settings.positive_label} ({positive_unreadable} unreadable records), "
+        f"{len(negative)} {settings.negative_label} ({negative_unreadable} unreadable records)"
+    )
+    model_path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        scores = train_classifier(positive, negative, model_path, settings, quantized_path)
+    except ValueError as exc:
+        raise ConfigurationError(str(exc)) from None
+    for score in scores:
+        # fastText's precision of a label it never predicted is NaN.
+        precision = "none predicted" if math.isnan(score.precision) else f"{score.precision:.4f}"
+        print(f"held out {score.label}: {score.held_out} documents, precision {precision}, recall {score.recall:.4f}")
+    print(model_path)
+    if quantized_path is not None:
+        print(quantized_path)
+    return 0
+
+
+def add_commands(commands) -> None:
+    """Adds ``train-classifier`` to the tree."""
+    train = command(commands, "train-classifier", _train)
+    defaults = TrainingSettings()
+    train.add_argument("--positive", nargs="+", required=True, metavar="PATH", help="documents to keep")
+    train.add_argument("--negative", nargs="+", required=True, metavar="PATH", help="documents to drop")
+    train.add_argument("--output", required=True, help="where to write the model, a local .bin path")
+    train.add_argument("--quantize", action="store_true", help="also write a quantized model (.ftz) beside it")
+    train.add_argument("--positive_label", default=defaults.positive_label, help="default: %(default)s")
+    train.add_argument("--negative_label", default=defaults.negative_label, help="default: %(default)s")
+    train.add_argument("--epoch", type=int, default=defaults.epoch, help="default: %(default)s")
+    train.add_argument("--word_ngrams", type=int, default=defaults.word_ngrams, help="default: %(default)s")
+    train.add_argument("--dim", type=int, default=defaults.dim, help="default: %(default)s")
+    train.add_argument("--bucket", type=int, default=defaults.bucket, help="n-gram hash buckets; default: %(default)s")
+    train.add_argument("--lr", type=float, default=defaults.lr, help="default: %(default)s")
+    train.add_argument("--min_count", type=int, default=defaults.min_count, help="default: %(default)s")
+    train.add_argument("--seed", type=int, default=defaults.seed, help="default: %(default)s")
+    train.add_argument(
+        "--validation", type=float, default=defaults.validation, help="share held out; default: %(default)s"
+    )
+    train.add_argument(
+        "--balance", action="store_true", help="cut the larger set to a random sample the size of the smaller"
+    )
+    train.add_argument("--limit", type=int, help="read at most this many documents of each set")
+    train.add_argument(
+        "--newline_replacement",
+        default=defaults.newline_replacement,
+        help="what replaces line breaks; give the filter the same (DCLM: ' '); default: '' as DataTrove",
+    )
