@@ -35,9 +35,20 @@ from beamtrove.transforms.filters import (
     GopherQualityFilter,
     GopherRepetitionFilter,
 )
+from beamtrove.transforms.filters.classifier import FILTER_MODES, FastTextClassifierFilter
+from beamtrove.transforms.filters.unigram import UnigramLogProbFilter
 from beamtrove.transforms.formatters import FTFYFormatter, PIIFormatter, SymbolLinesFormatter
 
-__all__ = ["FILTER_STEPS", "SPEC", "C4BadWordsOptions", "DecontOptions", "FilterOptions", "StepChoice"]
+__all__ = [
+    "FILTER_STEPS",
+    "SPEC",
+    "C4BadWordsOptions",
+    "ClassifierOptions",
+    "DecontOptions",
+    "FilterOptions",
+    "StepChoice",
+    "UnigramOptions",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,6 +107,94 @@ def _decont(options: PipelineOptions) -> DocumentStep:
     return filter_step(NGramsDecontFilter(paths))
 
 
+class ClassifierOptions(PipelineOptions):
+    """The fastText classifier step's model and labels."""
+
+    _add_argparse_args = declared(
+        Option(
+            "classifier_model",
+            "fastText classifier (.bin or .ftz, path or fsspec URL), e.g. from `beamtrove train-classifier`. "
+            "Needed by the classifier step.",
+        ),
+        Option(
+            "classifier_labels",
+            "Comma-separated label:minimum pairs; a text is kept when one label scores at least its minimum. "
+            "Default: hq:0.5.",
+            default="hq:0.5",
+        ),
+        Option(
+            "classifier_remove_labels",
+            "Comma-separated label:minimum pairs; a text is removed when one label scores at least its minimum "
+            "(instead of --classifier_labels).",
+        ),
+        Option(
+            "classifier_mode",
+            "What is scored and kept or removed. Default: document.",
+            choices=FILTER_MODES,
+            default="document",
+        ),
+        Option(
+            "classifier_newline_replacement",
+            "What replaces line breaks before scoring; the one the model was trained with. Default: '' (DataTrove's).",
+            default="",
+        ),
+    )
+
+
+def _label_pairs(given: str, flag: str) -> list[tuple[str, float]]:
+    pairs = []
+    for pair in filter(None, (part.strip() for part in given.split(","))):
+        label, _, minimum = pair.rpartition(":")
+        try:
+            pairs.append((label, float(minimum)))
+        except ValueError:
+            raise ValueError(f"{flag} takes label:minimum pairs such as hq:0.5, not {pair!r}.") from None
+    return pairs
+
+
+def _classifier(options: PipelineOptions) -> DocumentStep:
+    own = options.view_as(ClassifierOptions)
+    if not own.classifier_model:
+        raise ValueError("The classifier step needs --classifier_model, a fastText classifier.")
+    remove = _label_pairs(own.classifier_remove_labels or "", "--classifier_remove_labels")
+    keep = [] if remove else _label_pairs(own.classifier_labels, "--classifier_labels")
+    return filter_step(
+        FastTextClassifierFilter(
+            own.classifier_model,
+            keep_labels=keep,
+            remove_labels=remove,
+            newline_replacement=own.classifier_newline_replacement,
+            filter_mode=own.classifier_mode,
+        )
+    )
+
+
+class UnigramOptions(PipelineOptions):
+    """The unigram log-probability step's table and threshold."""
+
+    _add_argparse_args = declared(
+        Option(
+            "unigram_table",
+            "word,count CSV table (path or fsspec URL), e.g. Google's 1T unigram_freq.csv that DataTrove downloads. "
+            "Default: wordfreq's English frequencies (pip install 'beamtrove[unigram]').",
+        ),
+        Option("unigram_threshold", "Average log probability a document must exceed. Default: -10.", float, -10.0),
+        Option(
+            "unigram_word_splitter",
+            "What splits words: beamtrove, or spacy as DataTrove (pip install 'beamtrove[spacy]'). Default: beamtrove.",
+            choices=("beamtrove", "spacy"),
+            default="beamtrove",
+        ),
+    )
+
+
+def _unigram(options: PipelineOptions) -> DocumentStep:
+    own = options.view_as(UnigramOptions)
+    return filter_step(
+        UnigramLogProbFilter(own.unigram_threshold, table=own.unigram_table, word_splitter=own.unigram_word_splitter)
+    )
+
+
 #: Step name -> the step, in the order ``--help`` lists them. Names are the steps' stats names.
 FILTER_STEPS: dict[str, StepChoice] = {
     "url_filter": StepChoice(url_filter, "UT1 URL blocklist, as FineWeb", URLFilterOptions),
@@ -110,6 +209,8 @@ FILTER_STEPS: dict[str, StepChoice] = {
     "symbol_lines": StepChoice(fixed_filter(SymbolLinesFormatter), "removal of lines made only of symbols"),
     "pii": StepChoice(fixed_filter(PIIFormatter), "masking of e-mail and public IPv4 addresses"),
     "decont": StepChoice(_decont, "benchmark n-gram decontamination", DecontOptions),
+    "classifier": StepChoice(_classifier, "any fastText classifier, label thresholds (DCLM-style)", ClassifierOptions),
+    "unigram_logprob": StepChoice(_unigram, "average unigram log probability of the words (peS2o)", UnigramOptions),
 }
 
 

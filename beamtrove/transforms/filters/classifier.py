@@ -113,7 +113,7 @@ class FastTextClassifierFilter(DocumentFilter):
             without spaCy.
     """
 
-    name = "fasttext_classifier"
+    name = "classifier"
     batch_size = 256
 
     def __init__(
@@ -196,5 +196,5 @@ class FastTextClassifierFilter(DocumentFilter):
                     per_label.setdefault(label, []).append(score)
             metadata = {**metadata, **{label: float(np.mean(values)) for label, values in per_label.items()}}
         if not text.strip():
-            return Drop("classifier", dataclasses.replace(document, metadata=metadata))
+            return Drop(self.name, dataclasses.replace(document, metadata=metadata))
         return dataclasses.replace(document, text=text, metadata=metadata)
