@@ -12,9 +12,11 @@ from beamtrove.transforms.filters.base import (
 )
 from beamtrove.transforms.filters.basic import LambdaFilter, LengthFilter, RegexFilter, SamplerFilter
 from beamtrove.transforms.filters.c4 import C4BadWordsFilter, C4ParagraphFilter, C4QualityFilter
+from beamtrove.transforms.filters.classifier import FastTextClassifierFilter
 from beamtrove.transforms.filters.fineweb import FineWebQualityFilter
 from beamtrove.transforms.filters.gopher import GopherQualityFilter, GopherRepetitionFilter
 from beamtrove.transforms.filters.language import LanguageFilter
+from beamtrove.transforms.filters.unigram import UnigramLogProbFilter
 from beamtrove.transforms.filters.url import URLFilter
 
 __all__ = [
@@ -25,6 +27,7 @@ __all__ = [
     "DocumentFilter",
     "DocumentFormatter",
     "Drop",
+    "FastTextClassifierFilter",
     "Filter",
     "FineWebQualityFilter",
     "GopherQualityFilter",
@@ -35,6 +38,7 @@ __all__ = [
     "RegexFilter",
     "SamplerFilter",
     "URLFilter",
+    "UnigramLogProbFilter",
     "Verdict",
     "excluded_output",
     "load_once",
