@@ -28,7 +28,13 @@ setup(
         # fasttext-numpy2 and not another fastText wheel: the others break with numpy 2.
         "fasttext-numpy2==0.10.4",
         "fsspec>=2024.2",
+        # DataTrove's FTFYFormatter.
+        "ftfy>=6.1,<7",
         "gcsfs>=2024.2",
+        # The ReadabilityInscriptis extractor lays the article out with inscriptis; its readerable check needs
+        # cssselect's :has().
+        "cssselect>=1.2",
+        "inscriptis>=2.7,<3",
         "isal>=1.6",
         # trafilatura needs lxml's HTML cleaner, a separate project since lxml 5.2.
         "lxml_html_clean>=0.4",
@@ -38,20 +44,35 @@ setup(
         "orjson>=3.9",
         "pyahocorasick>=2.1",
         "pyarrow>=15",
+        # The article finder DataTrove's ReadabilityInscriptis forks; 0.9 rewrote it.
+        "readability-lxml==0.8.4.1",
         "regex>=2024.4",
         "resiliparse==0.15.2",
         "tldextract>=5.1",
         "tokenizers>=0.20",
         "trafilatura==2.3.1",
         "warcio>=1.7.4",
+        # The 64-bit hash of DataTrove's decontamination indexes.
+        "xxhash>=3",
         "zstandard>=0.22",
     ],
     extras_require={
         "s3": ["s3fs>=2024.2"],
         # DataTrove's own word splitting, for word statistics equal to its WordStats (--summary_word_splitter spacy).
         "spacy": ["spacy>=3.7,<4"],
+        # English word frequencies, the default table of UnigramLogProbFilter.
+        "unigram": ["wordfreq>=3.1,<4"],
         "test": ["pytest>=8", "pytest-timeout>=2.3"],
-        "dev": ["dockerfile-parse==2.0.1", "pytest>=8", "pytest-timeout>=2.3", "ruff==0.17.6", "spacy>=3.7,<4"],
+        # datasets builds the Hugging Face datasets the hf reader's tests read.
+        "dev": [
+            "datasets>=2.19",
+            "dockerfile-parse==2.0.1",
+            "pytest>=8",
+            "pytest-timeout>=2.3",
+            "ruff==0.17.6",
+            "spacy>=3.7,<4",
+            "wordfreq>=3.1,<4",
+        ],
     },
     entry_points={"console_scripts": ["beamtrove=beamtrove.cli:main"]},
     classifiers=[
