@@ -81,14 +81,16 @@ def test_every_step_is_named_as_its_stats_and_takes_its_options_on_the_command_l
     assert spec.shard_safe and spec.resumable and spec.summary_stats
     options = {option_class.__name__ for option_class in spec.option_classes}
     assert all(choice.options is None or choice.options.__name__ in options for choice in FILTER_STEPS.values())
+    # The decont index and the classifier model are built by their own tests (test_decont_index, test_classifier).
+    names = [name for name in FILTER_STEPS if name not in ("decont", "classifier")]
     # A real bad-words list, under the language name the filter looks for.
     (tmp_path / "en").write_bytes((data_dir / "blocklists" / "ut1" / "banned_words.txt").read_bytes())
     parsed = parse(
         spec,
         [
-            *("--input", "x", "--output", "y", "--steps", ",".join(FILTER_STEPS)),
+            *("--input", "x", "--output", "y", "--steps", ",".join(names)),
             *("--lid_model", str(data_dir / "models" / "lid176" / "lid.176.ftz")),
             *("--url_blocklist", str(data_dir / "blocklists" / "ut1"), "--badwords_dir", str(tmp_path)),
         ],
     )
-    assert [make(parsed).name for make in spec.steps] == list(FILTER_STEPS)
+    assert [step.name for make in spec.steps if (step := make(parsed))] == names

@@ -17,9 +17,9 @@ from tests.conftest import require
 
 def test_the_registry_holds_every_pipeline_by_name():
     assert [spec.name for spec in all_pipeline_specs()] == sorted(PIPELINES)
-    assert {spec.name for spec in all_pipeline_specs() if spec.shard_safe} == {"convert", "extract", "fineweb"}
-    assert {spec.name for spec in all_pipeline_specs() if spec.resumable} == {"extract", "fineweb"}
-    with pytest.raises(ConfigurationError, match=r"Unknown pipeline 'finweb'; available: convert, dedup, extract"):
+    assert {spec.name for spec in all_pipeline_specs() if spec.shard_safe} == {"convert", "extract", "filter", "fineweb"}
+    assert {spec.name for spec in all_pipeline_specs() if spec.resumable} == {"extract", "filter", "fineweb"}
+    with pytest.raises(ConfigurationError, match=r"Unknown pipeline 'finweb'; available: convert, decont_index, dedup, extract"):
         pipeline_spec("finweb")
 
 

@@ -61,7 +61,7 @@ def test_booleans_and_runner():
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--input=x"], "--pipeline is missing: name one of convert, dedup"),
+        (["--input=x"], "--pipeline is missing: name one of convert, decont_index, dedup"),
         (["--pipeline=finweb"], "Unknown pipeline 'finweb'"),
         (["--pipeline=dedup", "--pipeline=convert"], "more than once, with different values: dedup, convert"),
         (["--pipeline=dedup", "--cluster_map=yes"], "--cluster_map takes true or false, not 'yes'"),
