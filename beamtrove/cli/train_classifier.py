@@ -11,9 +11,11 @@ breaks replaced.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import dataclasses
 import itertools
 import math
+import multiprocessing
 import pathlib
 import random
 import tempfile
@@ -107,7 +109,10 @@ def train_classifier(
     """Trains a fastText classifier and writes it to ``model_path`` (and a quantized copy to ``quantized_path``).
 
     Training is deterministic for a seed: one fastText thread, texts in an
-    order drawn from the seed.
+    order drawn from the seed, in a fresh process (fasttext-numpy2 starts
+    training from memory it does not clear, which in a process that has run
+    other work holds leftovers: its models then vary and it can fail with
+    NaN weights).
 
     Args:
         positive: Texts of documents to keep.
@@ -123,7 +128,7 @@ def train_classifier(
     Raises:
         ValueError: A set has no text to train on.
     """
-    import fasttext  # noqa: PLC0415 - only this command trains models
+    import fasttext  # noqa: PLC0415 - only this command reads the model it trained
 
     normalized = {
         label: [text.strip().replace("\n", settings.newline_replacement) for text in texts]
@@ -147,29 +152,43 @@ def train_classifier(
         training_file, held_out_file = pathlib.Path(folder, "train.txt"), pathlib.Path(folder, "held_out.txt")
         training_file.write_text("".join(training), encoding="utf-8")
         held_out_file.write_text("".join(held_out), encoding="utf-8")
-        try:
-            model = fasttext.train_supervised(
-                input=str(training_file),
-                epoch=settings.epoch,
-                wordNgrams=settings.word_ngrams,
-                dim=settings.dim,
-                bucket=settings.bucket,
-                lr=settings.lr,
-                minCount=settings.min_count,
-                seed=settings.seed,
-                thread=1,
-                verbose=0,
-            )
-        except RuntimeError as exc:  # fastText's only training error: its weights became NaN
-            raise ValueError(
-                f"fastText's training failed ({exc}); another --dim, --lr or --seed usually trains"
-            ) from None
-        model.save_model(str(model_path))
-        scores = _label_scores(model, held_out_file, held_out) if held_out else []
-        if quantized_path is not None:
-            model.quantize(input=str(training_file), retrain=False)
-            model.save_model(str(quantized_path))
-    return scores
+        spawn = multiprocessing.get_context("spawn")
+        with concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=spawn) as trainer:
+            quantized = None if quantized_path is None else str(quantized_path)
+            job = trainer.submit(_train_and_save, str(training_file), settings, str(model_path), quantized)
+            try:
+                job.result()
+            except RuntimeError as exc:  # fastText's only training error: its weights became NaN
+                raise ValueError(
+                    f"fastText's training failed ({exc}); another --dim, --lr or --seed usually trains"
+                ) from None
+        if not held_out:
+            return []
+        return _label_scores(fasttext.load_model(str(model_path)), held_out_file, held_out)
+
+
+def _train_and_save(
+    training_file: str, settings: TrainingSettings, model_path: str, quantized_path: str | None
+) -> None:
+    """Trains on ``training_file`` and writes the model (and its quantized copy); run in a fresh process."""
+    import fasttext  # noqa: PLC0415 - imported in the training process
+
+    model = fasttext.train_supervised(
+        input=training_file,
+        epoch=settings.epoch,
+        wordNgrams=settings.word_ngrams,
+        dim=settings.dim,
+        bucket=settings.bucket,
+        lr=settings.lr,
+        minCount=settings.min_count,
+        seed=settings.seed,
+        thread=1,
+        verbose=0,
+    )
+    model.save_model(model_path)
+    if quantized_path is not None:
+        model.quantize(input=training_file, retrain=False)
+        model.save_model(quantized_path)
 
 
 def _label_scores(model, held_out_file: pathlib.Path, held_out: list[str]) -> list[LabelScores]:

@@ -3,9 +3,8 @@
 The classifier learns US presidential speeches (State of the Union and
 inaugural addresses) as ``hq`` against the gold text of real web articles
 (article-extraction-benchmark) as ``lq``; every fourth speech and the last
-31 articles are held out and judged. The scores are those of fasttext-community
-0.11.9's training; fasttext-numpy2 0.10.4 trains from uninitialized memory
-(it fails with "Encountered NaN" at random and its models vary from run to run).
+31 articles are held out and judged. The scores are those of fasttext-numpy2
+0.10.4's training in a fresh process, which is how ``train_classifier`` trains.
 """
 
 from __future__ import annotations
@@ -63,11 +62,11 @@ def test_writes_every_label_score_under_its_full_name(model, held_out):
     rule.setup()
     jefferson, *_, last_article = rule.filter_batch([held_out[0], held_out[-1]])
     assert jefferson.text == held_out[0].text
-    assert round(jefferson.metadata["__label__hq"], 6) == 0.916467
-    assert round(jefferson.metadata["__label__lq"], 6) == 0.083553
+    assert round(jefferson.metadata["__label__hq"], 6) == 0.903683
+    assert round(jefferson.metadata["__label__lq"], 6) == 0.096337
     assert isinstance(last_article, Drop)
-    assert round(last_article.document.metadata["__label__lq"], 6) == 0.961806
-    assert round(last_article.document.metadata["__label__hq"], 6) == 0.038214
+    assert round(last_article.document.metadata["__label__lq"], 6) == 0.95392
+    assert round(last_article.document.metadata["__label__hq"], 6) == 0.0461
 
 
 def test_one_at_a_time_equals_batches(model, held_out):
@@ -92,7 +91,7 @@ def test_paragraph_mode_keeps_the_speech_and_removes_the_article(model, held_out
     kept = rule.filter(mixed)
     # The speech's lines (each a paragraph, with the blank line after the last), none of the article's.
     assert kept.text == speech + "\n\n"
-    assert round(kept.metadata["__label__hq"], 6) == 0.281802
+    assert round(kept.metadata["__label__hq"], 6) == 0.286873
 
 
 def test_sentence_mode_removes_the_articles_sentences(model, held_out):
