@@ -2,11 +2,15 @@
 
 Takes extracted documents (the JSONL output of ``beamtrove run extract``) and
 runs each block on every document on its own (not chained), in beamtrove and
-in DataTrove (in its own venv, with its defaults), in the same order: the PII
-formatter takes its placeholders in turn across documents, so the order
-matters. Prints, per block, the documents, how many texts (or keep/drop
-decisions and reasons) are identical, how many documents the block changed
-(or dropped), and the first differences.
+in DataTrove (in its own venv, with its defaults), in the same order.
+DataTrove's PII formatter carries its turn of placeholders over from one
+document to the next, beamtrove's starts it over in each document (a text
+must not depend on which documents a worker saw before): the row
+``pii, DataTrove per document`` compares beamtrove's PII texts with those of
+a fresh DataTrove formatter per document, which isolates the masking itself.
+Prints, per block, the documents, how many texts (or keep/drop decisions and
+reasons) are identical, how many documents the block changed (or dropped),
+and the first differences.
 
 Usage:
     python -m benchmarks.formatters_parity DOCUMENTS_DIR [--limit N] [--datatrove-venv PATH] [--show 5]
@@ -35,7 +39,10 @@ _BLOCKS = {
     "c4_paragraph": C4ParagraphFilter,
 }
 
-# Writes {block: {"results": {id: text or [reason]}, "seconds": s}} to argv[2]; a drop is a one-item list.
+_PII_PER_DOCUMENT = "pii, DataTrove per document"
+
+# Writes {block: {"results": {id: text or [reason]}, "seconds": s}} to argv[2] (argv[3] names the PII row of a
+# fresh formatter per document); a drop is a one-item list.
 _DATATROVE_SCRIPT = """
 import json, sys, time
 from datatrove.data import Document
@@ -59,6 +66,9 @@ for name, block in blocks.items():
         else:
             results[row["id"]] = block.format(row["text"])
     out[name] = {"results": results, "seconds": time.perf_counter() - started}
+started = time.perf_counter()
+results = {row["id"]: PIIFormatter().format(row["text"]) for row in rows}
+out[sys.argv[3]] = {"results": results, "seconds": time.perf_counter() - started}
 json.dump(out, open(sys.argv[2], "w", encoding="utf-8"))
 """
 
@@ -82,6 +92,7 @@ def _beamtrove_results(rows: list[dict]) -> dict:
             verdict = block.filter(Document(text=row["text"], id=row["id"]))
             results[row["id"]] = [verdict.reason] if isinstance(verdict, Drop) else verdict.text
         out[name] = {"results": results, "seconds": time.perf_counter() - started}
+    out[_PII_PER_DOCUMENT] = out["pii"]
     return out
 
 
@@ -91,7 +102,7 @@ def _datatrove_results(rows: list[dict], venv: pathlib.Path) -> dict:
         batch, result = pathlib.Path(scratch, "batch.jsonl"), pathlib.Path(scratch, "result.json")
         with batch.open("w", encoding="utf-8") as lines:
             lines.writelines(json.dumps(row) + "\n" for row in rows)
-        subprocess.run([str(python), "-c", _DATATROVE_SCRIPT, str(batch), str(result)], check=True)
+        subprocess.run([str(python), "-c", _DATATROVE_SCRIPT, str(batch), str(result), _PII_PER_DOCUMENT], check=True)
         return json.loads(result.read_text(encoding="utf-8"))
 
 
@@ -121,7 +132,7 @@ def main() -> None:
     print("| block | documents | identical | differ | changed / dropped by the block | beamtrove s | DataTrove s |")
     print("|---|---|---|---|---|---|---|")
     differences = {}
-    for name in _BLOCKS:
+    for name in (*_BLOCKS, _PII_PER_DOCUMENT):
         our_results, their_results = ours[name]["results"], theirs[name]["results"]
         differing = [doc_id for doc_id in texts if our_results[doc_id] != their_results[doc_id]]
         touched = sum(our_results[doc_id] != text for doc_id, text in texts.items())

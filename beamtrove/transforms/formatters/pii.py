@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import ipaddress
+import itertools
 import re
 from collections.abc import Callable, Sequence
 
@@ -55,23 +56,22 @@ def _placeholders(replacement: str | Sequence[str], option: str) -> tuple[str, .
 
 
 class _Masker:
-    """Replaces the matches of a pattern with placeholders taken in turn, across all the texts it masks."""
+    """Replaces the matches of a pattern with placeholders taken in turn, the turn starting over in each text."""
 
     def __init__(self, pattern: re.Pattern, placeholders: tuple[str, ...], accepts: Callable[[str], bool] | None):
         self._pattern = pattern
         self._placeholders = placeholders
         self._accepts = accepts
-        self._next = 0
-
-    def _replace(self, match: re.Match) -> str:
-        if self._accepts is not None and not self._accepts(match.group()):
-            return match.group()
-        placeholder = self._placeholders[self._next]
-        self._next = (self._next + 1) % len(self._placeholders)
-        return placeholder
 
     def mask(self, text: str) -> str:
-        return self._pattern.sub(self._replace, text)
+        turn = itertools.cycle(self._placeholders)
+
+        def replace(match: re.Match) -> str:
+            if self._accepts is not None and not self._accepts(match.group()):
+                return match.group()
+            return next(turn)
+
+        return self._pattern.sub(replace, text)
 
 
 class PIIFormatter(DocumentFormatter):
@@ -82,9 +82,9 @@ class PIIFormatter(DocumentFormatter):
     every dotted quad that is a valid IPv4 address (and, with
     ``only_remove_public_ips``, a global one: private, loopback and reserved
     ranges identify no one). Each kind of address is replaced by its
-    placeholders in turn, the turn carrying over from one document to the next
-    as in DataTrove, so which placeholder an address gets depends on the order
-    a worker formats documents in.
+    placeholders in turn, starting with the first in every document: DataTrove
+    carries the turn over from one document to the next, which makes a
+    document's text depend on the documents a worker formatted before it.
 
     Args:
         remove_emails: Mask e-mail addresses.
