@@ -93,7 +93,7 @@ def test_parse_refuses_other_pipelines_options_unknown_ones_and_bad_values():
     shared = "--input_format is an option of the convert and dedup and filter and stats and tokenize"
     with pytest.raises(ConfigurationError, match=shared):
         parse(fineweb, ["--input_format=jsonl"])
-    with pytest.raises(ConfigurationError, match="--resumable is an option of the extract and filter and fineweb pipeline"):
+    with pytest.raises(ConfigurationError, match="--resumable is an option of the extract and filter and fineweb"):
         parse(convert, ["--resumable"])
     with pytest.raises(
         ConfigurationError,

@@ -17,7 +17,7 @@ import numpy as np
 from beamtrove.document import Document
 from beamtrove.fs import filesystem
 from beamtrove.transforms.filters.base import DocumentFilter, Drop, Verdict, load_once
-from beamtrove.transforms.filters.language import _load_model
+from beamtrove.transforms.filters.language import load_fasttext_model
 
 __all__ = ["FILTER_MODES", "FastTextClassifierFilter", "LabelThresholds"]
 
@@ -156,7 +156,7 @@ class FastTextClassifierFilter(DocumentFilter):
             self._split = _paragraphs if self.filter_mode == "paragraph" else lambda text: [text]
 
     def _shared_model(self):
-        return load_once((FastTextClassifierFilter, self.model_path), lambda: _load_model(self.model_path))
+        return load_once((FastTextClassifierFilter, self.model_path), lambda: load_fasttext_model(self.model_path))
 
     def filter(self, document: Document) -> Verdict:
         return self.filter_batch([document])[0]

@@ -14,12 +14,13 @@ from beamtrove.document import Document
 from beamtrove.fs import filesystem, open_url
 from beamtrove.transforms.filters.base import DocumentFilter, Drop, Verdict, load_once
 
-__all__ = ["LanguageFilter", "UnknownLanguageError"]
+__all__ = ["LanguageFilter", "UnknownLanguageError", "load_fasttext_model"]
 
 _LABEL_PREFIX = "__label__"
 
 
-def _load_model(path: str):
+def load_fasttext_model(path: str):
+    """Loads a fastText model from a local or remote path (a remote one is copied to a local file first)."""
     fs, local = filesystem(path)
     if isinstance(fs, LocalFileSystem):
         return fasttext.load_model(local)
@@ -99,7 +100,7 @@ class LanguageFilter(DocumentFilter):
         self._model = self._shared_model()
 
     def _shared_model(self):
-        return load_once((LanguageFilter, self.model_path), lambda: _load_model(self.model_path))
+        return load_once((LanguageFilter, self.model_path), lambda: load_fasttext_model(self.model_path))
 
     def score(self, text: str, language: str) -> float:
         """The probability the model gives ``language`` for ``text``, read with line breaks as spaces."""

@@ -25,7 +25,7 @@ from beamtrove.document import Document
 from beamtrove.fs import filesystem, open_url
 from beamtrove.text import split_words
 from beamtrove.transforms.filters.base import DocumentFilter, Drop, Verdict, load_once
-from beamtrove.transforms.summary.words import WORD_SPLITTERS, _spacy_words
+from beamtrove.transforms.summary.words import WORD_SPLITTERS, spacy_words
 
 __all__ = ["UnigramLogProbFilter", "read_unigram_table", "wordfreq_unigram_counts"]
 
@@ -128,7 +128,7 @@ class UnigramLogProbFilter(DocumentFilter):
     def setup(self) -> None:
         self._log_probabilities = self._shared_log_probabilities()
         self._split: Callable[[str], Sequence[str]] = (
-            load_once((UnigramLogProbFilter, "spacy"), _spacy_words) if self.word_splitter == "spacy" else split_words
+            load_once((UnigramLogProbFilter, "spacy"), spacy_words) if self.word_splitter == "spacy" else split_words
         )
         self._unknown = float(np.log(_UNKNOWN_PROBABILITY))
 

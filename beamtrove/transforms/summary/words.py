@@ -10,13 +10,13 @@ from beamtrove.text import split_words
 from beamtrove.transforms.filters.gopher import GOPHER_STOP_WORDS
 from beamtrove.transforms.summary.base import StatsBlock, length_ratios, ratio
 
-__all__ = ["WORD_SPLITTERS", "WordStats"]
+__all__ = ["WORD_SPLITTERS", "WordStats", "spacy_words"]
 
 #: What splits a text into words: beamtrove's splitter, or spaCy's English tokenizer as DataTrove runs it.
 WORD_SPLITTERS = ("beamtrove", "spacy")
 
 
-def _spacy_words() -> Callable[[str], list[str]]:
+def spacy_words() -> Callable[[str], list[str]]:
     """DataTrove's English words: the tokens of a blank spaCy English pipeline, stripped, empty ones dropped."""
     import spacy  # noqa: PLC0415 - an optional dependency, loaded by the workers that use it
 
@@ -76,7 +76,7 @@ class WordStats(StatsBlock):
         return {**self.__dict__, "_split": None}
 
     def setup(self) -> None:
-        self._split = _spacy_words() if self.word_splitter == "spacy" else split_words
+        self._split = spacy_words() if self.word_splitter == "spacy" else split_words
 
     def extract(self, document: Document) -> dict[str, int | float]:
         if self._split is None:
