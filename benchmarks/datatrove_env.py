@@ -28,6 +28,8 @@ _STEPS = (
         "lxml_html_clean",
         "tokenizers",
         "fasttext-numpy2",
+        # The Hugging Face reader (readers_parity).
+        "datasets",
         "pyarrow",
     ],
     ["trafilatura==2.3.1", "lxml_html_clean"],

@@ -21,8 +21,9 @@ hub name and ``split`` for the cache, under ``HF_DATASETS_OFFLINE=1`` and
 the document counts and how many documents are identical (same id, text and
 metadata), and how many are identical once null metadata values count as
 absent keys (an Arrow struct gives every row every key of the column).
-DataTrove's readers need ``datasets`` in its venv
-(``<venv>/bin/pip install datasets``); building the layouts needs it here.
+DataTrove's readers need ``datasets`` in its venv (a new venv gets it; in
+an older one: ``<venv>/bin/pip install datasets``); building the layouts
+needs it here.
 
 Usage:
     python -m benchmarks.readers_parity DOCUMENTS_DIR [--limit N] [--datatrove-venv PATH] [--show 3]
