@@ -243,7 +243,7 @@ def _train(args: argparse.Namespace, _: list[str]) -> int:
     replaced (--newline_replacement) as FastTextClassifierFilter does before
     predicting, labelled __label__hq and __label__lq by default, and
     --validation of each set is held out; --balance trains on as many
-    texts of each set. Training uses one fastText thread:
+    texts of each set. Training uses one fastText thread, in a fresh process:
     the same sets and --seed give the same model. Prints the held-out
     precision and recall per label, and writes the model (.bin) to --output
     and, with --quantize, a quantized copy beside it (.ftz). Use it with
