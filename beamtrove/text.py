@@ -5,24 +5,36 @@ them with spaCy's rule-based English tokenizer; beamtrove reimplements the
 rules of that tokenizer that change these counts (see :func:`split_words`)
 without depending on spaCy, and works for any script: text without spaces
 (Chinese, Japanese, Thai, ...) is split into one token per character, the unit
-those rules can still count.
+those rules can still count. Where exact agreement with DataTrove matters more
+(text in other languages, where spaCy's English exceptions such as ``im`` →
+``i m`` and ``cannot`` → ``can not`` apply too), :func:`word_splitter` gives
+spaCy's tokenizer itself, by name.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib.util
 import sys
 import unicodedata
+from collections.abc import Callable, Sequence
 
 import regex
 
 __all__ = [
     "TERMINAL_PUNCTUATION",
+    "WORD_SPLITTERS",
+    "check_word_splitter",
     "count_sentences",
     "find_duplicates",
     "is_punctuation",
     "split_words",
+    "word_splitter",
 ]
+
+#: Names of the word splitters: ``beamtrove`` (:func:`split_words`) and ``spacy`` (the tokens of spaCy's blank
+#: English pipeline, stripped, empty ones dropped: DataTrove's words; needs ``pip install 'beamtrove[spacy]'``).
+WORD_SPLITTERS: tuple[str, ...] = ("beamtrove", "spacy")
 
 #: Unicode's sentence terminals (``.``, ``!``, ``?``, ``。``, ``।``, ...).
 TERMINAL_PUNCTUATION: tuple[str, ...] = tuple(
@@ -157,6 +169,40 @@ def split_words(text: str) -> tuple[str, ...]:
     # The filters of one pipeline split the same text in turn: the cache saves
     # all but the first.
     return _split_cached(text)
+
+
+def check_word_splitter(name: str) -> None:
+    """Fails fast on a word splitter this process cannot make.
+
+    Raises:
+        ValueError: An unknown name, or ``spacy`` without spaCy installed.
+    """
+    if name not in WORD_SPLITTERS:
+        raise ValueError(f"The word splitter is one of {', '.join(WORD_SPLITTERS)}, not {name!r}.")
+    if name == "spacy" and importlib.util.find_spec("spacy") is None:
+        raise ValueError("Splitting words with spaCy needs it installed: pip install 'beamtrove[spacy]'.")
+
+
+@functools.cache
+def word_splitter(name: str) -> Callable[[str], Sequence[str]]:
+    """The word splitter called ``name`` (one of :data:`WORD_SPLITTERS`), made once per process.
+
+    Raises:
+        ValueError: An unknown name, or ``spacy`` without spaCy installed.
+    """
+    check_word_splitter(name)
+    if name == "beamtrove":
+        return split_words
+    import spacy  # noqa: PLC0415 - an optional dependency, loaded by the processes that split with it
+
+    tokenizer = spacy.blank("en").tokenizer
+
+    # As split_words: the filters of one pipeline split the same text in turn.
+    @functools.lru_cache(maxsize=8)
+    def words(text: str) -> tuple[str, ...]:
+        return tuple(word for word in (token.text.strip() for token in tokenizer(text)) if word)
+
+    return words
 
 
 def count_sentences(text: str) -> int:

@@ -42,13 +42,8 @@ import zipfile
 import numpy as np
 
 from beamtrove.document import Document
-from beamtrove.transforms.decont import (
-    NGramsDecontFilter,
-    hash_ngram,
-    make_word_splitter,
-    normalize_text,
-    word_ngrams,
-)
+from beamtrove.text import word_splitter
+from beamtrove.transforms.decont import NGramsDecontFilter, hash_ngram, normalize_text, word_ngrams
 from beamtrove.transforms.filters import Drop
 from benchmarks.datatrove_env import DEFAULT_VENV, datatrove_python
 
@@ -218,8 +213,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"common {len(own & reference)}"
             )
 
-        spacy_words = make_word_splitter("spacy")
-        beamtrove_words = make_word_splitter("beamtrove")
+        spacy_words = word_splitter("spacy")
+        beamtrove_words = word_splitter("beamtrove")
         same_text = same_spacy = same_beamtrove = 0
         for row in rows:
             text, hashes = datatrove["shingles"][row["id"]]

@@ -12,7 +12,15 @@ import zipfile
 
 import pytest
 
-from beamtrove.text import TERMINAL_PUNCTUATION, count_sentences, find_duplicates, is_punctuation, split_words
+from beamtrove.text import (
+    TERMINAL_PUNCTUATION,
+    check_word_splitter,
+    count_sentences,
+    find_duplicates,
+    is_punctuation,
+    split_words,
+    word_splitter,
+)
 from tests.conftest import require
 
 
@@ -135,6 +143,27 @@ def test_scripts_without_spaces_split_per_character(udhr_texts):
     han = [token for token in split_words(chinese) if "\u4e00" <= token[0] <= "\u9fff"]
     assert han and all(len(token) == 1 for token in han)
     assert len(han) == sum("\u4e00" <= char <= "\u9fff" for char in chinese)
+
+
+def test_spacy_splitter_keeps_runs_whole_and_applies_english_exceptions(udhr_texts):
+    pytest.importorskip("spacy", reason="word_splitter('spacy') needs spaCy: pip install 'beamtrove[spacy]'")
+    spacy_words = word_splitter("spacy")
+    assert word_splitter("beamtrove") is split_words and word_splitter("spacy") is spacy_words
+    line = "1948 年 12 月 10 日，联合国大会通过并颁布《世界人权宣言》。"
+    assert line in udhr_texts["cmn_hans"]
+    assert spacy_words(line) == ("1948", "年", "12", "月", "10", "日，联合国大会通过并颁布《世界人权宣言", "》", "。")
+    # German "im" is English "I'm" written without its apostrophe to spaCy's English tokenizer.
+    german = "sollen einander im Geist der Brüderlichkeit begegnen."
+    assert german in udhr_texts["deu"]
+    assert spacy_words(german) == ("sollen", "einander", "i", "m", "Geist", "der", "Brüderlichkeit", "begegnen", ".")
+    assert split_words(german) == ("sollen", "einander", "im", "Geist", "der", "Brüderlichkeit", "begegnen", ".")
+
+
+def test_unknown_word_splitters_are_refused():
+    with pytest.raises(ValueError, match="The word splitter is one of beamtrove, spacy, not 'nltk'"):
+        word_splitter("nltk")
+    with pytest.raises(ValueError, match="not 'SPACY'"):
+        check_word_splitter("SPACY")
 
 
 def test_count_sentences_on_real_text(corpora, udhr_texts):

@@ -18,7 +18,8 @@ from beamtrove.fs import InputFile
 from beamtrove.options import Option, declared
 from beamtrove.pipelines.common import reader_settings, required_inputs
 from beamtrove.pipelines.spec import PipelineSpec, Sink
-from beamtrove.transforms.decont import WORD_SPLITTERS, BuildDecontIndex, DecontConfig
+from beamtrove.text import WORD_SPLITTERS
+from beamtrove.transforms.decont import BuildDecontIndex, DecontConfig
 from beamtrove.transforms.decont.text_items import TEXT_SUFFIXES, ReadTextItems
 from beamtrove.transforms.readers import FileReader, ReadWarc, reader_for
 

@@ -21,10 +21,12 @@ from beamtrove.pipelines.spec import DocumentStep, PipelineSpec
 from beamtrove.pipelines.steps import (
     LanguageOptions,
     URLFilterOptions,
+    WordSplitterOptions,
     filter_step,
     fixed_filter,
     language_filter,
     url_filter,
+    word_counting_filter,
 )
 from beamtrove.transforms.decont import NGramsDecontFilter
 from beamtrove.transforms.filters import (
@@ -199,12 +201,18 @@ def _unigram(options: PipelineOptions) -> DocumentStep:
 FILTER_STEPS: dict[str, StepChoice] = {
     "url_filter": StepChoice(url_filter, "UT1 URL blocklist, as FineWeb", URLFilterOptions),
     "language_filter": StepChoice(language_filter, "fastText language ID", LanguageOptions),
-    "gopher_repetition": StepChoice(fixed_filter(GopherRepetitionFilter), "Gopher repetition rules"),
-    "gopher_quality": StepChoice(fixed_filter(GopherQualityFilter), "Gopher quality rules"),
+    "gopher_repetition": StepChoice(
+        word_counting_filter(GopherRepetitionFilter), "Gopher repetition rules", WordSplitterOptions
+    ),
+    "gopher_quality": StepChoice(
+        word_counting_filter(GopherQualityFilter), "Gopher quality rules", WordSplitterOptions
+    ),
     "c4_quality": StepChoice(fixed_filter(C4QualityFilter), "C4's line and document rules (DataTrove's defaults)"),
     "c4_badwords": StepChoice(_c4_badwords, "C4 bad-words lists", C4BadWordsOptions),
     "c4_paragraph": StepChoice(fixed_filter(C4ParagraphFilter), "mC4's paragraph rule: 3 lines of 200+ characters"),
-    "fineweb_quality": StepChoice(fixed_filter(FineWebQualityFilter), "FineWeb's quality rules"),
+    "fineweb_quality": StepChoice(
+        word_counting_filter(FineWebQualityFilter), "FineWeb's quality rules", WordSplitterOptions
+    ),
     "ftfy": StepChoice(fixed_filter(FTFYFormatter), "ftfy's encoding repairs (mojibake), DataTrove's settings"),
     "symbol_lines": StepChoice(fixed_filter(SymbolLinesFormatter), "removal of lines made only of symbols"),
     "pii": StepChoice(fixed_filter(PIIFormatter), "masking of e-mail and public IPv4 addresses"),

@@ -24,10 +24,12 @@ from beamtrove.pipelines.spec import DocumentStep, PipelineSpec
 from beamtrove.pipelines.steps import (
     LanguageOptions,
     URLFilterOptions,
+    WordSplitterOptions,
     extraction,
     fixed_filter,
     language_filter,
     url_filter,
+    word_counting_filter,
 )
 from beamtrove.transforms.filters import (
     C4QualityFilter,
@@ -101,7 +103,7 @@ SPEC = PipelineSpec(
     name="fineweb",
     description="FineWeb's filtering stack: URL blocklist, trafilatura extraction, language ID, Gopher repetition "
     "and quality, C4 quality and FineWeb quality filters, over WARC files.",
-    options=(FineWebOptions, URLFilterOptions, LanguageOptions, ExtractionOptions),
+    options=(FineWebOptions, URLFilterOptions, LanguageOptions, ExtractionOptions, WordSplitterOptions),
     read_label="ReadWarc",
     reader=_reader,
     steps=(
@@ -110,11 +112,11 @@ SPEC = PipelineSpec(
         url_filter,
         extraction,
         language_filter,
-        fixed_filter(GopherRepetitionFilter),
-        fixed_filter(GopherQualityFilter),
+        word_counting_filter(GopherRepetitionFilter),
+        word_counting_filter(GopherQualityFilter),
         # FineWeb kept lines without terminal punctuation.
         fixed_filter(C4QualityFilter, filter_no_terminal_punct=False),
-        fixed_filter(FineWebQualityFilter),
+        word_counting_filter(FineWebQualityFilter),
     ),
     sink=documents_sink,
     output=_output,

@@ -15,6 +15,7 @@ from beamtrove.assets import default_lid_model, default_url_blocklist
 from beamtrove.options import Option, declared
 from beamtrove.pipelines.common import ExtractionOptions
 from beamtrove.pipelines.spec import DocumentStep
+from beamtrove.text import WORD_SPLITTERS
 from beamtrove.transforms.extractors import Extract, Extractor, ReadabilityInscriptis, Resiliparse, Trafilatura
 from beamtrove.transforms.filters import DocumentFilter, Filter, LanguageFilter, URLFilter
 from beamtrove.transforms.filters.language import UnknownLanguageError
@@ -23,11 +24,13 @@ __all__ = [
     "EXTRACTOR_CLASSES",
     "LanguageOptions",
     "URLFilterOptions",
+    "WordSplitterOptions",
     "extraction",
     "filter_step",
     "fixed_filter",
     "language_filter",
     "url_filter",
+    "word_counting_filter",
 ]
 
 
@@ -60,6 +63,22 @@ class LanguageOptions(PipelineOptions):
             default="en",
         ),
         Option("language_threshold", "Minimum language score. Default: 0.65.", float, 0.65),
+    )
+
+
+class WordSplitterOptions(PipelineOptions):
+    """What splits words for the Gopher and FineWeb quality rules."""
+
+    _add_argparse_args = declared(
+        Option(
+            "word_splitter",
+            "What splits words for the Gopher repetition, Gopher quality and FineWeb quality rules: beamtrove "
+            "(spaCy's English rules without spaCy; text without spaces counts a word per character) or spacy "
+            "(spaCy's English tokenizer, as DataTrove: its decisions on text in any language; needs pip install "
+            "'beamtrove[spacy]'). Default: beamtrove.",
+            default="beamtrove",
+            choices=WORD_SPLITTERS,
+        ),
     )
 
 
@@ -114,5 +133,14 @@ def fixed_filter(rule_class: type[DocumentFilter], **settings) -> Callable[[Pipe
 
     def make(options: PipelineOptions) -> DocumentStep:
         return filter_step(rule_class(**settings))
+
+    return make
+
+
+def word_counting_filter(rule_class: type[DocumentFilter], **settings) -> Callable[[PipelineOptions], DocumentStep]:
+    """A step factory for a filter that counts words, split by the splitter ``--word_splitter`` names."""
+
+    def make(options: PipelineOptions) -> DocumentStep:
+        return filter_step(rule_class(**settings, word_splitter=options.view_as(WordSplitterOptions).word_splitter))
 
     return make

@@ -19,6 +19,7 @@ from beamtrove.layout import SUMMARY_STATS_DIR
 from beamtrove.options import Option, declared
 from beamtrove.pipelines.common import RowInputOptions, row_reader
 from beamtrove.pipelines.spec import PipelineSpec, Sink
+from beamtrove.text import WORD_SPLITTERS
 from beamtrove.transforms.summary import (
     DEFAULT_GROUPS,
     DEFAULT_TOP_K,
@@ -33,7 +34,6 @@ from beamtrove.transforms.summary import (
     TokenStats,
     WordStats,
 )
-from beamtrove.transforms.summary.words import WORD_SPLITTERS
 
 __all__ = [
     "BLOCKS",

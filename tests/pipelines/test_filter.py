@@ -59,6 +59,37 @@ def test_steps_run_in_the_order_given_and_drop_what_each_filter_drops(review_doc
     assert stats["steps"]["gopher_quality"]["counters"]["out"] == len(kept)
 
 
+def test_word_splitter_spacy_gives_datatrove_decisions_on_text_without_spaces(udhr_texts, tmp_path):
+    pytest.importorskip("spacy", reason="--word_splitter spacy needs spaCy: pip install 'beamtrove[spacy]'")
+    # DataTrove 0.10.1's GopherQualityFilter() (spaCy words) on these declarations: Japanese and Thai words are
+    # runs of characters, too long on average, and Dzongkha has too few of them; beamtrove's own splitter
+    # counts a word per character in these scripts, too short on average. Both agree on German.
+    languages = ("deu", "dzo", "jpn", "tha")
+    rows = [json.dumps({"id": language, "text": udhr_texts[language]}) for language in languages]
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "udhr.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    argv = ["run", "filter", "--input", str(tmp_path / "in"), "--steps", "gopher_quality"]
+    assert main([*argv, "--output", str(tmp_path / "spacy"), "--word_splitter", "spacy"]) == 0
+    assert main([*argv, "--output", str(tmp_path / "default")]) == 0
+
+    def reasons(output):
+        excluded = jsonl_rows(output / "excluded" / "gopher_quality")
+        return {row["id"]: row["metadata"]["filter_reason"] for row in excluded}
+
+    assert reasons(tmp_path / "spacy") == {
+        "deu": "gopher_enough_stop_words",
+        "dzo": "gopher_short_doc",
+        "jpn": "gopher_above_avg_threshold",
+        "tha": "gopher_above_avg_threshold",
+    }
+    assert reasons(tmp_path / "default") == {
+        "deu": "gopher_enough_stop_words",
+        "dzo": "gopher_below_avg_threshold",
+        "jpn": "gopher_below_avg_threshold",
+        "tha": "gopher_below_avg_threshold",
+    }
+
+
 @pytest.mark.parametrize(
     ("steps", "message"),
     [

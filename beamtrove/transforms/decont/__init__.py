@@ -18,20 +18,11 @@ from beamtrove.transforms.decont.index import (
     read_manifest,
     task_name,
 )
-from beamtrove.transforms.decont.ngrams import (
-    WORD_SPLITTERS,
-    DecontConfig,
-    benchmark_ngrams,
-    hash_ngram,
-    make_word_splitter,
-    normalize_text,
-    word_ngrams,
-)
+from beamtrove.transforms.decont.ngrams import DecontConfig, benchmark_ngrams, hash_ngram, normalize_text, word_ngrams
 
 __all__ = [
     "HASHES_SUFFIX",
     "MANIFEST_FILE",
-    "WORD_SPLITTERS",
     "BuildDecontIndex",
     "DecontConfig",
     "DecontIndex",
@@ -39,7 +30,6 @@ __all__ = [
     "NGramsDecontFilter",
     "benchmark_ngrams",
     "hash_ngram",
-    "make_word_splitter",
     "normalize_text",
     "read_manifest",
     "task_name",

@@ -9,8 +9,9 @@ from typing import Any
 import numpy as np
 
 from beamtrove.document import Document
+from beamtrove.text import word_splitter
 from beamtrove.transforms.decont.index import DecontIndex, IndexManifest, read_manifest
-from beamtrove.transforms.decont.ngrams import hash_ngram, make_word_splitter, normalize_text, word_ngrams
+from beamtrove.transforms.decont.ngrams import hash_ngram, normalize_text, word_ngrams
 from beamtrove.transforms.filters.base import DocumentFilter, Drop, Verdict, load_once
 
 __all__ = ["NGramsDecontFilter"]
@@ -30,7 +31,7 @@ def _load_lookups(manifests: tuple[IndexManifest, ...], storage_options: Mapping
     for manifest in manifests:
         groups.setdefault((manifest.config.n_grams, manifest.config.word_splitter), []).append(manifest)
     return [
-        _Lookup(n_grams, make_word_splitter(splitter), DecontIndex(members, storage_options))
+        _Lookup(n_grams, word_splitter(splitter), DecontIndex(members, storage_options))
         for (n_grams, splitter), members in groups.items()
     ]
 

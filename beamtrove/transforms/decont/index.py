@@ -40,7 +40,8 @@ import orjson
 from beamtrove.document import Document
 from beamtrove.fs import filesystem, join, open_url, write_atomically, write_json
 from beamtrove.metrics import StepMetrics
-from beamtrove.transforms.decont.ngrams import DecontConfig, benchmark_ngrams, hash_ngram, make_word_splitter
+from beamtrove.text import word_splitter
+from beamtrove.transforms.decont.ngrams import DecontConfig, benchmark_ngrams, hash_ngram
 from beamtrove.transforms.writers import WrittenFile
 
 __all__ = [
@@ -178,7 +179,7 @@ class _HashItemsFn(beam.DoFn):
         self._split = None
 
     def setup(self):
-        self._split = make_word_splitter(self._config.word_splitter)
+        self._split = word_splitter(self._config.word_splitter)
 
     def process(self, item: Document):
         self._metrics.received()

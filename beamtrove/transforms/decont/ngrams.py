@@ -11,7 +11,6 @@ that an index either tool builds names the same n-grams.
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import string
 import unicodedata
 from collections.abc import Callable, Sequence
@@ -19,21 +18,15 @@ from collections.abc import Callable, Sequence
 import regex
 import xxhash
 
-from beamtrove.text import split_words
+from beamtrove.text import check_word_splitter
 
 __all__ = [
-    "WORD_SPLITTERS",
     "DecontConfig",
     "benchmark_ngrams",
-    "check_word_splitter",
     "hash_ngram",
-    "make_word_splitter",
     "normalize_text",
     "word_ngrams",
 ]
-
-#: What splits normalized text into words: beamtrove's splitter, or spaCy's English tokenizer as DataTrove runs it.
-WORD_SPLITTERS = ("beamtrove", "spacy")
 
 # The marks DataTrove's text simplification turns into spaces: ASCII punctuation, common CJK and typographic
 # marks, and the C0/C1 control characters except tab and newline (whitespace, folded later anyway).
@@ -60,39 +53,6 @@ def normalize_text(text: str) -> str:
     text = _NUMBER.sub("0", text.lower()).translate(_MARKS_TO_SPACES)
     text = unicodedata.normalize("NFD", " ".join(text.split()))
     return "".join(char for char in text if unicodedata.category(char) != "Mn").strip()
-
-
-def _spacy_splitter() -> Callable[[str], Sequence[str]]:
-    import spacy  # noqa: PLC0415 - an optional dependency, loaded where the splitter runs
-
-    tokenizer = spacy.blank("en").tokenizer
-
-    def words(text: str) -> list[str]:
-        return [word for word in (token.text.strip() for token in tokenizer(text)) if word]
-
-    return words
-
-
-def make_word_splitter(name: str) -> Callable[[str], Sequence[str]]:
-    """The word splitter called ``name`` (one of :data:`WORD_SPLITTERS`).
-
-    Raises:
-        ValueError: An unknown name, or ``spacy`` without spaCy installed.
-    """
-    check_word_splitter(name)
-    return _spacy_splitter() if name == "spacy" else split_words
-
-
-def check_word_splitter(name: str) -> None:
-    """Fails fast on a splitter this process cannot make.
-
-    Raises:
-        ValueError: An unknown name, or ``spacy`` without spaCy installed.
-    """
-    if name not in WORD_SPLITTERS:
-        raise ValueError(f"The word splitter is one of {', '.join(WORD_SPLITTERS)}, not {name!r}.")
-    if name == "spacy" and importlib.util.find_spec("spacy") is None:
-        raise ValueError("Splitting words with spaCy needs it installed: pip install 'beamtrove[spacy]'.")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from beamtrove.document import Document
-from beamtrove.text import TERMINAL_PUNCTUATION, find_duplicates, split_words
+from beamtrove.text import TERMINAL_PUNCTUATION, check_word_splitter, find_duplicates, word_splitter
 from beamtrove.transforms.filters.base import DocumentFilter, Drop, Verdict
 
 __all__ = ["FineWebQualityFilter"]
@@ -27,6 +27,11 @@ class FineWebQualityFilter(DocumentFilter):
         char_duplicates_ratio: Maximum fraction of characters in lines that
             repeat an earlier line (``char_dup_ratio``).
         new_line_ratio: Maximum newlines per word (``list_ratio``).
+        word_splitter: What splits the words ``list_ratio`` counts (see
+            :data:`beamtrove.text.WORD_SPLITTERS`).
+
+    Raises:
+        ValueError: An unknown word splitter, or ``spacy`` without spaCy installed.
     """
 
     name = "fineweb_quality"
@@ -38,6 +43,10 @@ class FineWebQualityFilter(DocumentFilter):
     short_line_length: int = 30
     char_duplicates_ratio: float = 0.01
     new_line_ratio: float = 0.3
+    word_splitter: str = "beamtrove"
+
+    def __post_init__(self):
+        check_word_splitter(self.word_splitter)
 
     def filter(self, document: Document) -> Verdict:
         text = document.text
@@ -51,7 +60,7 @@ class FineWebQualityFilter(DocumentFilter):
             return Drop("short_line_ratio")
         if find_duplicates(lines)[1] / (len(text) - text.count("\n")) > self.char_duplicates_ratio:
             return Drop("char_dup_ratio")
-        words = split_words(text)
+        words = word_splitter(self.word_splitter)(text)
         if not words or text.count("\n") / len(words) > self.new_line_ratio:
             return Drop("list_ratio")
         return document

@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterable
 
 from beamtrove.document import Document
-from beamtrove.text import find_duplicates, is_punctuation, split_words
+from beamtrove.text import check_word_splitter, find_duplicates, is_punctuation, word_splitter
 from beamtrove.transforms.filters.base import DocumentFilter, Drop, Verdict
 
 __all__ = ["GopherQualityFilter", "GopherRepetitionFilter"]
@@ -56,7 +56,11 @@ class GopherRepetitionFilter(DocumentFilter):
     thresholds, which are fractions of lines or paragraphs. ``None`` disables a
     rule. Drop reasons: ``dup_para_frac``, ``dup_para_char_frac``,
     ``dup_line_frac``, ``dup_line_char_frac``, ``top_<n>_gram``,
-    ``duplicated_<n>_n_grams``, ``empty``.
+    ``duplicated_<n>_n_grams``, ``empty``. ``word_splitter`` names what
+    splits the n-grams' words (see :data:`beamtrove.text.WORD_SPLITTERS`).
+
+    Raises:
+        ValueError: An unknown word splitter, or ``spacy`` without spaCy installed.
     """
 
     name = "gopher_repetition"
@@ -69,7 +73,10 @@ class GopherRepetitionFilter(DocumentFilter):
         dup_para_char_frac: float | None = 0.2,
         top_n_grams: Iterable[tuple[int, float]] = ((2, 0.2), (3, 0.18), (4, 0.16)),
         dup_n_grams: Iterable[tuple[int, float]] = ((5, 0.15), (6, 0.14), (7, 0.13), (8, 0.12), (9, 0.11), (10, 0.10)),
+        word_splitter: str = "beamtrove",
     ):
+        check_word_splitter(word_splitter)
+        self.word_splitter = word_splitter
         self.dup_line_frac = dup_line_frac
         self.dup_para_frac = dup_para_frac
         self.dup_line_char_frac = dup_line_char_frac
@@ -89,7 +96,7 @@ class GopherRepetitionFilter(DocumentFilter):
             max_char_frac = getattr(self, f"dup_{unit}_char_frac")
             if max_char_frac is not None and repeated_chars / len(text) > max_char_frac:
                 return Drop(f"dup_{unit}_char_frac")
-        words = split_words(text)
+        words = word_splitter(self.word_splitter)(text)
         for n, max_frac in self.top_n_grams:
             if _top_ngram_chars(words, n) / len(text) > max_frac:
                 return Drop(f"top_{n}_gram")
@@ -107,14 +114,18 @@ GOPHER_STOP_WORDS = ("the", "be", "to", "of", "and", "that", "have", "with")
 class GopherQualityFilter(DocumentFilter):
     """Drops documents that fail Gopher's quality heuristics.
 
-    Words are the tokens of :func:`beamtrove.text.split_words`; "symbol" tokens
-    are those made of punctuation only and do not count as words for the length
-    rules. ``None`` disables a rule. Drop reasons: ``gopher_short_doc``,
+    Words are the tokens of ``word_splitter`` (:func:`beamtrove.text.split_words`
+    by default; ``spacy`` for DataTrove's, see :data:`beamtrove.text.WORD_SPLITTERS`);
+    "symbol" tokens are those made of punctuation only and do not count as
+    words for the length rules. ``None`` disables a rule. Drop reasons: ``gopher_short_doc``,
     ``gopher_long_doc``, ``gopher_below_avg_threshold``,
     ``gopher_above_avg_threshold``, ``gopher_too_many_hashes``,
     ``gopher_too_many_ellipsis``, ``gopher_too_many_bullets``,
     ``gopher_too_many_end_ellipsis``, ``gopher_below_alpha_threshold``,
     ``gopher_enough_stop_words`` (the names DataTrove reports).
+
+    Raises:
+        ValueError: An unknown word splitter, or ``spacy`` without spaCy installed.
     """
 
     name = "gopher_quality"
@@ -131,7 +142,10 @@ class GopherQualityFilter(DocumentFilter):
         min_alpha_words_ratio: float | None = 0.8,
         min_stop_words: int | None = 2,
         stop_words: Iterable[str] = GOPHER_STOP_WORDS,
+        word_splitter: str = "beamtrove",
     ):
+        check_word_splitter(word_splitter)
+        self.word_splitter = word_splitter
         self.min_doc_words = min_doc_words
         self.max_doc_words = max_doc_words
         self.min_avg_word_length = min_avg_word_length
@@ -145,7 +159,7 @@ class GopherQualityFilter(DocumentFilter):
 
     def filter(self, document: Document) -> Verdict:
         text = document.text
-        tokens = split_words(text)
+        tokens = word_splitter(self.word_splitter)(text)
         words = [token for token in tokens if not is_punctuation(token)]
         if self.min_doc_words is not None and len(words) < self.min_doc_words:
             return Drop("gopher_short_doc")

@@ -17,15 +17,14 @@ from __future__ import annotations
 import csv
 import importlib.util
 import io
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 
 import numpy as np
 
 from beamtrove.document import Document
 from beamtrove.fs import filesystem, open_url
-from beamtrove.text import split_words
+from beamtrove.text import check_word_splitter, word_splitter
 from beamtrove.transforms.filters.base import DocumentFilter, Drop, Verdict, load_once
-from beamtrove.transforms.summary.words import WORD_SPLITTERS, spacy_words
 
 __all__ = ["UnigramLogProbFilter", "read_unigram_table", "wordfreq_unigram_counts"]
 
@@ -115,10 +114,7 @@ class UnigramLogProbFilter(DocumentFilter):
     name = "unigram_logprob"
 
     def __init__(self, logprobs_threshold: float = -10.0, table: str | None = None, word_splitter: str = "beamtrove"):
-        if word_splitter not in WORD_SPLITTERS:
-            raise ValueError(f"The word splitter is one of {', '.join(WORD_SPLITTERS)}, not {word_splitter!r}.")
-        if word_splitter == "spacy" and importlib.util.find_spec("spacy") is None:
-            raise ValueError("Splitting words with spaCy needs it installed: pip install 'beamtrove[spacy]'.")
+        check_word_splitter(word_splitter)
         self.logprobs_threshold = logprobs_threshold
         self.table = table
         self.word_splitter = word_splitter
@@ -127,9 +123,7 @@ class UnigramLogProbFilter(DocumentFilter):
 
     def setup(self) -> None:
         self._log_probabilities = self._shared_log_probabilities()
-        self._split: Callable[[str], Sequence[str]] = (
-            load_once((UnigramLogProbFilter, "spacy"), spacy_words) if self.word_splitter == "spacy" else split_words
-        )
+        self._split = word_splitter(self.word_splitter)
         self._unknown = float(np.log(_UNKNOWN_PROBABILITY))
 
     def _shared_log_probabilities(self) -> dict[str, float]:

@@ -2,30 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from beamtrove.document import Document
-from beamtrove.text import split_words
+from beamtrove.text import check_word_splitter, word_splitter
 from beamtrove.transforms.filters.gopher import GOPHER_STOP_WORDS
 from beamtrove.transforms.summary.base import StatsBlock, length_ratios, ratio
 
-__all__ = ["WORD_SPLITTERS", "WordStats", "spacy_words"]
-
-#: What splits a text into words: beamtrove's splitter, or spaCy's English tokenizer as DataTrove runs it.
-WORD_SPLITTERS = ("beamtrove", "spacy")
-
-
-def spacy_words() -> Callable[[str], list[str]]:
-    """DataTrove's English words: the tokens of a blank spaCy English pipeline, stripped, empty ones dropped."""
-    import spacy  # noqa: PLC0415 - an optional dependency, loaded by the workers that use it
-
-    tokenizer = spacy.blank("en").tokenizer
-
-    def words(text: str) -> list[str]:
-        return [word for word in (token.text.strip() for token in tokenizer(text)) if word]
-
-    return words
+__all__ = ["WordStats"]
 
 
 class WordStats(StatsBlock):
@@ -61,27 +45,14 @@ class WordStats(StatsBlock):
         stop_words: Iterable[str] = GOPHER_STOP_WORDS,
         word_splitter: str = "beamtrove",
     ):
-        if word_splitter not in WORD_SPLITTERS:
-            raise ValueError(f"The word splitter is one of {', '.join(WORD_SPLITTERS)}, not {word_splitter!r}.")
-        if word_splitter == "spacy" and importlib.util.find_spec("spacy") is None:
-            raise ValueError("Splitting words with spaCy needs it installed: pip install 'beamtrove[spacy]'.")
+        check_word_splitter(word_splitter)
         self.short_word_chars = tuple(short_word_chars)
         self.long_word_chars = tuple(long_word_chars)
         self.stop_words = frozenset(stop_words)
         self.word_splitter = word_splitter
-        self._split: Callable[[str], Sequence[str]] | None = None
-
-    def __getstate__(self):
-        # spaCy's tokenizer is made where the block runs, not pickled with it.
-        return {**self.__dict__, "_split": None}
-
-    def setup(self) -> None:
-        self._split = spacy_words() if self.word_splitter == "spacy" else split_words
 
     def extract(self, document: Document) -> dict[str, int | float]:
-        if self._split is None:
-            self.setup()
-        words = self._split(document.text)
+        words = word_splitter(self.word_splitter)(document.text)
         count = len(words)
         lengths = [len(word) for word in words]
         return {

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 from beamtrove.document import Document
+from beamtrove.text import word_splitter
 from beamtrove.transforms.decont import (
     DecontConfig,
     DecontIndex,
     benchmark_ngrams,
     hash_ngram,
-    make_word_splitter,
     read_manifest,
     task_name,
 )
@@ -21,7 +21,7 @@ from tests.transforms.decont.conftest import build_index
 
 
 def _expected_hashes(items: list[Document], config: DecontConfig) -> dict[str, set[int]]:
-    split = make_word_splitter(config.word_splitter)
+    split = word_splitter(config.word_splitter)
     expected: dict[str, set[int]] = {}
     for item in items:
         grams = benchmark_ngrams(item.text, item.metadata.get("query"), config, split)

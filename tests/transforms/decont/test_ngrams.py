@@ -6,7 +6,8 @@ import importlib.util
 
 import pytest
 
-from beamtrove.transforms.decont import DecontConfig, benchmark_ngrams, hash_ngram, make_word_splitter, normalize_text
+from beamtrove.text import word_splitter
+from beamtrove.transforms.decont import DecontConfig, benchmark_ngrams, hash_ngram, normalize_text
 
 needs_spacy = pytest.mark.skipif(importlib.util.find_spec("spacy") is None, reason="spaCy is an optional dependency")
 
@@ -35,7 +36,7 @@ def test_hash_is_datatrove_xxhash64_of_the_joined_words():
 def test_benchmark_ngrams_follow_datatrove_config_example():
     # NGramsDecontConfig's own example: query A..E, label F..J, 4-grams.
     query, label = "A B C D E", "F G H I J"
-    split = make_word_splitter("beamtrove")
+    split = word_splitter("beamtrove")
     label_only = ["f g h i", "g h i j"]
     overlap = ["c d e f", "d e f g", "e f g h"]
     query_only = ["a b c d", "b c d e"]
@@ -51,7 +52,7 @@ def test_benchmark_ngrams_follow_datatrove_config_example():
 
 
 def test_twelve_grams_of_a_real_label():
-    grams = benchmark_ngrams(KENNEDY, None, DecontConfig(), make_word_splitter("beamtrove"))
+    grams = benchmark_ngrams(KENNEDY, None, DecontConfig(), word_splitter("beamtrove"))
     assert len(grams) == 27
     assert grams[0] == "let every nation know whether it wishes us well or ill that"
     assert grams[-1] == "oppose any foe to assure the survival and the success of liberty"
@@ -60,8 +61,8 @@ def test_twelve_grams_of_a_real_label():
 @needs_spacy
 def test_spacy_splits_words_as_datatrove_and_beamtrove_keeps_them_whole():
     text = normalize_text("Ich bin im Haus; I cannot, don't.")
-    assert list(make_word_splitter("spacy")(text)) == ["ich", "bin", "i", "m", "haus", "i", "can", "not", "don", "t"]
-    assert list(make_word_splitter("beamtrove")(text)) == ["ich", "bin", "im", "haus", "i", "cannot", "don", "t"]
+    assert list(word_splitter("spacy")(text)) == ["ich", "bin", "i", "m", "haus", "i", "can", "not", "don", "t"]
+    assert list(word_splitter("beamtrove")(text)) == ["ich", "bin", "im", "haus", "i", "cannot", "don", "t"]
 
 
 def test_bad_settings_fail_at_construction():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import apache_beam as beam
+import pytest
 from apache_beam.testing.util import assert_that, equal_to
 
 from beamtrove.document import Document
@@ -108,3 +109,12 @@ def test_fineweb_filter_in_a_pipeline(inaugural, udhr_texts, movie_reviews, grou
         "dropped.char_dup_ratio": 1,
         "dropped.list_ratio": 1,
     }
+
+
+def test_spacy_words_give_datatrove_list_ratio_on_text_without_spaces(udhr_texts):
+    # DataTrove 0.10.1's FineWebQualityFilter() drops these declarations by list_ratio (newlines per spaCy
+    # word); beamtrove's default splitter counts a word per character, so it keeps them.
+    pytest.importorskip("spacy", reason="word_splitter='spacy' needs spaCy: pip install 'beamtrove[spacy]'")
+    for language in ("jpn", "cmn_hans", "khm", "lao"):
+        assert reason(FineWebQualityFilter(word_splitter="spacy"), udhr_texts[language]) == "list_ratio"
+        assert reason(FineWebQualityFilter(), udhr_texts[language]) == "kept"

@@ -233,3 +233,38 @@ def test_gopher_filters_in_a_pipeline(inaugural, state_union, movie_reviews, udh
         "dropped.dup_para_frac": 1,
         "dropped.dup_line_frac": 1,
     }
+
+
+# --- word_splitter="spacy": DataTrove's words ----------------------------------------------------------------
+
+# DataTrove 0.10.1's GopherRepetitionFilter() and GopherQualityFilter() on these declarations (run in its own venv;
+# with spaCy words all 388 languages agree). beamtrove's default splitter counts a word per character in
+# scripts without spaces, where spaCy keeps the run whole.
+DATATROVE_DECISIONS = {
+    "jpn": ("dup_line_frac", "gopher_above_avg_threshold"),
+    "cmn_hans": ("dup_line_frac", "gopher_above_avg_threshold"),
+    "tha": ("dup_line_frac", "gopher_above_avg_threshold"),
+    "bod": ("kept", "gopher_above_avg_threshold"),
+    "dzo": ("kept", "gopher_short_doc"),
+    "deu": ("dup_line_frac", "gopher_enough_stop_words"),
+}
+
+
+@pytest.mark.parametrize("language", sorted(DATATROVE_DECISIONS))
+def test_spacy_words_give_datatrove_decisions_in_any_script(udhr_texts, language):
+    pytest.importorskip("spacy", reason="word_splitter='spacy' needs spaCy: pip install 'beamtrove[spacy]'")
+    text = udhr_texts[language]
+    repetition, quality = GopherRepetitionFilter(word_splitter="spacy"), GopherQualityFilter(word_splitter="spacy")
+    assert (reason(repetition, text), reason(quality, text)) == DATATROVE_DECISIONS[language]
+
+
+def test_the_default_splitter_parts_from_spacy_on_text_without_spaces(udhr_texts):
+    assert reason(GopherRepetitionFilter(), udhr_texts["bod"]) == "duplicated_5_n_grams"
+    assert reason(GopherQualityFilter(), udhr_texts["jpn"]) == "gopher_below_avg_threshold"
+
+
+def test_an_unknown_word_splitter_is_refused():
+    with pytest.raises(ValueError, match="The word splitter is one of beamtrove, spacy, not 'nltk'"):
+        GopherQualityFilter(word_splitter="nltk")
+    with pytest.raises(ValueError, match="not 'Spacy'"):
+        GopherRepetitionFilter(word_splitter="Spacy")
