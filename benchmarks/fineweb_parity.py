@@ -10,7 +10,11 @@ Builds a WARC set with make_warc.py (unless it exists), then in the same run:
   FineWebQuality → JsonlWriter, one exclusion writer per filter) on
   LocalPipelineExecutor(tasks=4, workers=2), in DataTrove's venv;
 * runs ``beamtrove run fineweb`` on the DirectRunner (multi_processing,
-  2 workers) with the same settings;
+  2 workers) with the same settings: ``--languages all``, since the
+  example's ``LanguageFilter()`` keeps any language scored over 0.65 in
+  DataTrove 0.10.1 (beamtrove's default, English, is FineWeb's release),
+  and ``--word_splitter`` as ``--word-splitter`` says (``spacy``: DataTrove's
+  words, which decide differently on text without spaces);
 
 timing each tool's wall clock and sampling the PSS and RSS of its whole
 process tree from /proc every 0.2 s (GNU time misses forkserver workers).
@@ -27,7 +31,7 @@ beamtrove at least as fast).
 
 Usage:
     python -m benchmarks.fineweb_parity [--records 3000] [--files 4] [--seed 1] [--workdir DIR]
-        [--datatrove-venv PATH]
+        [--datatrove-venv PATH] [--word-splitter beamtrove|spacy]
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ from beamtrove.dead_letter import DeadLetter
 from beamtrove.document import Document
 from beamtrove.fs import InputFile
 from beamtrove.stats import read_stats
+from beamtrove.text import WORD_SPLITTERS
 from beamtrove.transforms.readers.warc import WarcParser
 from benchmarks.datatrove_env import DEFAULT_VENV, datatrove_python
 from benchmarks.measure import TreeMonitor, run_measured
@@ -107,7 +112,8 @@ def main(warc_dir, output, lid_model):
     def excluded(step):
         return JsonlWriter(f"{output}/excluded/{step}")
 
-    language = LanguageFilter(languages=["en"], language_threshold=0.65, exclusion_writer=excluded("language_filter"))
+    # As in DataTrove's FineWeb example: no languages given, which in 0.10.1 keeps every language over 0.65.
+    language = LanguageFilter(exclusion_writer=excluded("language_filter"))
     # No model-path argument; on the instance so that forkserver workers see it.
     language.model.MODEL_URL = lid_model
     language.model.MODEL_SUBFOLDER = "beamtrove-parity-lid176-ftz"
@@ -466,6 +472,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_warc_set_arguments(parser, records=3000, files=4, workdir_name="beamtrove-fineweb-parity")
     parser.add_argument("--datatrove-venv", type=pathlib.Path, default=DEFAULT_VENV)
+    parser.add_argument(
+        "--word-splitter",
+        choices=WORD_SPLITTERS,
+        default="beamtrove",
+        help="beamtrove's --word_splitter (default: %(default)s); spacy splits words as DataTrove does",
+    )
     args = parser.parse_args()
     beamtrove = fineweb_prerequisites()
     python = datatrove_python(args.datatrove_venv)
@@ -499,6 +511,8 @@ def main() -> None:
             "--output", str(bt_out),
             "--lid_model", str(LID_MODEL),
             "--url_blocklist", str(URL_BLOCKLIST),
+            "--languages", "all",
+            "--word_splitter", args.word_splitter,
             "--direct_num_workers", "2",
             "--direct_running_mode", "multi_processing",
         ]  # fmt: skip
