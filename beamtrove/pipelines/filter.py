@@ -181,20 +181,13 @@ class UnigramOptions(PipelineOptions):
             "Default: wordfreq's English frequencies (pip install 'beamtrove[unigram]').",
         ),
         Option("unigram_threshold", "Average log probability a document must exceed. Default: -10.", float, -10.0),
-        Option(
-            "unigram_word_splitter",
-            "What splits words: beamtrove, or spacy as DataTrove (pip install 'beamtrove[spacy]'). Default: beamtrove.",
-            choices=("beamtrove", "spacy"),
-            default="beamtrove",
-        ),
     )
 
 
 def _unigram(options: PipelineOptions) -> DocumentStep:
     own = options.view_as(UnigramOptions)
-    return filter_step(
-        UnigramLogProbFilter(own.unigram_threshold, table=own.unigram_table, word_splitter=own.unigram_word_splitter)
-    )
+    splitter = options.view_as(WordSplitterOptions).word_splitter
+    return filter_step(UnigramLogProbFilter(own.unigram_threshold, table=own.unigram_table, word_splitter=splitter))
 
 
 #: Step name -> the step, in the order ``--help`` lists them. Names are the steps' stats names.

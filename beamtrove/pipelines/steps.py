@@ -67,12 +67,12 @@ class LanguageOptions(PipelineOptions):
 
 
 class WordSplitterOptions(PipelineOptions):
-    """What splits words for the Gopher and FineWeb quality rules."""
+    """What splits words for the rules that count them."""
 
     _add_argparse_args = declared(
         Option(
             "word_splitter",
-            "What splits words for the Gopher repetition, Gopher quality and FineWeb quality rules: beamtrove "
+            "What splits words for the Gopher repetition, Gopher quality, FineWeb quality and unigram rules: beamtrove "
             "(spaCy's English rules without spaCy; text without spaces counts a word per character) or spacy "
             "(spaCy's English tokenizer, as DataTrove: its decisions on text in any language; needs pip install "
             "'beamtrove[spacy]'). Default: beamtrove.",
