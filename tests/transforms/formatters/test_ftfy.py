@@ -47,7 +47,7 @@ def test_mojibake_inside_a_utf8_page_is_repaired(data_dir):
     ("text", "expected"),
     [
         ("CafÃ©, Ã©tÃ© Ã  Paris", "Café, été à Paris"),
-        ("l\u00e2\u0080\u0099intelligence", "l\u2019intelligence"),  # DataTrove's own case
+        ("don\u00e2\u0080\u0099t", "don\u2019t"),  # UTF-8 read as Latin-1
         ("The Mona Lisa doesnÃƒÂ¢Ã¢â€šÂ¬Ã¢â€žÂ¢t have eyebrows.", "The Mona Lisa doesn\u2019t have eyebrows."),
         ("hello\x00world\x07", "helloworld"),  # control characters
         ("\x1b[31mred\x1b[0m alert", "red alert"),  # terminal escapes

@@ -1,4 +1,4 @@
-"""SymbolLinesFormatter on real separator lines (gold articles), DataTrove's own case and hostile lines."""
+"""SymbolLinesFormatter on real separator lines (gold articles) and on hostile lines."""
 
 from __future__ import annotations
 
@@ -39,17 +39,9 @@ def test_a_separator_can_leave_a_placeholder(ground_truth):
     assert formatted(body, replace_char="* * *") == body.replace("\n___\n", "\n* * *\n")
 
 
-def test_datatrove_case():
-    # DataTrove's tests/pipeline/test_symbollines.py: runs of "-" and "|" lines go, lines with words stay.
-    text = (
-        "-\n-\n-\n>> Harold Brantley is a 6-2, 283-pound Defensive Tackle from Hershey, PA.\n\n\n"
-        ">> Brantley has a 247Sports rating of 80, making him a 3-star prospect.\n|\n|\n|\nhello ehehe -\n|\n"
-        "- oi mate\n|\n\nbye"
-    )
-    assert formatted(text) == (
-        ">> Harold Brantley is a 6-2, 283-pound Defensive Tackle from Hershey, PA.\n\n\n"
-        ">> Brantley has a 247Sports rating of 80, making him a 3-star prospect.\nhello ehehe -\n- oi mate\n\nbye"
-    )
+def test_runs_of_separator_lines_go_and_lines_with_words_stay():
+    text = "|\n|\nScores after round 3\n\n\n-\n-\n-\nHome 2 - 1 Away\n||\n\n- pending -\nfinal whistle -\n-\n\nend"
+    assert formatted(text) == "Scores after round 3\n\n\nHome 2 - 1 Away\n\n- pending -\nfinal whistle -\n\nend"
 
 
 @pytest.mark.parametrize(
