@@ -23,9 +23,8 @@ from collections.abc import Iterator, Sequence
 
 from beamtrove.cli.parsing import command
 from beamtrove.dead_letter import DeadLetter
-from beamtrove.fs import filesystem, join
-from beamtrove.layout import DOCUMENTS_DIR
 from beamtrove.options import ConfigurationError
+from beamtrove.pipelines.common import documents_of_run
 from beamtrove.transforms.readers import ReadWarc, reader_for
 
 __all__ = ["LabelScores", "TrainingSettings", "add_commands", "train_classifier"]
@@ -209,10 +208,7 @@ def _texts(paths: list[str], limit: int | None) -> tuple[list[str], int]:
 
     A run's output folder stands for its ``documents/``.
     """
-    folders = []
-    for path in paths:
-        fs, local = filesystem(path)
-        folders.append(join(path, DOCUMENTS_DIR) if fs.isdir(join(local, DOCUMENTS_DIR)) else path)
+    folders = [documents_of_run(path) for path in paths]
     try:
         reader_class = reader_for("auto", folders)
         if reader_class is ReadWarc:

@@ -37,6 +37,7 @@ __all__ = [
     "ShardOptions",
     "dead_letters_writer",
     "document_reader",
+    "documents_of_run",
     "documents_sink",
     "excluded_writer",
     "input_files",
@@ -139,13 +140,13 @@ def input_files(options: PipelineOptions) -> list[str | InputFile]:
     """
     common = options.view_as(BeamtroveOptions)
     if not common.input_ranges:
-        return [_documents_of_run(pattern) for pattern in common.input or []]
+        return [documents_of_run(pattern) for pattern in common.input or []]
     if common.input:
         raise ValueError("--input_ranges replaces --input: pass one of them.")
     return read_input_ranges(common.input_ranges)
 
 
-def _documents_of_run(pattern: str) -> str:
+def documents_of_run(pattern: str) -> str:
     """The ``documents/`` folder of a beamtrove run's output given as input, else the input as given.
 
     A run's output also holds what it excluded and its dead letters, which

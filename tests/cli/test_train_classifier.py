@@ -28,6 +28,11 @@ def sets(state_union, inaugural, data_dir, tmp_path_factory):
     with gzip.open(documents / "part-00000.jsonl.gz", "wt", encoding="utf-8") as lines:
         for key, article in sorted(articles.items()):
             lines.write(json.dumps({"text": article["articleBody"], "id": key}) + "\n")
+    # What makes it a run's folder, and what the run dropped: only documents/ is read.
+    (root / "run" / "stats.json").write_text("{}")
+    excluded = root / "run" / "excluded" / "gopher_quality"
+    excluded.mkdir(parents=True)
+    (excluded / "part-00000.jsonl").write_text(json.dumps({"text": "a dropped page", "id": "dropped"}) + "\n")
     return speeches, root / "run"
 
 
