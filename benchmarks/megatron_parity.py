@@ -2,9 +2,9 @@
 
 On real extracted documents (JSONL.gz from ``beamtrove run extract``, text
 only, in file and line order, so that beamtrove's ``<file>/<row>`` id order
-and DataTrove's input order are the same sequence), GPT-2 tokenizer with EOS
-``<|endoftext|>``, DataTrove run by LocalPipelineExecutor with one task in its
-own venv:
+and DataTrove's input order are the same sequence), GPT-2 tokenizer, EOS as
+each DataTrove block adds it by default, DataTrove run by LocalPipelineExecutor
+with one task in its own venv:
 
 1. Megatron: DataTrove's ``MegatronDocumentTokenizer`` against
    ``beamtrove run tokenize --format megatron --num_shards 1``: ``.bin`` and
@@ -13,9 +13,10 @@ own venv:
    reads beamtrove's dataset, and every document must equal GPT-2's encoding
    of its text. Twice: GPT-2 (2-byte ids) and a word-level tokenizer over the
    documents' own words when they have more than 65,536 (4-byte ids).
-2. Chunk shuffle: DataTrove's ``DocumentTokenizer(seed, shuffle_chunk_size)``
-   against ``beamtrove run tokenize --shuffle_seed --shuffle_chunk_size``:
-   ``.ds``, ``.ds.index`` and ``.ds.metadata`` byte for byte.
+2. Chunk shuffle: DataTrove's ``DocumentTokenizer(seed, shuffle_chunk_size)``,
+   which adds no EOS by default, against ``beamtrove run tokenize
+   --shuffle_seed --shuffle_chunk_size --eos_token ''``: ``.ds``, ``.ds.index``
+   and ``.ds.metadata`` byte for byte.
 3. Context shuffle: DataTrove's ``DocumentTokenizerContextShuffler`` (window
    2049, its default) over beamtrove's unshuffled shard, against
    ``beamtrove run merge_tokens --context_shuffle 2049 --shuffle_seed`` of
@@ -66,8 +67,7 @@ if block == "megatron":
 elif block == "chunks":
     pipeline = [
         JsonlReader(source),
-        DocumentTokenizer(output, tokenizer_name_or_path=tokenizer, eos_token="<|endoftext|>", seed=int(seed),
-                          shuffle_chunk_size=int(chunk)),
+        DocumentTokenizer(output, tokenizer_name_or_path=tokenizer, seed=int(seed), shuffle_chunk_size=int(chunk)),
     ]
 else:
     pipeline = [DocumentTokenizerContextShuffler(source, output, seed=int(seed))]
@@ -213,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     _datatrove(python, source, dt_out, TOKENIZER, "chunks", args.seed, args.chunk)
     _beamtrove(
         "tokenize", bt_out, "--input", str(source / "documents.jsonl"), "--tokenizer", str(TOKENIZER),
-        "--shuffle_seed", str(args.seed), "--shuffle_chunk_size", str(args.chunk),
+        "--shuffle_seed", str(args.seed), "--shuffle_chunk_size", str(args.chunk), "--eos_token", "",
     )  # fmt: skip
     theirs, ours = _only(dt_out, "*.ds"), _only(bt_out, "*.ds")
     print(f"\nChunk shuffle, seed {args.seed}, {args.chunk}-token chunks")
