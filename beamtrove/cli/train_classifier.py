@@ -23,6 +23,7 @@ from collections.abc import Iterator, Sequence
 
 from beamtrove.cli.parsing import command
 from beamtrove.dead_letter import DeadLetter
+from beamtrove.fs import write_atomically
 from beamtrove.options import ConfigurationError
 from beamtrove.pipelines.common import documents_of_run
 from beamtrove.transforms.readers import ReadWarc, reader_for
@@ -151,19 +152,22 @@ def train_classifier(
         training_file, held_out_file = pathlib.Path(folder, "train.txt"), pathlib.Path(folder, "held_out.txt")
         training_file.write_text("".join(training), encoding="utf-8")
         held_out_file.write_text("".join(held_out), encoding="utf-8")
+        # Trained into the scratch folder, then copied whole into place: an interrupted run leaves no partial model.
+        trained, quantized = pathlib.Path(folder, "model.bin"), pathlib.Path(folder, "model.ftz")
+        quantize_to = None if quantized_path is None else str(quantized)
         spawn = multiprocessing.get_context("spawn")
         with concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=spawn) as trainer:
-            quantized = None if quantized_path is None else str(quantized_path)
-            job = trainer.submit(_train_and_save, str(training_file), settings, str(model_path), quantized)
+            job = trainer.submit(_train_and_save, str(training_file), settings, str(trained), quantize_to)
             try:
                 job.result()
             except RuntimeError as exc:  # fastText's only training error: its weights became NaN
                 raise ValueError(
                     f"fastText's training failed ({exc}); another --dim, --lr or --seed usually trains"
                 ) from None
-        if not held_out:
-            return []
-        return _label_scores(fasttext.load_model(str(model_path)), held_out_file, held_out)
+        write_atomically(trained.read_bytes(), str(model_path))
+        if quantized_path is not None:
+            write_atomically(quantized.read_bytes(), str(quantized_path))
+        return _label_scores(fasttext.load_model(str(trained)), held_out_file, held_out) if held_out else []
 
 
 def _train_and_save(

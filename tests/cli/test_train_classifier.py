@@ -47,6 +47,8 @@ def test_trains_a_model_the_filter_uses(sets, tmp_path, capsys, inaugural):
         "held out lq: 18 documents, precision 1.0000, recall 1.0000",
         str(model),
     ]
+    # The model is written whole, under its name only.
+    assert [path.name for path in model.parent.iterdir()] == ["speeches.bin"]
     _assert_judges(model, inaugural)
 
     again = tmp_path / "again.bin"
