@@ -262,8 +262,9 @@ class _RemoveClusteredFn(beam.DoFn):
         self._metrics.received()
         component = components.get(self._order.node(document))
         if component is None:
+            # Users filter and upsample on the size, so a document with no near duplicate says so too.
             self._metrics.emitted()
-            yield document
+            yield dataclasses.replace(document, metadata={**document.metadata, "minhash_cluster_size": 1})
             return
         root, size = component
         kept_id = KeepOrder.document_id(root)
@@ -284,8 +285,9 @@ class RemoveClustered(beam.PTransform):
     """Keeps the root of each cluster and the unclustered documents; sends the rest to ``excluded``.
 
     The clusters reach every worker as a side input holding one entry per
-    clustered document (about 100 bytes each). Kept roots get
-    ``minhash_cluster_size`` in their metadata; removed documents also get
+    clustered document (about 100 bytes each). Every kept document gets
+    ``minhash_cluster_size`` in its metadata (1 when it has no near
+    duplicate); removed documents also get
     ``duplicate_of`` (the kept id) and ``filter_reason``. Returns
     :class:`DedupOutputs`, whose ``clusters`` is the cluster map.
 
