@@ -7,8 +7,9 @@ C4, every run of ``span_sentences`` consecutive sentences is hashed after
 punctuation alone are skipped); a span seen more
 than once is kept where it first occurs (the first document in
 :class:`KeepOrder`, then the first position) and removed everywhere else,
-inside the same document too. Documents left with fewer than
-``min_doc_words`` words are dropped.
+inside the same document too, with the whitespace before it. Documents
+left with fewer than ``min_doc_words`` words or ``min_doc_sentences``
+sentences, or with no text at all, are dropped.
 """
 
 from __future__ import annotations
@@ -89,10 +90,33 @@ def _repeats(grouped):
             yield occurrence
 
 
+def _cut(text: str, sentences: list[tuple[int, int, str]], cut: set[int]) -> str:
+    """``text`` without the worded sentences numbered in ``cut``, each with the whitespace before it.
+
+    The whitespace before a sentence, not after it, leaves with it (as in
+    DataTrove), so a span cut at the end of a text takes the space that led
+    to it; the result is stripped, since a cut at either end leaves a stray
+    separator.
+    """
+    bounds = split_sentences(text)
+    content_ends = [start + len(text[start:end].rstrip()) for start, end in bounds]
+    # Where the whitespace before each sentence begins: the content end of the sentence before it.
+    leading_from = dict(zip((start for start, _ in bounds), [0, *content_ends[:-1]], strict=True))
+    pieces, position = [], 0
+    for number in sorted(cut):
+        start, end, _ = sentences[number]
+        cut_from = max(position, leading_from[start])
+        pieces.append(text[position:cut_from])
+        position = max(position, start + len(text[start:end].rstrip()))
+    pieces.append(text[position:])
+    return "".join(pieces).strip()
+
+
 class _CutRepeatsFn(beam.DoFn):
-    def __init__(self, span_sentences: int, min_doc_words: int, metrics: StepMetrics):
+    def __init__(self, span_sentences: int, min_doc_words: int, min_doc_sentences: int, metrics: StepMetrics):
         self._span_sentences = span_sentences
         self._min_doc_words = min_doc_words
+        self._min_doc_sentences = min_doc_sentences
         self._metrics = metrics
 
     def process(self, joined):
@@ -105,48 +129,57 @@ class _CutRepeatsFn(beam.DoFn):
                 yield document
                 continue
             sentences = _worded_sentences(document.text)
-            cut = sorted({number for first in repeated_spans for number in range(first, first + self._span_sentences)})
-            pieces, position = [], 0
-            for number in cut:
-                start, end, _ = sentences[number]
-                pieces.append(document.text[position:start])
-                position = end
-            pieces.append(document.text[position:])
-            text = "".join(pieces)
+            cut = {number for first in repeated_spans for number in range(first, first + self._span_sentences)}
+            text = _cut(document.text, sentences, cut)
             self._metrics.inc("spans_removed", len(repeated_spans))
             self._metrics.inc("chars_removed", len(document.text) - len(text))
-            if len(text.split()) < self._min_doc_words:
+            if self._too_short(text):
                 self._metrics.dropped("sentence_dedup_too_short")
                 yield excluded_output(document, "sentence_dedup_too_short")
                 continue
             self._metrics.emitted()
             yield dataclasses.replace(document, text=text)
 
+    def _too_short(self, text: str) -> bool:
+        # A document whose every sentence was a repeat is gone whatever the minimums.
+        if not text or len(text.split()) < self._min_doc_words:
+            return True
+        return self._min_doc_sentences > 0 and len(_worded_sentences(text)) < self._min_doc_sentences
+
 
 class SentenceDedup(beam.PTransform):
     """Cuts sentence spans repeated across documents out of all but their first occurrence.
 
     Returns a ``DoOutputsTuple``: ``.kept`` (documents, shortened where spans
-    were cut) and ``.excluded`` (documents left with fewer than
-    ``min_doc_words`` words, reason ``sentence_dedup_too_short``). Counters:
+    were cut) and ``.excluded`` (cut documents left empty, with fewer than
+    ``min_doc_words`` words or with fewer than ``min_doc_sentences``
+    sentences, reason ``sentence_dedup_too_short``). Documents with nothing
+    cut are kept as they are. Counters:
     ``beamtrove/<step>``: ``in``, ``out``, ``dropped.sentence_dedup_too_short``,
     ``spans_removed``, ``chars_removed``.
 
     Args:
         span_sentences: Sentences per span (C4 used 3).
         min_doc_words: Drop documents with fewer whitespace-separated words once cut.
+        min_doc_sentences: Drop documents with fewer sentences holding words once cut (DataTrove's default, 3).
         keep_by: See :class:`KeepOrder`: where a repeated span survives.
         step: Stats name.
     """
 
     def __init__(
-        self, span_sentences: int = 3, min_doc_words: int = 50, keep_by: str | None = None, step: str = "sentence_dedup"
+        self,
+        span_sentences: int = 3,
+        min_doc_words: int = 50,
+        keep_by: str | None = None,
+        step: str = "sentence_dedup",
+        min_doc_sentences: int = 3,
     ):
         super().__init__()
         if span_sentences < 1:
             raise ValueError(f"span_sentences must be at least 1 (got {span_sentences}).")
         self._span_sentences = span_sentences
         self._min_doc_words = min_doc_words
+        self._min_doc_sentences = min_doc_sentences
         self._order = KeepOrder(keep_by)
         self._metrics = StepMetrics(step)
 
@@ -159,7 +192,7 @@ class SentenceDedup(beam.PTransform):
             (keyed_documents, repeated)
             | "JoinRepeats" >> beam.CoGroupByKey()
             | "CutRepeats"
-            >> beam.ParDo(_CutRepeatsFn(self._span_sentences, self._min_doc_words, self._metrics)).with_outputs(
-                EXCLUDED, main="kept"
-            )
+            >> beam.ParDo(
+                _CutRepeatsFn(self._span_sentences, self._min_doc_words, self._min_doc_sentences, self._metrics)
+            ).with_outputs(EXCLUDED, main="kept")
         )

@@ -66,10 +66,50 @@ def test_repeated_spans_stay_only_where_they_first_occur(speeches, state_union):
                 "Mr. ",
                 "Speaker, Mr. ",
             ]
-            expected = reagan[: opening[1][0]] + reagan[opening[4][0] :]
-            assert texts["speech-b"].rstrip() == expected.rstrip()
-            assert texts["speech-c"] == state_union_texts[2]
+            # The cut takes the whitespace before each sentence it removes ("THE UNION\n\n" loses its line
+            # breaks) and leaves the space after the last one.
+            before_cut = reagan[: opening[0][1]].rstrip()
+            after_cut = reagan[opening[3][0] + len(reagan[opening[3][0] : opening[3][1]].rstrip()) :]
+            assert texts["speech-b"] == (before_cut + after_cut).strip()
+            assert texts["speech-c"] == state_union_texts[2].strip()
 
         assert_that(kept, check)
         dropped = result.excluded | beam.Map(lambda d: (d.id, d.metadata["filter_reason"]))
         assert_that(dropped, equal_to([("speech-d", "sentence_dedup_too_short")]), label="Dropped")
+
+
+def _opening(state_union, name: str, count: int) -> str:
+    text = state_union[name]
+    sentences = [text[start:end] for start, end in split_sentences(text) if any(c.isalpha() for c in text[start:end])]
+    return "".join(sentences[10 : 10 + count])
+
+
+def test_a_cut_takes_the_whitespace_before_it_and_an_emptied_document_is_dropped(state_union):
+    passage = _opening(state_union, "1984-Reagan", 3).strip()
+    own = _opening(state_union, "2002-GWBush", 4).strip()
+    other = _opening(state_union, "1965-Johnson-1", 4).strip()
+    documents = [
+        Document(passage, "a-original"),
+        Document(own + " " + passage + "\n", "b-repeat-at-end"),
+        Document(passage + "\n\n" + other, "c-repeat-at-start"),
+        Document(passage, "d-copy"),
+    ]
+    with TestPipeline() as pipeline:
+        result = pipeline | beam.Create(documents) | SentenceDedup(min_doc_words=0, min_doc_sentences=0)
+        assert_that(
+            result.kept | beam.Map(lambda d: (d.id, d.text)),
+            equal_to([("a-original", passage), ("b-repeat-at-end", own), ("c-repeat-at-start", other)]),
+        )
+        dropped = result.excluded | beam.Map(lambda d: (d.id, d.metadata["filter_reason"]))
+        assert_that(dropped, equal_to([("d-copy", "sentence_dedup_too_short")]), label="Dropped")
+
+
+def test_a_cut_document_needs_min_doc_sentences_sentences_left(state_union):
+    passage = _opening(state_union, "1984-Reagan", 3).strip()
+    two = _opening(state_union, "2002-GWBush", 2).strip()
+    three = _opening(state_union, "2002-GWBush", 3).strip()
+    documents = [Document(passage, "a"), Document(two + " " + passage, "b"), Document(three + " " + passage, "c")]
+    with TestPipeline() as pipeline:
+        result = pipeline | beam.Create(documents) | SentenceDedup(min_doc_words=0)
+        assert_that(result.kept | beam.Map(lambda d: (d.id, d.text)), equal_to([("a", passage), ("c", three)]))
+        assert_that(result.excluded | beam.Map(lambda d: d.id), equal_to(["b"]), label="Dropped")
