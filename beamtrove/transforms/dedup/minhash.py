@@ -94,6 +94,10 @@ class MinHashConfig:
 class MinHasher:
     """Computes MinHash signatures and LSH band keys of texts."""
 
+    # 2**64 / golden ratio, odd (Fibonacci hashing); the sketch keeps the top byte of hash * this.
+    _SKETCH_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
+    _SKETCH_SHIFT = np.uint64(56)
+
     def __init__(self, config: MinHashConfig):
         self.config = config
         hashes = config.num_buckets * config.hashes_per_bucket
@@ -126,13 +130,17 @@ class MinHasher:
 
     @staticmethod
     def sketch(signature: np.ndarray) -> bytes:
-        """The lowest byte of every hash: enough to estimate the agreement of two signatures.
+        """One byte of every hash, drawn from all its bits: enough to estimate the agreement of two signatures.
 
         Two bytes of unequal hashes still match by chance once in 256 times,
         which :func:`sketch_agreement` corrects for (b-bit minwise hashing,
         Li and König, 2010).
         """
-        return signature.astype(np.uint8).tobytes()
+        # Not the lowest byte: with a multiplier ending in k zero bits, the k low bits of a*x + b are b's for
+        # every x and the reduction modulo the prime adds only 0 to 7, so for k >= 4 unequal hashes shared
+        # their lowest byte 2**(k - 11) of the time (1 in 8 from k = 8), not 1/256. The top byte of a
+        # product with an odd constant mixes every bit.
+        return ((signature * MinHasher._SKETCH_MULTIPLIER) >> MinHasher._SKETCH_SHIFT).astype(np.uint8).tobytes()
 
 
 def sketch_agreement(first: bytes, second: bytes) -> float:
