@@ -105,7 +105,8 @@ def _cut(text: str, sentences: list[tuple[int, int, str]], cut: set[int]) -> str
     pieces, position = [], 0
     for number in sorted(cut):
         start, end, _ = sentences[number]
-        cut_from = max(position, leading_from[start])
+        # Between two cut sentences, what holds no words (the dots of an ellipsis) goes too.
+        cut_from = position if number - 1 in cut else max(position, leading_from[start])
         pieces.append(text[position:cut_from])
         position = max(position, start + len(text[start:end].rstrip()))
     pieces.append(text[position:])
@@ -141,10 +142,9 @@ class _CutRepeatsFn(beam.DoFn):
             yield dataclasses.replace(document, text=text)
 
     def _too_short(self, text: str) -> bool:
-        # A document whose every sentence was a repeat is gone whatever the minimums.
-        if not text or len(text.split()) < self._min_doc_words:
-            return True
-        return self._min_doc_sentences > 0 and len(_worded_sentences(text)) < self._min_doc_sentences
+        # A document whose every worded sentence was a repeat is gone whatever the minimums.
+        sentences_left = len(_worded_sentences(text))
+        return not sentences_left or sentences_left < self._min_doc_sentences or len(text.split()) < self._min_doc_words
 
 
 class SentenceDedup(beam.PTransform):
