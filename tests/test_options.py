@@ -90,7 +90,7 @@ def test_parse_refuses_other_pipelines_options_unknown_ones_and_bad_values():
         "--tokenizer is an option of the tokenize pipeline, not of fineweb (see beamtrove run fineweb --help)."
     )
     # An option several other pipelines share names them all; --name=value is recognised too.
-    shared = "--input_format is an option of the convert and dedup and filter and stats and tokenize"
+    shared = "--input_format is an option of the convert and dedup and dedup_index and filter and stats and tokenize"
     with pytest.raises(ConfigurationError, match=shared):
         parse(fineweb, ["--input_format=jsonl"])
     with pytest.raises(ConfigurationError, match="--resumable is an option of the extract and filter and fineweb"):

@@ -20,6 +20,7 @@ PIPELINES = {
     "convert": "beamtrove.pipelines.convert",
     "decont_index": "beamtrove.pipelines.decont_index",
     "dedup": "beamtrove.pipelines.dedup",
+    "dedup_index": "beamtrove.pipelines.dedup_index",
     "extract": "beamtrove.pipelines.extract",
     "filter": "beamtrove.pipelines.filter",
     "fineweb": "beamtrove.pipelines.fineweb",
@@ -35,6 +36,8 @@ def pipeline_spec(name: str) -> PipelineSpec:
     Raises:
         ConfigurationError: No pipeline has that name.
     """
+    # Commands are often typed with dashes (dedup-index); the registry's names have underscores.
+    name = name.replace("-", "_")
     if name not in PIPELINES:
         hint = did_you_mean(name, PIPELINES)
         suggestion = f" Did you mean {hint!r}?" if hint else ""

@@ -8,7 +8,9 @@ kept documents to ``<output>/documents/``, each removed one to
 with ``--cluster_map`` one row per removed document to
 ``<output>/clusters/<step>/`` (``id``, ``kept_id``, ``cluster_size``), dead
 letters to ``<output>/dead_letters/`` and the stats to ``stats.json``.
-With ``--count_tokens``, the steps ``tokens_before_dedup`` and
+With ``--against INDEX,...`` every step but the token counts also removes
+what the dedup indexes of earlier datasets hold (see
+:mod:`beamtrove.transforms.dedup.index`). With ``--count_tokens``, the steps ``tokens_before_dedup`` and
 ``tokens_after_dedup`` count every document's tokens (DataTrove's
 ``TokensCounter``) before and after the dedup steps.
 """
@@ -24,6 +26,7 @@ from beamtrove.pipelines.common import RowInputOptions, documents_sink, row_read
 from beamtrove.pipelines.spec import DocumentStep, GlobalStep, PipelineSpec
 from beamtrove.transforms.dedup import (
     ClusterMember,
+    DedupIndexes,
     DedupOutputs,
     ExactDedup,
     MinHashClusters,
@@ -36,7 +39,7 @@ from beamtrove.transforms.readers import FileReader
 from beamtrove.transforms.summary import CountTokens
 from beamtrove.transforms.writers import JsonlFormat, WriteFiles
 
-__all__ = ["SPEC", "STEPS", "DedupOptions"]
+__all__ = ["SPEC", "STEPS", "DedupOptions", "minhash_config"]
 
 #: The dedup steps, in the order they run.
 STEPS = ("exact", "url", "minhash", "sentence")
@@ -76,6 +79,18 @@ class DedupOptions(PipelineOptions):
         Option("span_sentences", "Sentences per span (sentence). Default: 3.", int, 3),
         Option("min_doc_words", "Drop documents left with fewer words after sentence dedup. Default: 50.", int, 50),
         Option(
+            "min_doc_sentences",
+            "Drop documents left with fewer sentences after sentence dedup (0: no minimum). Default: 3.",
+            int,
+            3,
+        ),
+        Option(
+            "against",
+            "Comma-separated dedup index folders (beamtrove run dedup_index) of earlier datasets, e.g. released "
+            "dumps: their documents count as coming before this input's, so whatever they hold is removed with "
+            "reason <step>_duplicate_in_<index name> (spans are cut). The first index named wins a key several hold.",
+        ),
+        Option(
             "count_tokens",
             "A tokenizer.json: count every document's tokens before dedup (step tokens_before_dedup) and after "
             "it (tokens_after_dedup), setting its token_count metadata; the dedup ratio is after / before.",
@@ -90,6 +105,23 @@ def _chosen(options: PipelineOptions) -> list[str]:
     if not steps or set(steps) - set(STEPS):
         raise ValueError(f"--dedup takes a comma-separated list of {', '.join(STEPS)} (got {own.dedup!r}).")
     return [step for step in STEPS if step in steps]
+
+
+def minhash_config(options: PipelineOptions) -> MinHashConfig:
+    """The MinHash settings ``--minhash_*`` set."""
+    own = options.view_as(DedupOptions)
+    return MinHashConfig(
+        own.minhash_ngrams, own.minhash_buckets, own.minhash_hashes_per_bucket, own.minhash_seed, own.minhash_threshold
+    )
+
+
+def _against(options: PipelineOptions) -> DedupIndexes | None:
+    """The indexes ``--against`` names, their manifests read (so a missing one fails the run before it starts)."""
+    against = options.view_as(DedupOptions).against
+    if not against:
+        return None
+    paths = [path.strip() for path in against.split(",") if path.strip()]
+    return DedupIndexes(paths)
 
 
 def _cluster_member_key(member: ClusterMember) -> str:
@@ -110,14 +142,16 @@ def _exact(options: PipelineOptions) -> GlobalStep | None:
     own = options.view_as(DedupOptions)
     if "exact" not in _chosen(options):
         return None
-    return GlobalStep("exact", "exact_dedup", ExactDedup(keep_by=own.keep_by), _cluster_map_if_asked(options))
+    exact = ExactDedup(keep_by=own.keep_by, against=_against(options))
+    return GlobalStep("exact", "exact_dedup", exact, _cluster_map_if_asked(options))
 
 
 def _url(options: PipelineOptions) -> GlobalStep | None:
     own = options.view_as(DedupOptions)
     if "url" not in _chosen(options):
         return None
-    return GlobalStep("url", "url_dedup", UrlDedup(keep_by=own.keep_by), _cluster_map_if_asked(options))
+    urls = UrlDedup(keep_by=own.keep_by, against=_against(options))
+    return GlobalStep("url", "url_dedup", urls, _cluster_map_if_asked(options))
 
 
 class _NearDuplicates(beam.PTransform):
@@ -129,17 +163,24 @@ class _NearDuplicates(beam.PTransform):
     written again.
     """
 
-    def __init__(self, clusters: MinHashClusters, keep_by: str | None, second_read: FileReader | None):
+    def __init__(
+        self,
+        clusters: MinHashClusters,
+        keep_by: str | None,
+        second_read: FileReader | None,
+        against: DedupIndexes | None,
+    ):
         super().__init__()
         self._clusters = clusters
         self._keep_by = keep_by
         self._second_read = second_read
+        self._against = against
 
     def expand(self, documents) -> DedupOutputs:
         clusters = documents | "Clusters" >> self._clusters
         if self._second_read is not None:
             documents = documents.pipeline | "ReadAgain" >> self._second_read
-        return documents | "minhash_remove" >> RemoveClustered(clusters, self._keep_by)
+        return documents | "minhash_remove" >> RemoveClustered(clusters, self._keep_by, against=self._against)
 
 
 def _minhash(options: PipelineOptions) -> GlobalStep | None:
@@ -147,12 +188,10 @@ def _minhash(options: PipelineOptions) -> GlobalStep | None:
     chosen = _chosen(options)
     if "minhash" not in chosen:
         return None
-    config = MinHashConfig(
-        own.minhash_ngrams, own.minhash_buckets, own.minhash_hashes_per_bucket, own.minhash_seed, own.minhash_threshold
-    )
-    clusters = MinHashClusters(config, own.keep_by, own.max_cc_rounds)
+    against = _against(options)
+    clusters = MinHashClusters(minhash_config(options), own.keep_by, own.max_cc_rounds, against=against)
     second_read = row_reader(options) if chosen[0] == "minhash" else None
-    near_duplicates = _NearDuplicates(clusters, own.keep_by, second_read)
+    near_duplicates = _NearDuplicates(clusters, own.keep_by, second_read, against)
     return GlobalStep("minhash", "minhash", near_duplicates, _cluster_map_if_asked(options))
 
 
@@ -161,7 +200,13 @@ def _sentence(options: PipelineOptions) -> GlobalStep | None:
     if "sentence" not in _chosen(options):
         return None
     # Sentence dedup shortens documents rather than grouping them: it has no cluster map.
-    spans = SentenceDedup(own.span_sentences, own.min_doc_words, own.keep_by)
+    spans = SentenceDedup(
+        own.span_sentences,
+        own.min_doc_words,
+        own.keep_by,
+        min_doc_sentences=own.min_doc_sentences,
+        against=_against(options),
+    )
     return GlobalStep("sentence", "sentence_dedup", spans)
 
 

@@ -31,7 +31,7 @@ def test_build_template_writes_the_spec_with_the_workers_image(tmp_path, capsys)
 def test_build_template_refuses_an_unknown_pipeline_and_an_unwritable_output(tmp_path, capsys):
     spec_path = tmp_path / "spec.json"
     assert main(["dataflow", "build-template", "finweb", "--image", IMAGE, "--output", str(spec_path)]) == 2
-    available = "available: convert, decont_index, dedup, extract, filter, fineweb,"
+    available = "available: convert, decont_index, dedup, dedup_index, extract, filter, fineweb,"
     assert f"Unknown pipeline 'finweb'; {available}" in capsys.readouterr().err
     assert not spec_path.exists()
     blocked = tmp_path / "file"

@@ -59,7 +59,8 @@ def test_help_lists_pipelines_and_their_options_by_group(capsys):
     assert main(["run", "--help"]) == 0
     listing = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in listing[3:]] == [
-        "convert", "decont_index", "dedup", "extract", "filter", "fineweb", "merge_tokens", "stats", "tokenize",
+        "convert", "decont_index", "dedup", "dedup_index", "extract", "filter", "fineweb", "merge_tokens", "stats",
+        "tokenize",
     ]  # fmt: skip
     assert main(["run"]) == 2
     capsys.readouterr()

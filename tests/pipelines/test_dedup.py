@@ -94,9 +94,61 @@ def test_minhash_alone_reads_the_input_twice_and_agrees(corpus, tmp_path):
         (["--dedup", "minhash,fuzzy"], "--dedup takes"),
         (["--keep_by", "-"], "keep_by must name"),
         (["--minhash_threshold", "2"], "threshold must be in"),
+        (["--against", "/nonexistent/index"], "No dedup index at /nonexistent/index"),
     ],
 )
 def test_bad_options_fail_before_running(corpus, tmp_path, capsys, option, message):
     argv = ["run", "dedup", "--input", str(corpus / "*.jsonl"), "--output", str(tmp_path / "out"), *option]
     assert main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_new_dump_against_the_index_of_an_earlier_one(corpus, reviews, tmp_path, capsys):
+    index = tmp_path / "reviews-2024"
+    argv = [
+        "run",
+        "dedup_index",
+        "--input",
+        str(corpus / "*.jsonl"),
+        "--output",
+        str(index),
+        "--progress_interval",
+        "0",
+    ]
+    assert main([*argv, "--dedup", "exact,minhash,sentence"]) == 0
+    manifest = json.loads((index / "index.json").read_text())
+    assert (manifest["name"], manifest["documents"], sorted(manifest["kinds"])) == (
+        "reviews-2024",
+        87,
+        ["exact", "minhash", "sentence"],
+    )
+    rows = [
+        {"id": "new-005-exact", "text": reviews[5].text},
+        {"id": "new-015-near", "text": near_copy(reviews[15].text, 0.01, seed=15)},
+        {"id": "new-100", "text": BOILERPLATE + reviews[100].text},
+        {"id": "new-101", "text": reviews[101].text},
+        {"id": "new-101-again", "text": reviews[101].text},
+    ]
+    new_dump = tmp_path / "new-dump"
+    new_dump.mkdir()
+    (new_dump / "part-0.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    output = tmp_path / "out"
+    argv = ["run", "dedup", "--input", str(new_dump / "*.jsonl"), "--output", str(output), "--progress_interval", "0"]
+    assert main([*argv, "--dedup", "exact,minhash,sentence", "--against", str(index)]) == 0
+    reasons = {
+        step: sorted((row["id"], row["metadata"]["filter_reason"]) for row in jsonl_rows(output / "excluded" / step))
+        for step in ("exact", "minhash")
+    }
+    assert reasons == {
+        "exact": [("new-005-exact", "exact_duplicate_in_reviews-2024"), ("new-101-again", "exact_duplicate")],
+        "minhash": [("new-015-near", "minhash_duplicate_in_reviews-2024")],
+    }
+    kept = {row["id"]: row["text"] for row in jsonl_rows(output / "documents")}
+    # The boilerplate the earlier dump held is cut; the new review stays whole.
+    assert kept == {"new-100": reviews[100].text.strip(), "new-101": reviews[101].text}
+    counters = json.loads((output / "stats.json").read_text())["steps"]["sentence_dedup"]["counters"]
+    assert counters["spans_in_index.reviews-2024"] == 1
+    capsys.readouterr()
+    refused = ["run", "dedup_index", "--input", str(new_dump / "*.jsonl"), "--output", str(tmp_path / "again")]
+    assert main([*refused, "--against", str(index)]) == 2
+    assert "dedup_index only writes an index" in capsys.readouterr().err

@@ -1,8 +1,20 @@
-"""Dedup: exact content, URL, MinHash near duplicates (with distributed connected components) and sentence spans."""
+"""Dedup: exact content, URL, MinHash near duplicates (with distributed connected components) and sentence spans.
+
+Each can also run against dedup indexes of earlier datasets (:mod:`beamtrove.transforms.dedup.index`).
+"""
 
 from beamtrove.transforms.dedup.components import Component, ConnectedComponents
-from beamtrove.transforms.dedup.exact import ExactDedup, UrlDedup, normalize_url
-from beamtrove.transforms.dedup.keep import ClusterMember, DedupOutputs, KeepOrder
+from beamtrove.transforms.dedup.exact import ExactDedup, UrlDedup, key_digest, normalize_url
+from beamtrove.transforms.dedup.index import (
+    INDEX_KINDS,
+    BuildDedupIndex,
+    DedupIndexes,
+    DedupIndexManifest,
+    IndexMatch,
+    ReadIndexEntries,
+    read_index_manifest,
+)
+from beamtrove.transforms.dedup.keep import ClusterMember, DedupOutputs, KeepOrder, index_node, input_node
 from beamtrove.transforms.dedup.minhash import (
     MinHashClusters,
     MinHashConfig,
@@ -11,26 +23,37 @@ from beamtrove.transforms.dedup.minhash import (
     RemoveClustered,
     sketch_agreement,
 )
-from beamtrove.transforms.dedup.sentences import SentenceDedup, split_sentences
+from beamtrove.transforms.dedup.sentences import SentenceDedup, span_digests, split_sentences
 from beamtrove.transforms.dedup.shingles import normalize_text, shingle_hashes
 
 __all__ = [
+    "INDEX_KINDS",
+    "BuildDedupIndex",
     "ClusterMember",
     "Component",
     "ConnectedComponents",
+    "DedupIndexManifest",
+    "DedupIndexes",
     "DedupOutputs",
     "ExactDedup",
+    "IndexMatch",
     "KeepOrder",
     "MinHashClusters",
     "MinHashConfig",
     "MinHashDedup",
     "MinHasher",
+    "ReadIndexEntries",
     "RemoveClustered",
     "SentenceDedup",
     "UrlDedup",
+    "index_node",
+    "input_node",
+    "key_digest",
     "normalize_text",
     "normalize_url",
+    "read_index_manifest",
     "shingle_hashes",
     "sketch_agreement",
+    "span_digests",
     "split_sentences",
 ]

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import apache_beam as beam
 
@@ -19,7 +20,10 @@ from beamtrove.transforms.dedup.keep import ClusterMember, DedupOutputs, KeepOrd
 from beamtrove.transforms.dedup.shingles import normalize_text
 from beamtrove.transforms.filters.base import excluded_output
 
-__all__ = ["ExactDedup", "UrlDedup", "normalize_url"]
+if TYPE_CHECKING:
+    from beamtrove.transforms.dedup.index import DedupIndexes
+
+__all__ = ["ExactDedup", "UrlDedup", "key_digest", "normalize_url"]
 
 _DEFAULT_PORTS = {"http": "80", "https": "443"}
 
@@ -45,6 +49,11 @@ def normalize_url(url: str) -> str:
     return urllib.parse.urlunsplit((scheme, host, parts.path.rstrip("/"), query, ""))
 
 
+def key_digest(key: str) -> bytes:
+    """The 16-byte digest a dedup step groups on, and a dedup index stores, for a document's key."""
+    return hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
 class _KeyDocumentsFn(beam.DoFn):
     def __init__(self, key_of: Callable[[Document], str | None], metrics: StepMetrics):
         self._key_of = key_of
@@ -58,56 +67,83 @@ class _KeyDocumentsFn(beam.DoFn):
             self._metrics.emitted()
             yield document
             return
-        digest = hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-        yield beam.pvalue.TaggedOutput("keyed", (digest, document))
+        yield beam.pvalue.TaggedOutput("keyed", (key_digest(key), document))
 
 
 class _KeepFirstFn(beam.DoFn):
-    def __init__(self, order: KeepOrder, reason: str, metrics: StepMetrics):
+    def __init__(self, order: KeepOrder, reason: str, index_reasons: Sequence[str], metrics: StepMetrics):
         self._order = order
         self._reason = reason
+        self._index_reasons = index_reasons
         self._metrics = metrics
 
     def process(self, grouped):
         # Two passes over the group rather than a sorted copy: a group can be huge (every empty page).
-        _, documents = grouped
+        # Its values are documents and, against indexes, the (position, id) of the indexes holding the key.
+        _, values = grouped
         size = 0
         first_node = None
-        for document in documents:
+        first_match = None
+        for value in values:
+            if not isinstance(value, Document):
+                first_match = value if first_match is None else min(first_match, tuple(value))
+                continue
             size += 1
-            node = self._order.node(document)
+            node = self._order.node(value)
             if first_node is None or node < first_node:
                 first_node = node
-        first_id = KeepOrder.document_id(first_node)
-        first_seen = False
-        for document in documents:
+        if first_node is None:
+            return
+        if first_match is not None:
+            position, first_id = first_match
+            reason, first_seen, size = self._index_reasons[position], True, size + 1
+        else:
+            reason, first_id, first_seen = self._reason, KeepOrder.document_id(first_node), False
+        for document in values:
+            if not isinstance(document, Document):
+                continue
             if not first_seen and self._order.node(document) == first_node:
                 first_seen = True
                 self._metrics.emitted()
                 yield document
                 continue
-            self._metrics.dropped(self._reason)
+            self._metrics.dropped(reason)
             yield beam.pvalue.TaggedOutput(CLUSTERS, ClusterMember(document.id, first_id, size))
-            yield excluded_output(document, self._reason, duplicate_of=first_id)
+            yield excluded_output(document, reason, duplicate_of=first_id)
 
 
 class _KeepFirstPerKey(beam.PTransform):
-    def __init__(self, key_of: Callable[[Document], str | None], keep_by: str | None, reason: str, step: str):
+    def __init__(
+        self,
+        key_of: Callable[[Document], str | None],
+        keep_by: str | None,
+        reason: str,
+        step: str,
+        kind: str,
+        against: DedupIndexes | None,
+    ):
         super().__init__()
         self._key_of = key_of
         self._order = KeepOrder(keep_by)
         self._reason = reason
         self._metrics = StepMetrics(step)
+        self._kind = kind
+        self._against = against
 
     def expand(self, documents):
         unkeyed, keyed = documents | "Key" >> beam.ParDo(_KeyDocumentsFn(self._key_of, self._metrics)).with_outputs(
             "keyed", main="unkeyed"
         )
+        index_reasons = []
+        if self._against is not None:
+            indexed = documents.pipeline | "ReadIndex" >> self._against.read(self._kind)
+            keyed = (keyed, indexed) | "WithIndex" >> beam.Flatten()
+            index_reasons = [self._against.reason(self._reason, n) for n in range(len(self._against.names))]
         first = (
             keyed
             | "GroupByKey" >> beam.GroupByKey()
             | "KeepFirst"
-            >> beam.ParDo(_KeepFirstFn(self._order, self._reason, self._metrics)).with_outputs(
+            >> beam.ParDo(_KeepFirstFn(self._order, self._reason, index_reasons, self._metrics)).with_outputs(
                 EXCLUDED, CLUSTERS, main="kept"
             )
         )
@@ -126,11 +162,22 @@ class ExactDedup(_KeepFirstPerKey):
             punctuation, spacing, accents and digits ignored) rather than as they are.
         keep_by: See :class:`KeepOrder`.
         step: Stats name.
+        against: Dedup indexes (of raw texts) whose documents come before every
+            input document: a text they hold is removed with reason
+            ``exact_duplicate_in_<index name>``.
     """
 
-    def __init__(self, normalized: bool = False, keep_by: str | None = None, step: str = "exact_dedup"):
+    def __init__(
+        self,
+        normalized: bool = False,
+        keep_by: str | None = None,
+        step: str = "exact_dedup",
+        against: DedupIndexes | None = None,
+    ):
+        if normalized and against is not None:
+            raise ValueError("Dedup indexes hold digests of raw texts: normalized exact dedup cannot use them.")
         key_of = _normalized_text if normalized else _text
-        super().__init__(key_of, keep_by, "exact_duplicate", step)
+        super().__init__(key_of, keep_by, "exact_duplicate", step, "exact", against)
 
 
 class UrlDedup(_KeepFirstPerKey):
@@ -141,10 +188,13 @@ class UrlDedup(_KeepFirstPerKey):
     Args:
         keep_by: See :class:`KeepOrder` (for example ``"-date"`` keeps the latest crawl of a URL).
         step: Stats name.
+        against: Dedup indexes whose documents come before every input
+            document: a URL they hold is removed with reason
+            ``url_duplicate_in_<index name>``.
     """
 
-    def __init__(self, keep_by: str | None = None, step: str = "url_dedup"):
-        super().__init__(_normalized_url, keep_by, "url_duplicate", step)
+    def __init__(self, keep_by: str | None = None, step: str = "url_dedup", against: DedupIndexes | None = None):
+        super().__init__(_normalized_url, keep_by, "url_duplicate", step, "url", against)
 
 
 def _text(document: Document) -> str:

@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 from beamtrove.document import Document
 
-__all__ = ["ClusterMember", "DedupOutputs", "KeepOrder"]
+__all__ = ["INDEX", "INPUT", "ClusterMember", "DedupOutputs", "KeepOrder", "index_node", "input_node"]
 
 # Documents whose keep_by value is a number sort before those with a string, which sort before those without one.
 _NUMBER, _STRING, _MISSING = 0, 1, 2
@@ -58,6 +58,20 @@ class KeepOrder:
     def document_id(node: Any) -> str:
         """The id inside a node."""
         return node[-1] if isinstance(node, tuple) else node
+
+
+#: The first item of an indexed document's node in a run against dedup indexes; an input document's is INPUT.
+INDEX, INPUT = 0, 1
+
+
+def index_node(position: int, node: Any) -> tuple:
+    """A dedup index document's node in a run against indexes: before every input document, in the order named."""
+    return (INDEX, position, node)
+
+
+def input_node(node: Any) -> tuple:
+    """An input document's node in a run against indexes: after every indexed document."""
+    return (INPUT, node)
 
 
 class ClusterMember(NamedTuple):

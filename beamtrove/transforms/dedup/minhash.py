@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import dataclasses
 import struct
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import apache_beam as beam
 import numpy as np
@@ -32,9 +34,12 @@ from beamtrove.document import Document
 from beamtrove.layout import CLUSTERS, EXCLUDED
 from beamtrove.metrics import StepMetrics
 from beamtrove.transforms.dedup.components import ConnectedComponents
-from beamtrove.transforms.dedup.keep import ClusterMember, DedupOutputs, KeepOrder
+from beamtrove.transforms.dedup.keep import INDEX, ClusterMember, DedupOutputs, KeepOrder, input_node
 from beamtrove.transforms.dedup.shingles import normalize_text, shingle_hashes
 from beamtrove.transforms.filters.base import excluded_output
+
+if TYPE_CHECKING:
+    from beamtrove.transforms.dedup.index import DedupIndexes
 
 __all__ = [
     "MinHashClusters",
@@ -150,9 +155,10 @@ def sketch_agreement(first: bytes, second: bytes) -> float:
 
 
 class _BandKeysFn(beam.DoFn):
-    def __init__(self, config: MinHashConfig, order: KeepOrder, metrics: StepMetrics):
+    def __init__(self, config: MinHashConfig, order: KeepOrder, against_indexes: bool, metrics: StepMetrics):
         self._config = config
         self._order = order
+        self._against_indexes = against_indexes
         self._metrics = metrics
 
     def setup(self):
@@ -165,6 +171,8 @@ class _BandKeysFn(beam.DoFn):
             self._metrics.inc("too_short")
             return
         node = self._order.node(document)
+        if self._against_indexes:
+            node = input_node(node)
         value = node if self._config.threshold is None else (node, MinHasher.sketch(signature))
         for key in MinHasher.band_keys(signature):
             yield key, value
@@ -232,6 +240,12 @@ class MinHashClusters(beam.PTransform):
         keep_by: See :class:`KeepOrder`; decides each cluster's root.
         max_rounds: Connected-components rounds to unroll.
         step: Stats name.
+        against: Dedup indexes whose documents join the graph before every
+            input document. Nodes are then :func:`input_node` s of the
+            documents and :func:`index_node` s of the indexed ones.
+
+    Raises:
+        ValueError: An index built with other shingles or hashes than ``config``.
     """
 
     def __init__(
@@ -240,9 +254,14 @@ class MinHashClusters(beam.PTransform):
         keep_by: str | None = None,
         max_rounds: int = 30,
         step: str = "minhash",
+        against: DedupIndexes | None = None,
     ):
         super().__init__()
         self._config = config or MinHashConfig()
+        if against is not None:
+            for manifest in against.manifests:
+                manifest.check_minhash(self._config)
+        self._against = against
         self._order = KeepOrder(keep_by)
         self._components_step = f"{step}_components"
         self._components = ConnectedComponents(max_rounds, step=self._components_step)
@@ -251,9 +270,13 @@ class MinHashClusters(beam.PTransform):
     def expand(self, documents):
         threshold = self._config.threshold
         link = _LinkToFirstFn(self._metrics) if threshold is None else _LinkVerifiedFn(threshold, self._metrics)
+        against = self._against is not None
+        bands = documents | "BandKeys" >> beam.ParDo(_BandKeysFn(self._config, self._order, against, self._metrics))
+        if against:
+            indexed = documents.pipeline | "ReadIndex" >> self._against.read("minhash", with_sketches=bool(threshold))
+            bands = (bands, indexed) | "WithIndex" >> beam.Flatten()
         return (
-            documents
-            | "BandKeys" >> beam.ParDo(_BandKeysFn(self._config, self._order, self._metrics))
+            bands
             | "GroupByBand" >> beam.GroupByKey()
             | "Link" >> beam.ParDo(link)
             | self._components_step >> self._components
@@ -261,28 +284,43 @@ class MinHashClusters(beam.PTransform):
 
 
 class _RemoveClusteredFn(beam.DoFn):
-    def __init__(self, order: KeepOrder, reason: str, metrics: StepMetrics):
+    def __init__(self, order: KeepOrder, reason: str, index_reasons: Sequence[str] | None, metrics: StepMetrics):
         self._order = order
         self._reason = reason
+        self._index_reasons = index_reasons
         self._metrics = metrics
 
     def process(self, document: Document, components):
         self._metrics.received()
-        component = components.get(self._order.node(document))
+        node = self._order.node(document)
+        component = components.get(node if self._index_reasons is None else input_node(node))
         if component is None:
             # Users filter and upsample on the size, so a document with no near duplicate says so too.
             self._metrics.emitted()
             yield dataclasses.replace(document, metadata={**document.metadata, "minhash_cluster_size": 1})
             return
         root, size = component
+        reason = self._reason
+        if self._index_reasons is not None:
+            if root[0] == INDEX:
+                _, position, root = root
+                reason = self._index_reasons[position]
+            else:
+                root = root[1]
         kept_id = KeepOrder.document_id(root)
-        if kept_id == document.id:
+        if kept_id == document.id and reason == self._reason:
             self._metrics.emitted()
             yield dataclasses.replace(document, metadata={**document.metadata, "minhash_cluster_size": size})
             return
-        self._metrics.dropped(self._reason)
+        self._metrics.dropped(reason)
         yield beam.pvalue.TaggedOutput(CLUSTERS, ClusterMember(document.id, kept_id, size))
-        yield excluded_output(document, self._reason, duplicate_of=kept_id, minhash_cluster_size=size)
+        yield excluded_output(document, reason, duplicate_of=kept_id, minhash_cluster_size=size)
+
+
+def _input_components(component) -> Iterable[tuple]:
+    # Indexed documents are not in the input: their components would only weigh on the side input.
+    if component.node[0] != INDEX:
+        yield component.node, (component.root, component.size)
 
 
 def _by_node(component) -> tuple:
@@ -304,20 +342,34 @@ class RemoveClustered(beam.PTransform):
         keep_by: The ``keep_by`` the clusters were built with.
         reason: ``filter_reason`` and ``dropped.<reason>`` counter name.
         step: Stats name.
+        against: The indexes the clusters were built against: a document
+            clustered with an indexed one is removed with reason
+            ``<reason>_in_<index name>`` and the indexed document as ``duplicate_of``.
     """
 
     def __init__(
-        self, components, keep_by: str | None = None, reason: str = "minhash_duplicate", step: str = "minhash_remove"
+        self,
+        components,
+        keep_by: str | None = None,
+        reason: str = "minhash_duplicate",
+        step: str = "minhash_remove",
+        against: DedupIndexes | None = None,
     ):
         super().__init__()
         self._components = components
         self._order = KeepOrder(keep_by)
         self._reason = reason
         self._metrics = StepMetrics(step)
+        self._index_reasons = (
+            None if against is None else [against.reason(reason, n) for n in range(len(against.names))]
+        )
 
     def expand(self, documents):
-        components = self._components | "ByNode" >> beam.Map(_by_node)
-        remove = _RemoveClusteredFn(self._order, self._reason, self._metrics)
+        if self._index_reasons is None:
+            components = self._components | "ByNode" >> beam.Map(_by_node)
+        else:
+            components = self._components | "ByNode" >> beam.FlatMap(_input_components)
+        remove = _RemoveClusteredFn(self._order, self._reason, self._index_reasons, self._metrics)
         outputs = documents | "Remove" >> beam.ParDo(remove, beam.pvalue.AsDict(components)).with_outputs(
             EXCLUDED, CLUSTERS, main="kept"
         )
@@ -336,13 +388,21 @@ class MinHashDedup(beam.PTransform):
         config: MinHash parameters.
         keep_by: See :class:`KeepOrder`.
         max_rounds: Connected-components rounds to unroll.
+        against: Dedup indexes whose documents come before every input document.
     """
 
-    def __init__(self, config: MinHashConfig | None = None, keep_by: str | None = None, max_rounds: int = 30):
+    def __init__(
+        self,
+        config: MinHashConfig | None = None,
+        keep_by: str | None = None,
+        max_rounds: int = 30,
+        against: DedupIndexes | None = None,
+    ):
         super().__init__()
-        self._clusters = MinHashClusters(config, keep_by, max_rounds)
+        self._clusters = MinHashClusters(config, keep_by, max_rounds, against=against)
         self._keep_by = keep_by
+        self._against = against
 
     def expand(self, documents):
         components = documents | "Clusters" >> self._clusters
-        return documents | "RemoveClustered" >> RemoveClustered(components, self._keep_by)
+        return documents | "RemoveClustered" >> RemoveClustered(components, self._keep_by, against=self._against)

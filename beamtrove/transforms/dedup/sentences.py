@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import apache_beam as beam
 import regex
@@ -24,11 +26,14 @@ from beamtrove.document import Document
 from beamtrove.layout import EXCLUDED
 from beamtrove.metrics import StepMetrics
 from beamtrove.text import TERMINAL_PUNCTUATION
-from beamtrove.transforms.dedup.keep import KeepOrder
+from beamtrove.transforms.dedup.keep import INDEX, KeepOrder, input_node
 from beamtrove.transforms.dedup.shingles import normalize_text
 from beamtrove.transforms.filters.base import excluded_output
 
-__all__ = ["SentenceDedup", "split_sentences"]
+if TYPE_CHECKING:
+    from beamtrove.transforms.dedup.index import DedupIndexes
+
+__all__ = ["SentenceDedup", "span_digests", "split_sentences"]
 
 # A sentence ends after terminal punctuation (and the quotes or brackets closing
 # it) followed by whitespace, or at a line break.
@@ -67,27 +72,40 @@ def _worded_sentences(text: str) -> list[tuple[int, int, str]]:
     return sentences
 
 
+def span_digests(text: str, span_sentences: int) -> list[bytes]:
+    """The 12-byte digest of every run of ``span_sentences`` consecutive worded sentences of ``text``, in order."""
+    sentences = [normalized for _, _, normalized in _worded_sentences(text)]
+    return [
+        hashlib.blake2b(
+            "\n".join(sentences[first : first + span_sentences]).encode("utf-8", "surrogatepass"), digest_size=12
+        ).digest()
+        for first in range(len(sentences) - span_sentences + 1)
+    ]
+
+
 class _SpanKeysFn(beam.DoFn):
     def __init__(self, span_sentences: int, order: KeepOrder):
         self._span_sentences = span_sentences
         self._order = order
 
     def process(self, document: Document):
-        node = self._order.node(document)
+        node = input_node(self._order.node(document))
         yield beam.pvalue.TaggedOutput("documents", (node, document))
-        sentences = [normalized for _, _, normalized in _worded_sentences(document.text)]
-        for first in range(len(sentences) - self._span_sentences + 1):
-            span = "\n".join(sentences[first : first + self._span_sentences])
-            yield hashlib.blake2b(span.encode("utf-8", "surrogatepass"), digest_size=12).digest(), (node, first)
+        for first, digest in enumerate(span_digests(document.text, self._span_sentences)):
+            yield digest, (node, first)
 
 
 def _repeats(grouped):
+    """Every occurrence of an input document but the first, with the index position of the first if it is indexed."""
     # Two passes rather than a sorted copy: boilerplate spans occur on millions of pages.
     _, occurrences = grouped
     first = min(occurrences)
+    (first_kind, *first_node), _ = first
+    source = first_node[0] if first_kind == INDEX else None
     for occurrence in occurrences:
-        if occurrence != first:
-            yield occurrence
+        if occurrence != first and occurrence[0][0] != INDEX:
+            node, number = occurrence
+            yield node, (number, source)
 
 
 def _cut(text: str, sentences: list[tuple[int, int, str]], cut: set[int]) -> str:
@@ -114,15 +132,27 @@ def _cut(text: str, sentences: list[tuple[int, int, str]], cut: set[int]) -> str
 
 
 class _CutRepeatsFn(beam.DoFn):
-    def __init__(self, span_sentences: int, min_doc_words: int, min_doc_sentences: int, metrics: StepMetrics):
+    def __init__(
+        self,
+        span_sentences: int,
+        min_doc_words: int,
+        min_doc_sentences: int,
+        index_names: Sequence[str],
+        metrics: StepMetrics,
+    ):
         self._span_sentences = span_sentences
+        self._index_names = index_names
         self._min_doc_words = min_doc_words
         self._min_doc_sentences = min_doc_sentences
         self._metrics = metrics
 
     def process(self, joined):
-        _, (documents, repeated_spans) = joined
-        repeated_spans = set(repeated_spans)
+        _, (documents, repeats) = joined
+        repeated_spans = set()
+        for first, source in repeats:
+            repeated_spans.add(first)
+            if source is not None:
+                self._metrics.inc(f"spans_in_index.{self._index_names[source]}")
         for document in documents:
             self._metrics.received()
             if not repeated_spans:
@@ -164,6 +194,12 @@ class SentenceDedup(beam.PTransform):
         min_doc_sentences: Drop documents with fewer sentences holding words once cut (DataTrove's default, 3).
         keep_by: See :class:`KeepOrder`: where a repeated span survives.
         step: Stats name.
+        against: Dedup indexes whose spans come before every input document's:
+            a span they hold is cut wherever the input has it (counter
+            ``spans_in_index.<name>``).
+
+    Raises:
+        ValueError: ``span_sentences`` below 1, or an index of other spans.
     """
 
     def __init__(
@@ -173,10 +209,15 @@ class SentenceDedup(beam.PTransform):
         keep_by: str | None = None,
         step: str = "sentence_dedup",
         min_doc_sentences: int = 3,
+        against: DedupIndexes | None = None,
     ):
         super().__init__()
         if span_sentences < 1:
             raise ValueError(f"span_sentences must be at least 1 (got {span_sentences}).")
+        if against is not None:
+            for manifest in against.manifests:
+                manifest.check_sentence(span_sentences)
+        self._against = against
         self._span_sentences = span_sentences
         self._min_doc_words = min_doc_words
         self._min_doc_sentences = min_doc_sentences
@@ -187,12 +228,17 @@ class SentenceDedup(beam.PTransform):
         spans, keyed_documents = documents | "SpanKeys" >> beam.ParDo(
             _SpanKeysFn(self._span_sentences, self._order)
         ).with_outputs("documents", main="spans")
+        index_names = []
+        if self._against is not None:
+            indexed = documents.pipeline | "ReadIndex" >> self._against.read("sentence")
+            spans = (spans, indexed) | "WithIndex" >> beam.Flatten()
+            index_names = self._against.names
         repeated = spans | "GroupBySpan" >> beam.GroupByKey() | "Repeats" >> beam.FlatMap(_repeats)
+        cut = _CutRepeatsFn(
+            self._span_sentences, self._min_doc_words, self._min_doc_sentences, index_names, self._metrics
+        )
         return (
             (keyed_documents, repeated)
             | "JoinRepeats" >> beam.CoGroupByKey()
-            | "CutRepeats"
-            >> beam.ParDo(
-                _CutRepeatsFn(self._span_sentences, self._min_doc_words, self._min_doc_sentences, self._metrics)
-            ).with_outputs(EXCLUDED, main="kept")
+            | "CutRepeats" >> beam.ParDo(cut).with_outputs(EXCLUDED, main="kept")
         )

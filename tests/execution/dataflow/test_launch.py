@@ -69,7 +69,7 @@ def test_booleans_and_runner():
         # An option of another pipeline is no option of this one.
         (
             ["--pipeline=convert", "--cluster_map=true"],
-            "--cluster_map is an option of the dedup pipeline, not of convert",
+            "--cluster_map is an option of the dedup and dedup_index pipeline, not of convert",
         ),
         (
             ["--pipeline=extract", "--input-ranges=ranges.json"],

@@ -1,0 +1,469 @@
+"""The dedup index: what dedup knows of a dataset, kept so that a later dataset can be deduplicated against it.
+
+FineWeb deduplicates each Common Crawl dump on its own; the next dump must
+then lose what the released ones already hold. ``beamtrove run dedup_index``
+writes an index of a dump, and ``beamtrove run dedup --against INDEX ...``
+treats every document of the indexes as coming before every document of
+its input: a document (or sentence span) already present in an index is
+removed, with a reason naming the index, and the input's own duplicates are
+removed as in an ordinary run. Built from dump A's input documents, A's index
+makes ``dedup --against A`` on dump B remove from B exactly what a dedup
+over A and B together would, when A's documents come first in its keep order.
+
+An index is a folder::
+
+    index.json                             the manifest (below)
+    <kind>/part-<shard>-of-<shards>.jsonl.gz  the records of one kind
+
+with one JSON object per line, sorted, for each kind:
+
+* ``exact`` and ``url``: ``{"key": hex, "id": id}``, one per distinct text
+  (or normalized URL): the 16-byte digest the dedup step groups on and the
+  document kept for it;
+* ``minhash``: ``{"id": id, "node": order, "sketch": hex, "bands": [hex, ...]}``,
+  one per document long enough to shingle: its LSH band keys, the one-byte
+  sketch of its signature (for ``--minhash_threshold``) and its place in the
+  index's keep order;
+* ``sentence``: ``{"key": hex}``, one per distinct span of sentences.
+
+The manifest says how the records were made, so a run using settings that
+would not match them fails before it starts::
+
+    {"format": "beamtrove-dedup-index", "version": 1, "name": "CC-MAIN-2024-10",
+     "documents": 1000, "keep_by": null,
+     "kinds": {"exact": {"records": 990, "files": ["exact/part-00000-of-00008.jsonl.gz", ...]},
+               "minhash": {"records": 980, "files": [...], "n_grams": 5, "num_buckets": 14,
+                           "hashes_per_bucket": 8, "seed": 1},
+               "sentence": {"records": 41230, "files": [...], "span_sentences": 3}}}
+
+Several indexes are merged by naming them all: a key several hold belongs
+to the first one named.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import hashlib
+import posixpath
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+import apache_beam as beam
+import orjson
+
+from beamtrove.document import Document
+from beamtrove.fs import filesystem, join, open_url, write_atomically, write_json
+from beamtrove.metrics import StepMetrics
+from beamtrove.transforms.dedup.exact import key_digest, normalize_url
+from beamtrove.transforms.dedup.keep import KeepOrder, index_node
+from beamtrove.transforms.dedup.minhash import MinHashConfig, MinHasher
+from beamtrove.transforms.dedup.sentences import span_digests
+from beamtrove.transforms.writers import WrittenFile
+
+__all__ = [
+    "INDEX_KINDS",
+    "MANIFEST_FILE",
+    "BuildDedupIndex",
+    "DedupIndexManifest",
+    "DedupIndexes",
+    "IndexMatch",
+    "ReadIndexEntries",
+    "read_index_manifest",
+]
+
+MANIFEST_FILE = "index.json"
+#: What an index can hold: one kind per dedup step that compares whole keys.
+INDEX_KINDS = ("exact", "url", "minhash", "sentence")
+_FORMAT = "beamtrove-dedup-index"
+_VERSION = 1
+_MINHASH_FIELDS = ("n_grams", "num_buckets", "hashes_per_bucket", "seed")
+
+
+class IndexMatch(NamedTuple):
+    """A key an index holds: which index (its position among those named) and the document it came from."""
+
+    position: int
+    id: str
+
+
+@dataclasses.dataclass(frozen=True)
+class DedupIndexManifest:
+    """An index folder's manifest.
+
+    Attributes:
+        path: The index folder.
+        name: The index's name, used in the reasons of what it removes.
+        keep_by: The keep order its documents were ranked with.
+        documents: Documents it was built from.
+        kinds: Kind -> its manifest entry (``records``, ``files`` and the kind's settings).
+    """
+
+    path: str
+    name: str
+    keep_by: str | None
+    documents: int
+    kinds: Mapping[str, Mapping[str, Any]]
+
+    def files(self, kind: str) -> list[str]:
+        """The URLs of a kind's record files."""
+        return [join(self.path, file) for file in self.kinds[kind]["files"]]
+
+    def check_minhash(self, config: MinHashConfig) -> None:
+        """Raises ValueError unless the index's band keys were made with ``config``'s shingles and hashes."""
+        built = {field: self.kinds["minhash"][field] for field in _MINHASH_FIELDS}
+        wanted = {field: getattr(config, field) for field in _MINHASH_FIELDS}
+        if built != wanted:
+            options = ", ".join(f"--minhash_{field} {value}" for field, value in built.items())
+            raise ValueError(
+                f"Index {self.path} was built with other MinHash settings ({built}) than this run's ({wanted}): "
+                f"run with {options}, or rebuild the index with this run's settings."
+            )
+
+    def check_sentence(self, span_sentences: int) -> None:
+        """Raises ValueError unless the index's spans have ``span_sentences`` sentences."""
+        built = self.kinds["sentence"]["span_sentences"]
+        if built != span_sentences:
+            raise ValueError(
+                f"Index {self.path} holds spans of {built} sentences, not {span_sentences}: run with "
+                f"--span_sentences {built}, or rebuild the index."
+            )
+
+
+def read_index_manifest(path: str, storage_options: Mapping[str, Any] | None = None) -> DedupIndexManifest:
+    """The manifest of the dedup index at ``path``.
+
+    Raises:
+        FileNotFoundError: ``path`` holds no ``index.json``.
+        ValueError: The manifest is not a dedup index this version reads.
+    """
+    fs, folder = filesystem(path, storage_options)
+    manifest_path = posixpath.join(folder, MANIFEST_FILE)
+    if not fs.exists(manifest_path):
+        raise FileNotFoundError(
+            f"No dedup index at {path}: it has no {MANIFEST_FILE}. Build one with `beamtrove run dedup_index`."
+        )
+    with fs.open(manifest_path, "rb") as stream:
+        manifest = orjson.loads(stream.read())
+    if manifest.get("format") != _FORMAT or manifest.get("version") != _VERSION:
+        raise ValueError(
+            f"{path}/{MANIFEST_FILE} is not a version {_VERSION} dedup index; rebuild it with `beamtrove run "
+            "dedup_index`."
+        )
+    return DedupIndexManifest(
+        path.rstrip("/"), manifest["name"], manifest["keep_by"], manifest["documents"], manifest["kinds"]
+    )
+
+
+def _as_node(value: Any) -> Any:
+    """A node read back from JSON: its arrays are the tuples they were written from."""
+    return tuple(_as_node(item) for item in value) if isinstance(value, list) else value
+
+
+class _IndexRecordsFn(beam.DoFn):
+    """Emits a document's keys, tagged by kind, each with the document's node."""
+
+    def __init__(self, kinds: Sequence[str], order: KeepOrder, minhash: MinHashConfig, span_sentences: int):
+        self._kinds = kinds
+        self._order = order
+        self._minhash = minhash
+        self._span_sentences = span_sentences
+
+    def setup(self):
+        self._hasher = MinHasher(self._minhash)
+
+    def process(self, document: Document):
+        node = self._order.node(document)
+        if "exact" in self._kinds:
+            yield beam.pvalue.TaggedOutput("exact", (key_digest(document.text), node))
+        url = document.metadata.get("url")
+        if "url" in self._kinds and isinstance(url, str) and url.strip():
+            yield beam.pvalue.TaggedOutput("url", (key_digest(normalize_url(url)), node))
+        if "minhash" in self._kinds:
+            signature = self._hasher.signature(document.text)
+            if signature is not None:
+                record = {
+                    "id": document.id,
+                    "node": node,
+                    "sketch": MinHasher.sketch(signature).hex(),
+                    "bands": [key.hex() for key in MinHasher.band_keys(signature)],
+                }
+                yield beam.pvalue.TaggedOutput("minhash", (document.id, record))
+        if "sentence" in self._kinds:
+            for digest in span_digests(document.text, self._span_sentences):
+                yield beam.pvalue.TaggedOutput("sentence", digest)
+
+
+def _first_document(grouped) -> tuple[bytes, dict]:
+    key, nodes = grouped
+    return key, {"key": key.hex(), "id": KeepOrder.document_id(min(nodes))}
+
+
+def _sentence_record(digest: bytes) -> tuple[bytes, dict]:
+    return digest, {"key": digest.hex()}
+
+
+def _shard(keyed: tuple[bytes | str, dict], kind: str, num_shards: int) -> tuple[tuple[str, int], dict]:
+    key, record = keyed
+    raw = key.encode("utf-8", "surrogatepass") if isinstance(key, str) else key
+    shard = int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), "little") % num_shards
+    return (kind, shard), record
+
+
+class _WriteShardFn(beam.DoFn):
+    """Writes one kind's shard of records as sorted JSON lines, gzip-compressed with no timestamp."""
+
+    def __init__(self, output_dir: str, num_shards: int, step: str, storage_options: Mapping[str, Any]):
+        self._output_dir = output_dir
+        self._num_shards = num_shards
+        self._metrics = StepMetrics(step)
+        self._storage_options = storage_options
+
+    def process(self, element):
+        (kind, shard), records = element
+        lines = sorted(orjson.dumps(record) for record in records)
+        data = gzip.compress(b"".join(line + b"\n" for line in lines), mtime=0)
+        relative = f"{kind}/part-{shard:05d}-of-{self._num_shards:05d}.jsonl.gz"
+        write_atomically(data, join(self._output_dir, relative), self._storage_options)
+        self._metrics.inc(f"records.{kind}", len(lines))
+        self._metrics.inc("files")
+        yield WrittenFile(join(self._output_dir, relative), len(lines), len(data), relative)
+
+
+class _WriteManifestFn(beam.DoFn):
+    """Writes ``index.json`` once every shard is written."""
+
+    def __init__(self, output_dir: str, name: str, keep_by: str | None, settings: Mapping[str, dict], options):
+        self._output_dir = output_dir
+        self._name = name
+        self._keep_by = keep_by
+        self._settings = settings
+        self._storage_options = options
+
+    def process(self, _, written: list[WrittenFile], documents: int):
+        kinds = {}
+        for kind, settings in self._settings.items():
+            files = sorted((file for file in written if file.destination.startswith(f"{kind}/")), key=_destination)
+            kinds[kind] = {
+                "records": sum(file.records for file in files),
+                "files": [file.destination for file in files],
+                **settings,
+            }
+        manifest = {
+            "format": _FORMAT,
+            "version": _VERSION,
+            "name": self._name,
+            "documents": documents,
+            "keep_by": self._keep_by,
+            "kinds": kinds,
+        }
+        path = join(self._output_dir, MANIFEST_FILE)
+        write_json(manifest, path, self._storage_options)
+        yield WrittenFile(path, len(kinds), len(orjson.dumps(manifest)), MANIFEST_FILE)
+
+
+def _destination(file: WrittenFile) -> str:
+    return file.destination
+
+
+class BuildDedupIndex(beam.PTransform):
+    """Writes a dedup index of documents: the keys of the chosen kinds (see the module docstring).
+
+    Returns the :class:`~beamtrove.transforms.writers.WrittenFile` s, ``index.json`` last. Stats:
+    ``beamtrove/<step>``: ``in``, ``records.<kind>``, ``files``.
+
+    Args:
+        output_dir: The index folder (path or fsspec URL).
+        kinds: Which of :data:`INDEX_KINDS` to index.
+        name: The index's name, in the reasons of what it removes (e.g. the dump, ``CC-MAIN-2024-10``).
+        minhash: MinHash settings; a run against the index must use the same shingles and hashes.
+        span_sentences: Sentences per span.
+        keep_by: See :class:`KeepOrder`: which of the indexed duplicates is named as kept.
+        num_shards: Files per kind, each written by its own worker.
+        storage_options: fsspec filesystem options.
+        step: Stats name.
+    """
+
+    def __init__(
+        self,
+        output_dir: str,
+        kinds: Sequence[str],
+        *,
+        name: str,
+        minhash: MinHashConfig | None = None,
+        span_sentences: int = 3,
+        keep_by: str | None = None,
+        num_shards: int = 8,
+        storage_options: Mapping[str, Any] | None = None,
+        step: str = "write_index",
+    ):
+        super().__init__()
+        unknown = sorted(set(kinds) - set(INDEX_KINDS))
+        if not kinds or unknown:
+            raise ValueError(f"An index holds some of {', '.join(INDEX_KINDS)} (got {', '.join(kinds) or 'none'}).")
+        if num_shards < 1:
+            raise ValueError(f"num_shards must be at least 1 (got {num_shards}).")
+        if not name.strip():
+            raise ValueError("An index needs a name (e.g. the dump it holds, CC-MAIN-2024-10).")
+        self._output_dir = output_dir.rstrip("/")
+        self._kinds = tuple(kind for kind in INDEX_KINDS if kind in kinds)
+        self._name = name
+        self._minhash = minhash or MinHashConfig()
+        self._span_sentences = span_sentences
+        self._keep_by = keep_by
+        self._num_shards = num_shards
+        self._storage_options = dict(storage_options or {})
+        self._metrics = StepMetrics(step)
+        self._step = step
+
+    def _settings(self) -> dict[str, dict]:
+        settings = {kind: {} for kind in self._kinds}
+        if "minhash" in settings:
+            settings["minhash"] = {field: getattr(self._minhash, field) for field in _MINHASH_FIELDS}
+        if "sentence" in settings:
+            settings["sentence"] = {"span_sentences": self._span_sentences}
+        return settings
+
+    def expand(self, documents):
+        counted = documents | "Count" >> beam.Map(_counted, self._metrics)
+        keys = counted | "Keys" >> beam.ParDo(
+            _IndexRecordsFn(self._kinds, KeepOrder(self._keep_by), self._minhash, self._span_sentences)
+        ).with_outputs(*self._kinds)
+        records = []
+        for kind in self._kinds:
+            if kind in ("exact", "url"):
+                keyed = keys[kind] | f"Group{kind}" >> beam.GroupByKey() | f"First{kind}" >> beam.Map(_first_document)
+            elif kind == "sentence":
+                keyed = keys[kind] | "DistinctSpans" >> beam.Distinct() | "SpanRecords" >> beam.Map(_sentence_record)
+            else:
+                keyed = keys[kind]
+            records.append(keyed | f"Shard{kind}" >> beam.Map(_shard, kind, self._num_shards))
+        written = (
+            records
+            | "AllRecords" >> beam.Flatten()
+            | "GroupByShard" >> beam.GroupByKey()
+            | "WriteShards"
+            >> beam.ParDo(_WriteShardFn(self._output_dir, self._num_shards, self._step, self._storage_options))
+        )
+        total = counted | "Documents" >> beam.combiners.Count.Globally()
+        manifest = (
+            documents.pipeline
+            | "Once" >> beam.Create([None])
+            | "WriteManifest"
+            >> beam.ParDo(
+                _WriteManifestFn(self._output_dir, self._name, self._keep_by, self._settings(), self._storage_options),
+                beam.pvalue.AsList(written),
+                beam.pvalue.AsSingleton(total),
+            )
+        )
+        return (written, manifest) | "AllFiles" >> beam.Flatten()
+
+
+def _counted(document: Document, metrics: StepMetrics) -> Document:
+    metrics.received()
+    return document
+
+
+class _ReadRecordsFn(beam.DoFn):
+    """Reads one record file of an index and emits what a dedup step joins on."""
+
+    def __init__(self, kind: str, with_sketches: bool, storage_options: Mapping[str, Any]):
+        self._kind = kind
+        self._with_sketches = with_sketches
+        self._storage_options = storage_options
+
+    def process(self, position_url: tuple[int, str]):
+        position, url = position_url
+        with open_url(url, "rb", self._storage_options) as raw, gzip.open(raw, "rb") as stream:
+            for line in stream:
+                record = orjson.loads(line)
+                if self._kind == "minhash":
+                    node = index_node(position, _as_node(record["node"]))
+                    value = (node, bytes.fromhex(record["sketch"])) if self._with_sketches else node
+                    for band in record["bands"]:
+                        yield bytes.fromhex(band), value
+                elif self._kind == "sentence":
+                    yield bytes.fromhex(record["key"]), (index_node(position, None), -1)
+                else:
+                    yield bytes.fromhex(record["key"]), IndexMatch(position, record["id"])
+
+
+class ReadIndexEntries(beam.PTransform):
+    """Reads one kind of one or more indexes as the ``(key, entry)`` pairs its dedup step joins on.
+
+    Entries are :class:`IndexMatch` for ``exact`` and ``url``; an
+    :func:`index_node` (with the sketch when ``with_sketches``) per band key for
+    ``minhash``; ``(index_node(position, None), -1)`` per span for ``sentence``.
+    A PBegin transform: apply it to the pipeline.
+
+    Args:
+        indexes: The index manifests, in the order they take precedence.
+        kind: One of :data:`INDEX_KINDS`; every index must hold it.
+        with_sketches: For ``minhash``, pair each node with its sketch.
+        storage_options: fsspec filesystem options.
+
+    Raises:
+        ValueError: An index does not hold ``kind``.
+    """
+
+    def __init__(
+        self,
+        indexes: Sequence[DedupIndexManifest],
+        kind: str,
+        *,
+        with_sketches: bool = False,
+        storage_options: Mapping[str, Any] | None = None,
+    ):
+        super().__init__()
+        for index in indexes:
+            if kind not in index.kinds:
+                raise ValueError(
+                    f"Index {index.path} holds no {kind} keys (it has {', '.join(index.kinds)}): rebuild it with "
+                    f"`beamtrove run dedup_index --dedup {kind},...`, or leave {kind} out of --dedup."
+                )
+        self._files = [(position, url) for position, index in enumerate(indexes) for url in index.files(kind)]
+        self._kind = kind
+        self._with_sketches = with_sketches
+        self._storage_options = dict(storage_options or {})
+
+    def expand(self, pipeline):
+        return (
+            pipeline
+            | "IndexFiles" >> beam.Create(self._files)
+            | "Spread" >> beam.Reshuffle()
+            | "ReadRecords" >> beam.ParDo(_ReadRecordsFn(self._kind, self._with_sketches, self._storage_options))
+        )
+
+
+class DedupIndexes:
+    """The indexes a dedup run is checked against, in the order they take precedence.
+
+    Reads every manifest when constructed, so a missing or unreadable index
+    fails the run before it starts.
+
+    Args:
+        paths: Index folders (paths or fsspec URLs).
+        storage_options: fsspec filesystem options.
+
+    Raises:
+        ValueError: No path, or two indexes with the same name.
+    """
+
+    def __init__(self, paths: Sequence[str], storage_options: Mapping[str, Any] | None = None):
+        if not paths:
+            raise ValueError("Name at least one dedup index to deduplicate against.")
+        self._storage_options = dict(storage_options or {})
+        self.manifests = [read_index_manifest(path, storage_options) for path in paths]
+        self.names = [manifest.name for manifest in self.manifests]
+        if len(set(self.names)) < len(self.names):
+            raise ValueError(f"Indexes named the same cannot be told apart in reasons: {', '.join(self.names)}.")
+
+    def reason(self, base: str, position: int) -> str:
+        """The ``filter_reason`` of a document removed because the index at ``position`` holds it."""
+        return f"{base}_in_{self.names[position]}"
+
+    def read(self, kind: str, *, with_sketches: bool = False) -> ReadIndexEntries:
+        """A PBegin transform reading one kind of every index; see :class:`ReadIndexEntries`."""
+        return ReadIndexEntries(
+            self.manifests, kind, with_sketches=with_sketches, storage_options=self._storage_options
+        )
