@@ -96,6 +96,10 @@ class StepMetrics:
     def emitted(self, count: int = 1) -> None:
         self.inc("out", count)
 
+    def chars(self, direction: str, text: str) -> None:
+        """Counts ``text``'s characters in ``chars_in`` or ``chars_out``: a dedup step's ratio beside its documents'."""
+        self.inc(f"chars_{direction}", len(text))
+
     def skipped(self, reason: str) -> None:
         self.inc("skipped." + reason)
 

@@ -297,4 +297,11 @@ def _notes(stats: Mapping[str, Any]) -> list[str]:
         notes.append(
             f"Tokens: {before:,} before dedup, {after or 0:,} after: dedup kept {(after or 0) / before:.1%} of them."
         )
+    for step, entry in steps.items():
+        counters = entry.get("counters", {})
+        if counters.get("chars_in") and counters.get("in"):
+            notes.append(
+                f"{step} kept {counters.get('out', 0) / counters['in']:.1%} of its documents and "
+                f"{counters.get('chars_out', 0) / counters['chars_in']:.1%} of their characters."
+            )
     return notes

@@ -142,3 +142,17 @@ def test_shards_stats_add_up_counters_distributions_and_seconds():
     assert list(merged) == ["Read", "filter", "Write"]
     assert merged["Read"] == {"counters": {"in": 15, "out": 13}, "distributions": {}, "seconds": 1.75}
     assert merged["filter"]["distributions"]["n"] == {"count": 8, "sum": 40, "min": 1, "max": 9, "mean": 5.0}
+
+
+def test_each_dedup_step_states_the_share_of_documents_and_characters_it_kept():
+    stats = {
+        "steps": {
+            "exact_dedup": {"counters": {"in": 8, "out": 6, "chars_in": 10_000, "chars_out": 9_000}},
+            "sentence_dedup": {"counters": {"in": 6, "out": 6, "chars_in": 9_000, "chars_out": 6_750}},
+            "fineweb_quality": {"counters": {"in": 6, "out": 5}},
+        }
+    }
+    notes = format_stats(stats).splitlines()
+    assert "exact_dedup kept 75.0% of its documents and 90.0% of their characters." in notes
+    assert "sentence_dedup kept 100.0% of its documents and 75.0% of their characters." in notes
+    assert not any(note.startswith("fineweb_quality kept") for note in notes)

@@ -44,7 +44,7 @@ def corpus(reviews, tmp_path_factory) -> pathlib.Path:
     return folder
 
 
-def test_every_step_removes_its_duplicates_and_says_why(corpus, tmp_path):
+def test_every_step_removes_its_duplicates_and_says_why(corpus, reviews, tmp_path):
     output = tmp_path / "out"
     argv = ["run", "dedup", "--input", str(corpus / "*.jsonl"), "--output", str(output), "--cluster_map"]
     assert main([*argv, "--dedup", "sentence,minhash,url,exact", "--progress_interval", "0"]) == 0
@@ -67,7 +67,18 @@ def test_every_step_removes_its_duplicates_and_says_why(corpus, tmp_path):
     assert kept["review-020"].startswith(BOILERPLATE) and not kept["review-030"].startswith("Subscribe")
     steps = json.loads((output / "stats.json").read_text())["steps"]
     assert steps["exact_dedup"]["counters"]["dropped.exact_duplicate"] == 3
-    assert steps["minhash_remove"]["counters"] == {"in": 83, "out": 80, "dropped.minhash_duplicate": 3}
+    minhash = steps["minhash_remove"]["counters"]
+    assert {name: value for name, value in minhash.items() if not name.startswith("chars_")} == {
+        "in": 83,
+        "out": 80,
+        "dropped.minhash_duplicate": 3,
+    }
+    # Characters in and out of each step: the last one's out is what the output holds.
+    assert steps["sentence_dedup"]["counters"]["chars_out"] == sum(len(text) for text in kept.values())
+    assert steps["sentence_dedup"]["counters"]["chars_in"] == minhash["chars_out"]
+    assert minhash["chars_in"] - minhash["chars_out"] == sum(
+        len(near_copy(reviews[n].text, 0.01, seed=n)) for n in range(10, 13)
+    )
     # The boilerplate, and a real repeat: review-010 spells "l . i . e ." twice (one-letter sentences).
     assert steps["sentence_dedup"]["counters"]["spans_removed"] == 2
 

@@ -61,10 +61,12 @@ class _KeyDocumentsFn(beam.DoFn):
 
     def process(self, document: Document):
         self._metrics.received()
+        self._metrics.chars("in", document.text)
         key = self._key_of(document)
         if key is None:
             self._metrics.inc("no_key")
             self._metrics.emitted()
+            self._metrics.chars("out", document.text)
             yield document
             return
         yield beam.pvalue.TaggedOutput("keyed", (key_digest(key), document))
@@ -105,6 +107,7 @@ class _KeepFirstFn(beam.DoFn):
             if not first_seen and self._order.node(document) == first_node:
                 first_seen = True
                 self._metrics.emitted()
+                self._metrics.chars("out", document.text)
                 yield document
                 continue
             self._metrics.dropped(reason)

@@ -292,11 +292,13 @@ class _RemoveClusteredFn(beam.DoFn):
 
     def process(self, document: Document, components):
         self._metrics.received()
+        self._metrics.chars("in", document.text)
         node = self._order.node(document)
         component = components.get(node if self._index_reasons is None else input_node(node))
         if component is None:
             # Users filter and upsample on the size, so a document with no near duplicate says so too.
             self._metrics.emitted()
+            self._metrics.chars("out", document.text)
             yield dataclasses.replace(document, metadata={**document.metadata, "minhash_cluster_size": 1})
             return
         root, size = component
@@ -310,6 +312,7 @@ class _RemoveClusteredFn(beam.DoFn):
         kept_id = KeepOrder.document_id(root)
         if kept_id == document.id and reason == self._reason:
             self._metrics.emitted()
+            self._metrics.chars("out", document.text)
             yield dataclasses.replace(document, metadata={**document.metadata, "minhash_cluster_size": size})
             return
         self._metrics.dropped(reason)

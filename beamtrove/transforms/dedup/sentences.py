@@ -155,8 +155,10 @@ class _CutRepeatsFn(beam.DoFn):
                 self._metrics.inc(f"spans_in_index.{self._index_names[source]}")
         for document in documents:
             self._metrics.received()
+            self._metrics.chars("in", document.text)
             if not repeated_spans:
                 self._metrics.emitted()
+                self._metrics.chars("out", document.text)
                 yield document
                 continue
             sentences = _worded_sentences(document.text)
@@ -169,6 +171,7 @@ class _CutRepeatsFn(beam.DoFn):
                 yield excluded_output(document, "sentence_dedup_too_short")
                 continue
             self._metrics.emitted()
+            self._metrics.chars("out", text)
             yield dataclasses.replace(document, text=text)
 
     def _too_short(self, text: str) -> bool:
