@@ -7,7 +7,9 @@ hash of n consecutive words of the normalized text; the hashes are computed
 for all n-grams at once with numpy (a polynomial hash over the UTF-8 bytes,
 taken from prefix sums, then mixed), so the cost per document is a handful of
 array operations rather than a Python call per n-gram. The same text gives
-the same shingles on every worker, runner and Python process.
+the same shingles on every worker, runner and Python process. :func:`powers`
+and :func:`mix64` are the building blocks of such hashes, shared with the
+token-window hashes of :mod:`~beamtrove.transforms.dedup.substrings`.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import unicodedata
 import numpy as np
 import regex
 
-__all__ = ["normalize_text", "shingle_hashes"]
+__all__ = ["mix64", "normalize_text", "powers", "shingle_hashes"]
 
 _COMBINING_MARKS = regex.compile(r"\p{Mn}+")
 _NUMBER = regex.compile(r"\p{Nd}+(?:[.,]\p{Nd}+)*")
@@ -28,7 +30,7 @@ _SEPARATORS = regex.compile(r"[\p{P}\p{S}\p{C}\s]+")
 _BASE = np.uint64(0x9E3779B97F4A7C15)
 _INVERSE_BASE = np.uint64(pow(int(_BASE), -1, 1 << 64))
 _SPACE = ord(" ")
-# Powers kept per process: enough for documents up to 1 MiB of UTF-8.
+# Powers kept per process: enough for sequences up to 1 MiB of UTF-8 or 1 Mi tokens.
 _CACHED_POWERS = 1 << 20
 
 
@@ -80,8 +82,24 @@ def _geometric(ratio: np.uint64, size: int) -> np.ndarray:
 _POWERS = _Powers()
 
 
-def _mix(values: np.ndarray) -> np.ndarray:
-    """A bijective 64-bit finalizer (splitmix64's), so that similar inputs get unrelated hashes."""
+def powers(length: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(base**i, base**-i)`` modulo 2**64 for ``i < length``, as ``uint64`` arrays shared per process: not to write.
+
+    A polynomial hash of ``values`` over ``[s, e)`` is ``(prefix[e] - prefix[s]) * base**-s`` with
+    ``prefix[i]`` the sum of ``values[j] * base**j`` for ``j < i``: equal runs hash alike wherever they are.
+    """
+    return _POWERS.upto(length)
+
+
+def mix64(values: np.ndarray) -> np.ndarray:
+    """A bijective 64-bit finalizer (splitmix64's), so that similar inputs get unrelated hashes.
+
+    Args:
+        values: A ``uint64`` array, left as it is.
+
+    Returns:
+        A new ``uint64`` array of the mixed values.
+    """
     values = values ^ (values >> np.uint64(30))
     values *= np.uint64(0xBF58476D1CE4E5B9)
     values ^= values >> np.uint64(27)
@@ -109,7 +127,7 @@ def shingle_hashes(normalized: str, n_grams: int) -> np.ndarray:
     starts = np.concatenate(([0], spaces + 1))
     ends = np.concatenate((spaces, [len(data)]))
     first, last = starts[: len(starts) - n_grams + 1], ends[n_grams - 1 :]
-    forward, inverse = _POWERS.upto(len(data))
+    forward, inverse = powers(len(data))
     # prefix[i] = sum of (byte + 1) * base**j for j < i: the hash of bytes [s, e) is
     # (prefix[e] - prefix[s]) * base**-s, whatever the position of the n-gram.
     prefix = np.zeros(len(data) + 1, dtype=np.uint64)
@@ -117,4 +135,4 @@ def shingle_hashes(normalized: str, n_grams: int) -> np.ndarray:
         np.cumsum((data.astype(np.uint64) + np.uint64(1)) * forward, out=prefix[1:])
         hashes = (prefix[last] - prefix[first]) * inverse[first]
         hashes ^= (last - first).astype(np.uint64)
-        return _mix(hashes)
+        return mix64(hashes)
