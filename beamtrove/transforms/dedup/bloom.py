@@ -1,0 +1,441 @@
+"""Bloom-filter dedup: documents whose word n-grams mostly occurred in earlier documents are removed.
+
+The rule is DataTrove's ``SingleBloomFilter``: a document's shingles are the
+word n-grams of its normalized text; an occurrence of a shingle is a
+*repeat* when the shingle occurs in a document earlier in
+:class:`KeepOrder`; a document whose repeats make more than ``threshold`` of
+its shingle occurrences is removed. Occurrences count with their
+multiplicity (a shingle three times in a document is three occurrences, all
+repeats or none), a shingle repeated inside one document only is not a
+repeat, a removed document's shingles still count against later documents,
+and a document with no shingle (fewer than ``n_grams`` words) is kept.
+
+DataTrove answers "occurs earlier" by querying one Bloom filter while it
+reads the documents in order, so its false positives remove documents that
+should stay; that needs a single sequential worker. Here the answer is exact,
+computed with shuffles, and the Bloom filter only decides what is worth
+shuffling:
+
+1. Each document's distinct shingles go into a filter of per-bit counters
+   that saturate at two documents (two bit arrays, "hit by one document" and
+   "hit by two or more"). Adding a document's shingles, and merging two such
+   filters (``twice |= other.twice | (once & other.once)``), are associative
+   and commutative, so a ``CombineGlobally`` builds it from per-bundle
+   filters and its content does not depend on bundles, order or workers.
+2. A shingle can only be a repeat if it occurs in two documents, and then
+   all its ``k`` bits are set in "two or more". Only shingles whose bits are
+   all set there (the candidates) are shuffled, with their document's
+   :class:`KeepOrder` node and count, to the slice of the hash space
+   (``partitions``) that owns them; a slice sorts its shingles with numpy and
+   tells every document but a shingle's first how many repeats it holds. A
+   document sends one record per slice rather than one per shingle: on the
+   DirectRunner a record costs microseconds, a shingle in an array nanoseconds.
+   A false positive of the filter (a candidate of one document) costs a few
+   shuffled bytes and nothing else.
+3. Repeat counts are joined back to the documents, which are kept or removed.
+
+So the kept set is the same for any ``fpr``: ``fpr`` only trades the
+filter's size (a fixed-size side input, set by the configuration, not by the
+data) against shuffle volume. The filter has ``m = ceil(-n ln(fpr) / ln(2)**2)``
+bits for ``n = expected_shingles`` distinct shingles, or ``8 * filter_bytes``,
+and ``k = round(m / n * ln 2)`` hash functions; bit ``i`` of a shingle hash
+``h`` is ``(h + i * h') mod m``, ``h'`` being ``h`` with its halves swapped
+(double hashing, as in Kirsch and Mitzenmacher). A filter that is too small
+for the data only makes more candidates. ``fpr`` None or 0 skips the filter
+and shuffles every shingle.
+
+Text is normalized with :func:`~beamtrove.transforms.dedup.shingles.normalize_text`
+(the normalization of beamtrove's other dedups), not with DataTrove's
+``simplify_text``: both lowercase, strip accents, turn numbers into ``0`` and
+punctuation into spaces, but DataTrove's punctuation is a fixed list that
+leaves symbols such as ``•``, ``©`` or ``€`` in the text, which spaCy then
+makes words of, and it splits ``1,234.5`` into two numbers. Words are then
+split with ``word_splitter`` (``"spacy"`` for DataTrove's tokenizer) and
+every n-gram of them is hashed to 64 bits (DataTrove: 32 bits, whose
+collisions also count as repeats).
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import math
+
+import apache_beam as beam
+import numpy as np
+
+from beamtrove.document import Document
+from beamtrove.layout import EXCLUDED
+from beamtrove.metrics import StepMetrics
+from beamtrove.text import check_word_splitter, word_splitter
+from beamtrove.transforms.dedup.keep import DedupOutputs, KeepOrder
+from beamtrove.transforms.dedup.shingles import normalize_text, shingle_hashes
+from beamtrove.transforms.filters.base import excluded_output
+
+__all__ = ["BloomDedup", "BloomDedupConfig", "bloom_shingles"]
+
+_REASON = "bloom_duplicate"
+# 8 GiB per bit array: a larger filter means a wrong fpr or expected_shingles rather than a real need.
+_MAX_BITS = 1 << 36
+# Enough slices of the key space to keep 2 workers busy, each holding a few tens of MB of shingles.
+_MIN_PARTITIONS = 16
+_SHINGLES_PER_PARTITION = 1 << 21
+# Set bits of every byte value (np.bitwise_count needs numpy 2).
+_POPCOUNT = np.array([bin(value).count("1") for value in range(256)], dtype=np.uint8)
+
+
+@dataclasses.dataclass(frozen=True)
+class BloomDedupConfig:
+    """What counts as a duplicate, and how large the filter that narrows the search is.
+
+    Attributes:
+        n_grams: Words per shingle (DataTrove: 13).
+        threshold: Remove a document when more than this fraction of its
+            shingle occurrences are repeats (DataTrove: 0.8).
+        fpr: The filter's target false-positive rate, in (0, 1); ``None``
+            or 0 to shuffle every shingle instead. The kept set does not
+            depend on it.
+        expected_shingles: Distinct shingles expected in the whole input (about
+            its word count): sizes the filter for ``fpr`` and sets ``k``.
+        filter_bytes: A filter size in bytes, instead of the size derived from
+            ``fpr``; ``k`` is still the best for ``expected_shingles``.
+        word_splitter: What splits the normalized text into words, see
+            :data:`beamtrove.text.WORD_SPLITTERS` (``"spacy"``: DataTrove's words).
+        partitions: Slices of the shingle key space, each searched for repeats
+            by one worker at a time; ``None``: one per 2**21 expected shingles,
+            at least 16. The result does not depend on it.
+    """
+
+    n_grams: int = 13
+    threshold: float = 0.8
+    fpr: float | None = 0.01
+    expected_shingles: int = 10_000_000
+    filter_bytes: int | None = None
+    word_splitter: str = "beamtrove"
+    partitions: int | None = None
+
+    def __post_init__(self):
+        if isinstance(self.n_grams, bool) or not isinstance(self.n_grams, int) or self.n_grams < 1:
+            raise ValueError(f"Bloom dedup n_grams must be a whole number of words, at least 1 (got {self.n_grams!r}).")
+        if not 0 <= self.threshold <= 1:
+            raise ValueError(
+                f"Bloom dedup threshold is a fraction of shingle occurrences, in [0, 1] (got {self.threshold})."
+            )
+        if self.fpr is not None and not 0 <= self.fpr < 1:
+            raise ValueError(
+                f"Bloom dedup fpr must be in (0, 1), or None or 0 to shuffle every shingle (got {self.fpr})."
+            )
+        if self.expected_shingles < 1:
+            raise ValueError(f"Bloom dedup expected_shingles must be at least 1 (got {self.expected_shingles}).")
+        if self.filter_bytes is not None and self.filter_bytes < 1:
+            raise ValueError(f"Bloom dedup filter_bytes must be at least 1, or None (got {self.filter_bytes}).")
+        if self.partitions is not None and self.partitions < 1:
+            raise ValueError(f"Bloom dedup partitions must be at least 1, or None (got {self.partitions}).")
+        if self.bits is not None and self.bits > _MAX_BITS:
+            raise ValueError(
+                f"A Bloom filter of {self.bits} bits is larger than the {_MAX_BITS} allowed: "
+                "raise fpr, or lower expected_shingles or filter_bytes."
+            )
+        check_word_splitter(self.word_splitter)
+
+    @property
+    def exact(self) -> bool:
+        """Whether every shingle is shuffled (no filter)."""
+        return not self.fpr
+
+    @property
+    def bits(self) -> int | None:
+        """The filter's size in bits ``m``, or None without a filter."""
+        if self.exact:
+            return None
+        if self.filter_bytes is not None:
+            return 8 * self.filter_bytes
+        return max(8, math.ceil(-self.expected_shingles * math.log(self.fpr) / math.log(2) ** 2))
+
+    @property
+    def shingle_partitions(self) -> int:
+        """How many slices of the shingle key space are searched for repeats."""
+        if self.partitions is not None:
+            return self.partitions
+        return max(_MIN_PARTITIONS, math.ceil(self.expected_shingles / _SHINGLES_PER_PARTITION))
+
+    @property
+    def hashes(self) -> int | None:
+        """The number of hash functions ``k``, or None without a filter."""
+        if self.exact:
+            return None
+        return max(1, round(self.bits / self.expected_shingles * math.log(2)))
+
+    @property
+    def expected_fpr(self) -> float | None:
+        """The false-positive rate of the filter once ``expected_shingles`` are in, or None without a filter."""
+        if self.exact:
+            return None
+        return (1 - math.exp(-self.hashes * self.expected_shingles / self.bits)) ** self.hashes
+
+
+def bloom_shingles(text: str, n_grams: int = 13, word_splitter_name: str = "beamtrove") -> np.ndarray:
+    """The 64-bit hashes of every word n-gram of ``text`` in order, repeats included, as :class:`BloomDedup` sees them.
+
+    Args:
+        text: A document's text.
+        n_grams: Words per shingle.
+        word_splitter_name: One of :data:`beamtrove.text.WORD_SPLITTERS`.
+
+    Returns:
+        A ``uint64`` array, empty when the text has fewer than ``n_grams`` words.
+    """
+    words = word_splitter(word_splitter_name)(normalize_text(text))
+    return shingle_hashes(" ".join(words), n_grams)
+
+
+def _bit_indexes(hashes: np.ndarray, bits: int, k: int) -> np.ndarray:
+    """The ``(len(hashes), k)`` bit positions of each shingle hash."""
+    step = (hashes >> np.uint64(32)) | (hashes << np.uint64(32))
+    with np.errstate(over="ignore"):
+        positions = hashes[:, None] + np.arange(k, dtype=np.uint64)[None, :] * step[:, None]
+    return positions % np.uint64(bits)
+
+
+class _SharedBits:
+    """Per-bit counters of the documents whose shingles hit the bit, saturating at 2, as two packed bit arrays."""
+
+    def __init__(self, bits: int, k: int):
+        self.bits = bits
+        self.k = k
+        self.once = np.zeros((bits + 7) // 8, dtype=np.uint8)
+        self.twice = np.zeros_like(self.once)
+
+    def add(self, hashes: np.ndarray) -> None:
+        """Counts one document, given its distinct shingle hashes."""
+        positions = _bit_indexes(hashes, self.bits, self.k).ravel()
+        cells = positions >> np.uint64(3)
+        masks = np.left_shift(1, positions & np.uint64(7)).astype(np.uint8)
+        # Read before any write: a document that hits a bit twice still counts once.
+        again = (self.once[cells] & masks) != 0
+        np.bitwise_or.at(self.twice, cells[again], masks[again])
+        np.bitwise_or.at(self.once, cells, masks)
+
+    def merge(self, other: _SharedBits) -> None:
+        self.twice |= other.twice | (self.once & other.once)
+        self.once |= other.once
+
+
+def _in_two_documents(twice: np.ndarray, hashes: np.ndarray, bits: int, k: int) -> np.ndarray:
+    """Which shingles have all their bits set in the "two documents or more" array: a boolean mask."""
+    positions = _bit_indexes(hashes, bits, k)
+    return ((twice[positions >> np.uint64(3)] >> (positions & np.uint64(7)).astype(np.uint8)) & 1).all(axis=1)
+
+
+class _SharedBitsFn(beam.CombineFn):
+    def __init__(self, bits: int, k: int):
+        self._bits = bits
+        self._k = k
+
+    def create_accumulator(self) -> _SharedBits:
+        return _SharedBits(self._bits, self._k)
+
+    def add_input(self, accumulator: _SharedBits, shingled) -> _SharedBits:
+        _, hashes, _ = shingled
+        accumulator.add(hashes)
+        return accumulator
+
+    def merge_accumulators(self, accumulators) -> _SharedBits:
+        accumulators = iter(accumulators)
+        merged = next(accumulators)
+        for accumulator in accumulators:
+            merged.merge(accumulator)
+        return merged
+
+    def extract_output(self, accumulator: _SharedBits) -> _SharedBits:
+        return accumulator
+
+
+class _ShinglesFn(beam.DoFn):
+    def __init__(self, config: BloomDedupConfig, order: KeepOrder, metrics: StepMetrics):
+        self._config = config
+        self._order = order
+        self._metrics = metrics
+
+    def process(self, document: Document):
+        self._metrics.received()
+        self._metrics.chars("in", document.text)
+        hashes = bloom_shingles(document.text, self._config.n_grams, self._config.word_splitter)
+        if not len(hashes):
+            self._metrics.inc("no_shingles")
+            self._metrics.emitted()
+            self._metrics.chars("out", document.text)
+            yield beam.pvalue.TaggedOutput("unshingled", document)
+            return
+        distinct, counts = np.unique(hashes, return_counts=True)
+        self._metrics.inc("shingle_occurrences", len(hashes))
+        self._metrics.inc("shingles", len(distinct))
+        node = self._order.node(document)
+        yield beam.pvalue.TaggedOutput("documents", (node, (document, len(hashes))))
+        yield node, distinct, counts
+
+
+class _FilterStatsFn(beam.DoFn):
+    """Reports the finished filter's size and fill, and passes on the array candidates are looked up in."""
+
+    def __init__(self, metrics: StepMetrics):
+        self._metrics = metrics
+
+    def process(self, shared: _SharedBits):
+        self._metrics.inc("filter_bits", shared.bits)
+        self._metrics.inc("filter_hashes", shared.k)
+        self._metrics.inc("filter_bits_set", int(_POPCOUNT[shared.once].sum(dtype=np.int64)))
+        self._metrics.inc("filter_bits_shared", int(_POPCOUNT[shared.twice].sum(dtype=np.int64)))
+        yield shared.twice
+
+
+class _CandidatesFn(beam.DoFn):
+    """Sends a document's candidate shingles to the partitions of the key space that own them."""
+
+    def __init__(self, bits: int | None, k: int | None, partitions: int, metrics: StepMetrics):
+        self._bits = bits
+        self._k = k
+        self._partitions = partitions
+        self._metrics = metrics
+
+    def process(self, shingled, twice=None):
+        node, hashes, counts = shingled
+        if twice is not None:
+            candidates = _in_two_documents(twice, hashes, self._bits, self._k)
+            hashes, counts = hashes[candidates], counts[candidates]
+        self._metrics.inc("candidates", len(hashes))
+        owners = hashes % np.uint64(self._partitions)
+        order = np.argsort(owners, kind="stable")
+        owners, hashes, counts = owners[order], hashes[order], counts[order]
+        bounds = np.flatnonzero(np.diff(owners)) + 1
+        for start, end in zip((0, *bounds.tolist()), (*bounds.tolist(), len(hashes)), strict=True):
+            if end > start:
+                yield int(owners[start]), (node, hashes[start:end], counts[start:end])
+
+
+class _RepeatsFn(beam.DoFn):
+    """Finds, in one partition of the shingles, the repeats of every document and where they first occurred.
+
+    Yields ``(node, (repeated occurrences, [(first node, occurrences), ...]))`` for each document with repeats.
+    """
+
+    def __init__(self, metrics: StepMetrics):
+        self._metrics = metrics
+
+    def process(self, grouped):
+        _, members = grouped
+        # The documents' ranks in KeepOrder, so that numpy can sort occurrences by shingle, then document.
+        members = sorted(members, key=lambda member: member[0])
+        nodes = [node for node, _, _ in members]
+        hashes = np.concatenate([member[1] for member in members])
+        counts = np.concatenate([member[2] for member in members])
+        ranks = np.repeat(np.arange(len(members)), [len(member[1]) for member in members])
+        order = np.lexsort((ranks, hashes))
+        hashes, ranks, counts = hashes[order], ranks[order], counts[order]
+        starts = np.ones(len(hashes), dtype=bool)
+        starts[1:] = hashes[1:] != hashes[:-1]
+        sizes = np.diff(np.append(np.flatnonzero(starts), len(hashes)))
+        self._metrics.inc("unshared_candidates", int(np.count_nonzero(sizes == 1)))
+        self._metrics.inc("shared_shingles", int(np.count_nonzero(sizes > 1)))
+        firsts = ranks[starts][np.cumsum(starts) - 1]
+        repeated = ~starts
+        ranks, firsts, counts = ranks[repeated], firsts[repeated], counts[repeated]
+        # One row per (document, first document) pair, with the occurrences it accounts for.
+        pairs, inverse = np.unique(ranks * len(members) + firsts, return_inverse=True)
+        totals = np.bincount(inverse, weights=counts).astype(np.int64)
+        documents, firsts = np.divmod(pairs, len(members))
+        sources = collections.defaultdict(list)
+        for document, first, total in zip(documents.tolist(), firsts.tolist(), totals.tolist(), strict=True):
+            sources[document].append((nodes[first], total))
+        for document, found in sources.items():
+            yield nodes[document], (sum(total for _, total in found), found)
+
+
+class _DecideFn(beam.DoFn):
+    def __init__(self, threshold: float, metrics: StepMetrics):
+        self._threshold = threshold
+        self._metrics = metrics
+
+    def process(self, joined):
+        _, sides = joined
+        repeats = 0
+        sources = collections.Counter()
+        for partial, partial_sources in sides["repeats"]:
+            repeats += partial
+            for first, count in partial_sources:
+                sources[first] += count
+        for document, occurrences in sides["documents"]:
+            fraction = repeats / occurrences
+            if fraction <= self._threshold:
+                self._metrics.emitted()
+                self._metrics.chars("out", document.text)
+                yield document
+                continue
+            most = max(sources.values())
+            source = min(first for first, count in sources.items() if count == most)
+            self._metrics.dropped(_REASON)
+            yield excluded_output(
+                document,
+                _REASON,
+                duplicate_of=KeepOrder.document_id(source),
+                bloom_duplicate_fraction=round(fraction, 6),
+            )
+
+
+class BloomDedup(beam.PTransform):
+    """Removes documents whose word n-grams mostly occur in earlier documents; reason ``bloom_duplicate``.
+
+    See the module documentation for the rule and the design. "Earlier" is
+    :class:`KeepOrder`. Returns :class:`DedupOutputs`: removed documents get
+    ``duplicate_of`` (the document where most of their repeated occurrences
+    first occurred, the earliest on a tie; it may itself have been removed)
+    and ``bloom_duplicate_fraction``. Documents are removed for what they
+    share with many others, not as members of a group, so ``clusters`` is
+    empty. Counters: ``beamtrove/<step>``: ``in``, ``out``,
+    ``dropped.bloom_duplicate``, ``no_shingles``, ``shingle_occurrences``,
+    ``chars_in``, ``chars_out``, ``shingles`` (distinct per document, summed), ``candidates`` (of those,
+    the shuffled ones), ``shared_shingles`` and ``unshared_candidates``
+    (candidate shingles in two documents or more, and in one only: the
+    filter's false positives), and with a filter ``filter_bits``,
+    ``filter_hashes``, ``filter_bits_set``, ``filter_bits_shared``. The
+    filter's measured false-positive rate is ``unshared_candidates /
+    (shingles - candidates + unshared_candidates)``.
+
+    Args:
+        config: What counts as a duplicate and the filter's size.
+        keep_by: See :class:`KeepOrder`.
+        step: Stats name.
+    """
+
+    def __init__(self, config: BloomDedupConfig | None = None, keep_by: str | None = None, step: str = "bloom_dedup"):
+        super().__init__()
+        self._config = config or BloomDedupConfig()
+        self._order = KeepOrder(keep_by)
+        self._metrics = StepMetrics(step)
+
+    def expand(self, documents):
+        config = self._config
+        shingled = documents | "Shingles" >> beam.ParDo(_ShinglesFn(config, self._order, self._metrics)).with_outputs(
+            "documents", "unshingled", main="shingled"
+        )
+        candidates_fn = _CandidatesFn(config.bits, config.hashes, config.shingle_partitions, self._metrics)
+        if config.exact:
+            candidates = shingled.shingled | "Candidates" >> beam.ParDo(candidates_fn)
+        else:
+            twice = (
+                shingled.shingled
+                | "Filter" >> beam.CombineGlobally(_SharedBitsFn(config.bits, config.hashes))
+                | "FilterStats" >> beam.ParDo(_FilterStatsFn(self._metrics))
+            )
+            candidates = shingled.shingled | "Candidates" >> beam.ParDo(candidates_fn, beam.pvalue.AsSingleton(twice))
+        repeats = (
+            candidates | "GroupByPartition" >> beam.GroupByKey() | "Repeats" >> beam.ParDo(_RepeatsFn(self._metrics))
+        )
+        decided = (
+            {"documents": shingled.documents, "repeats": repeats}
+            | "JoinRepeats" >> beam.CoGroupByKey()
+            | "Decide" >> beam.ParDo(_DecideFn(config.threshold, self._metrics)).with_outputs(EXCLUDED, main="kept")
+        )
+        kept = (decided.kept, shingled.unshingled) | "Kept" >> beam.Flatten()
+        clusters = documents.pipeline | "NoClusters" >> beam.Create([])
+        return DedupOutputs(kept, decided.excluded, clusters)
