@@ -1,8 +1,10 @@
 """``beamtrove run dedup``: remove duplicates from JSONL/Parquet/CSV documents.
 
 Steps run in this order, each only when ``--dedup`` names it: ``exact``
-(identical text), ``url`` (same normalized URL), ``minhash`` (near
-duplicates) and ``sentence`` (C4-style repeated sentence spans). Writes the
+(identical text), ``url`` (same normalized URL), ``bloom`` (documents whose
+n-grams mostly occurred earlier, DataTrove's Bloom-filter rule), ``minhash`` (near
+duplicates), ``sentence`` (C4-style repeated sentence spans) and
+``substring`` (repeated runs of ``--substring_min_tokens`` tokens). Writes the
 kept documents to ``<output>/documents/``, each removed one to
 ``<output>/excluded/<step>/`` (with ``filter_reason`` and ``duplicate_of``),
 with ``--cluster_map`` one row per removed document to
@@ -24,7 +26,10 @@ from beamtrove.layout import PART_FILES, TOKENS_AFTER_DEDUP, TOKENS_BEFORE_DEDUP
 from beamtrove.options import Option, declared
 from beamtrove.pipelines.common import RowInputOptions, documents_sink, row_reader
 from beamtrove.pipelines.spec import DocumentStep, GlobalStep, PipelineSpec
+from beamtrove.text import WORD_SPLITTERS
 from beamtrove.transforms.dedup import (
+    BloomDedup,
+    BloomDedupConfig,
     ClusterMember,
     DedupIndexes,
     DedupOutputs,
@@ -33,6 +38,7 @@ from beamtrove.transforms.dedup import (
     MinHashConfig,
     RemoveClustered,
     SentenceDedup,
+    SubstringDedup,
     UrlDedup,
 )
 from beamtrove.transforms.readers import FileReader
@@ -42,7 +48,7 @@ from beamtrove.transforms.writers import JsonlFormat, WriteFiles
 __all__ = ["SPEC", "STEPS", "DedupOptions", "minhash_config"]
 
 #: The dedup steps, in the order they run.
-STEPS = ("exact", "url", "minhash", "sentence")
+STEPS = ("exact", "url", "bloom", "minhash", "sentence", "substring")
 
 
 class DedupOptions(PipelineOptions):
@@ -76,6 +82,37 @@ class DedupOptions(PipelineOptions):
             int,
             30,
         ),
+        Option(
+            "bloom_fpr",
+            "False-positive rate of bloom's filter, which only narrows what is shuffled: the result is exact at any "
+            "rate; 0 shuffles every shingle. Default: 0.01.",
+            float,
+            0.01,
+        ),
+        Option("bloom_ngrams", "Words per bloom shingle. Default: 13 (DataTrove's).", int, 13),
+        Option(
+            "bloom_threshold",
+            "bloom removes a document when more than this fraction of its shingles occurred in earlier documents. "
+            "Default: 0.8 (DataTrove's).",
+            float,
+            0.8,
+        ),
+        Option(
+            "bloom_expected_shingles",
+            "Distinct shingles expected in the whole input (about its word count): sizes bloom's filter and its "
+            "slices of the key space. Default: 10000000.",
+            int,
+            10_000_000,
+        ),
+        Option("bloom_filter_bytes", "Size bloom's filter in bytes instead of from --bloom_fpr.", int),
+        Option(
+            "bloom_word_splitter",
+            "What splits bloom's words: beamtrove, or spacy (DataTrove's words; pip install 'beamtrove[spacy]'). "
+            "Default: beamtrove.",
+            default="beamtrove",
+            choices=WORD_SPLITTERS,
+        ),
+        Option("bloom_partitions", "Slices of the shingle key space bloom searches. Default: from the expected.", int),
         Option("span_sentences", "Sentences per span (sentence). Default: 3.", int, 3),
         Option("min_doc_words", "Drop documents left with fewer words after sentence dedup. Default: 50.", int, 50),
         Option(
@@ -85,10 +122,22 @@ class DedupOptions(PipelineOptions):
             3,
         ),
         Option(
+            "substring_tokenizer",
+            "A tokenizer.json whose tokens the substring step counts (DataTrove uses GPT-2's). Required by substring.",
+        ),
+        Option("substring_min_tokens", "Tokens of the shortest repeated run substring cuts. Default: 50.", int, 50),
+        Option(
+            "substring_min_doc_words",
+            "Drop documents left with fewer words after substring dedup (0: keep them all). Default: 50.",
+            int,
+            50,
+        ),
+        Option(
             "against",
             "Comma-separated dedup index folders (beamtrove run dedup_index) of earlier datasets, e.g. released "
             "dumps: their documents count as coming before this input's, so whatever they hold is removed with "
-            "reason <step>_duplicate_in_<index name> (spans are cut). The first index named wins a key several hold.",
+            "reason <step>_duplicate_in_<index name> (spans are cut) by the exact, url, minhash and sentence steps; "
+            "bloom and substring compare the input with itself only. The first index named wins a key several hold.",
         ),
         Option(
             "count_tokens",
@@ -154,6 +203,23 @@ def _url(options: PipelineOptions) -> GlobalStep | None:
     return GlobalStep("url", "url_dedup", urls, _cluster_map_if_asked(options))
 
 
+def _bloom(options: PipelineOptions) -> GlobalStep | None:
+    own = options.view_as(DedupOptions)
+    if "bloom" not in _chosen(options):
+        return None
+    config = BloomDedupConfig(
+        n_grams=own.bloom_ngrams,
+        threshold=own.bloom_threshold,
+        fpr=own.bloom_fpr,
+        expected_shingles=own.bloom_expected_shingles,
+        filter_bytes=own.bloom_filter_bytes,
+        word_splitter=own.bloom_word_splitter,
+        partitions=own.bloom_partitions,
+    )
+    # Bloom removes a document for the shingles it shares with many others, not as a member of one group.
+    return GlobalStep("bloom", "bloom_dedup", BloomDedup(config, keep_by=own.keep_by))
+
+
 class _NearDuplicates(beam.PTransform):
     """MinHash clusters, then the removal of every clustered document but its root.
 
@@ -210,6 +276,21 @@ def _sentence(options: PipelineOptions) -> GlobalStep | None:
     return GlobalStep("sentence", "sentence_dedup", spans)
 
 
+def _substring(options: PipelineOptions) -> GlobalStep | None:
+    own = options.view_as(DedupOptions)
+    if "substring" not in _chosen(options):
+        return None
+    if not own.substring_tokenizer:
+        raise ValueError(
+            "--dedup substring needs --substring_tokenizer, a tokenizer.json (e.g. GPT-2's, as DataTrove uses)."
+        )
+    # Substring dedup shortens documents, as sentence dedup does: no cluster map.
+    substrings = SubstringDedup(
+        own.substring_tokenizer, own.substring_min_tokens, own.substring_min_doc_words, own.keep_by
+    )
+    return GlobalStep("substring", "substring_dedup", substrings)
+
+
 def _token_counter(step: str):
     def make(options: PipelineOptions) -> DocumentStep | None:
         tokenizer = options.view_as(DedupOptions).count_tokens
@@ -223,7 +304,16 @@ SPEC = PipelineSpec(
     description="Remove exact, URL, MinHash near-duplicate and repeated-sentence duplicates from documents.",
     options=(DedupOptions, RowInputOptions),
     reader=row_reader,
-    steps=(_token_counter(TOKENS_BEFORE_DEDUP), _exact, _url, _minhash, _sentence, _token_counter(TOKENS_AFTER_DEDUP)),
+    steps=(
+        _token_counter(TOKENS_BEFORE_DEDUP),
+        _exact,
+        _url,
+        _bloom,
+        _minhash,
+        _sentence,
+        _substring,
+        _token_counter(TOKENS_AFTER_DEDUP),
+    ),
     sink=documents_sink,
     global_steps="every dedup step compares documents across the whole input",
     summary_stats=True,

@@ -106,6 +106,8 @@ def test_minhash_alone_reads_the_input_twice_and_agrees(corpus, tmp_path):
         (["--keep_by", "-"], "keep_by must name"),
         (["--minhash_threshold", "2"], "threshold must be in"),
         (["--against", "/nonexistent/index"], "No dedup index at /nonexistent/index"),
+        (["--dedup", "substring"], "--dedup substring needs --substring_tokenizer"),
+        (["--dedup", "bloom", "--bloom_fpr", "1.5"], "Bloom dedup fpr must be in (0, 1)"),
     ],
 )
 def test_bad_options_fail_before_running(corpus, tmp_path, capsys, option, message):
@@ -163,3 +165,42 @@ def test_a_new_dump_against_the_index_of_an_earlier_one(corpus, reviews, tmp_pat
     refused = ["run", "dedup_index", "--input", str(new_dump / "*.jsonl"), "--output", str(tmp_path / "again")]
     assert main([*refused, "--against", str(index)]) == 2
     assert "dedup_index only writes an index" in capsys.readouterr().err
+
+
+def test_substring_cuts_runs_of_tokens_seen_before(corpus, reviews, gpt2_path, tmp_path):
+    output = tmp_path / "out"
+    argv = ["run", "dedup", "--input", str(corpus / "*.jsonl"), "--output", str(output), "--progress_interval", "0"]
+    assert main([*argv, "--dedup", "substring", "--substring_tokenizer", gpt2_path]) == 0
+    dropped = sorted(row["id"] for row in jsonl_rows(output / "excluded" / "substring"))
+    # Exact copies lose every token. Near copies joined their lines with spaces (near_copy), so only runs of
+    # 50 tokens inside one line of the review repeat: they lose those and keep the rest.
+    assert dropped == [f"review-00{n}-exact" for n in range(3)]
+    kept = {row["id"]: row["text"] for row in jsonl_rows(output / "documents")}
+    assert kept["review-000"] == reviews[0].text and len(kept) == 84
+    for n in (10, 11, 12):
+        near = near_copy(reviews[n].text, 0.01, seed=n)
+        assert len(kept[f"review-0{n}-near"]) < len(near)
+    counters = json.loads((output / "stats.json").read_text())["steps"]["substring_dedup"]["counters"]
+    assert counters["dropped.substring_dedup_too_short"] == 3
+
+
+def test_bloom_removes_documents_whose_ngrams_mostly_occurred_before(corpus, tmp_path):
+    output = tmp_path / "out"
+    argv = ["run", "dedup", "--input", str(corpus / "*.jsonl"), "--output", str(output), "--progress_interval", "0"]
+    assert main([*argv, "--dedup", "bloom,minhash", "--bloom_expected_shingles", "100000"]) == 0
+    removed = {row["id"]: row["metadata"] for row in jsonl_rows(output / "excluded" / "bloom")}
+    assert {id_: metadata["duplicate_of"] for id_, metadata in removed.items()} == {
+        **{f"review-00{n}-exact": f"review-00{n}" for n in range(3)},
+        **{f"review-0{n}-near": f"review-0{n}" for n in (10, 11, 12)},
+    }
+    # Exact copies repeat every 13-gram; a 1 % edit leaves more than 80 % of them.
+    assert {removed[f"review-00{n}-exact"]["bloom_duplicate_fraction"] for n in range(3)} == {1.0}
+    assert all(0.8 < removed[f"review-0{n}-near"]["bloom_duplicate_fraction"] < 1 for n in (10, 11, 12))
+    steps = json.loads((output / "stats.json").read_text())["steps"]
+    counters = steps["bloom_dedup"]["counters"]
+    assert (counters["in"], counters["out"], counters["dropped.bloom_duplicate"]) == (87, 81, 6)
+    # The filter lets through every occurrence of a shingle two documents share, and its false positives.
+    assert counters["candidates"] >= counters["shared_shingles"] * 2 + counters["unshared_candidates"]
+    assert counters["unshared_candidates"] < 0.01 * (counters["shingles"] - counters["candidates"])
+    # Nothing is left for MinHash to remove.
+    assert "dropped.minhash_duplicate" not in steps["minhash_remove"]["counters"]

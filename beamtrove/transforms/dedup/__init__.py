@@ -1,8 +1,10 @@
-"""Dedup: exact content, URL, MinHash near duplicates (with distributed connected components) and sentence spans.
+"""Dedup: exact content, URL, Bloom-filter n-gram overlap, MinHash near duplicates (with distributed connected
+components), sentence spans and exact substrings.
 
 Each can also run against dedup indexes of earlier datasets (:mod:`beamtrove.transforms.dedup.index`).
 """
 
+from beamtrove.transforms.dedup.bloom import BloomDedup, BloomDedupConfig, bloom_shingles
 from beamtrove.transforms.dedup.components import Component, ConnectedComponents
 from beamtrove.transforms.dedup.exact import ExactDedup, UrlDedup, key_digest, normalize_url
 from beamtrove.transforms.dedup.index import (
@@ -25,9 +27,12 @@ from beamtrove.transforms.dedup.minhash import (
 )
 from beamtrove.transforms.dedup.sentences import SentenceDedup, span_digests, split_sentences
 from beamtrove.transforms.dedup.shingles import normalize_text, shingle_hashes
+from beamtrove.transforms.dedup.substrings import SubstringDedup
 
 __all__ = [
     "INDEX_KINDS",
+    "BloomDedup",
+    "BloomDedupConfig",
     "BuildDedupIndex",
     "ClusterMember",
     "Component",
@@ -45,7 +50,9 @@ __all__ = [
     "ReadIndexEntries",
     "RemoveClustered",
     "SentenceDedup",
+    "SubstringDedup",
     "UrlDedup",
+    "bloom_shingles",
     "index_node",
     "input_node",
     "key_digest",
