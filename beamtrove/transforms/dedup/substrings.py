@@ -356,19 +356,24 @@ class _CutSpansFn(beam.DoFn):
         spans = merge_spans(spans)
         for document, bounds in documents:
             self._metrics.received()
+            self._metrics.chars("in", document.text)
             if not spans:
                 self._metrics.emitted()
+                self._metrics.chars("out", document.text)
                 yield document
                 continue
             text = _cut(document.text, np.cumsum(bounds, axis=1, dtype=np.int64), spans)
             self._metrics.inc("spans_removed", len(spans))
             self._metrics.inc("tokens_removed", sum(end - start for start, end in spans))
             self._metrics.inc("chars_removed", len(document.text) - len(text))
-            if len(split_words(text)) < self._min_doc_words:
+            # A document every word of which was a repeat is gone whatever the minimum, as in sentence dedup.
+            words = len(split_words(text))
+            if not words or words < self._min_doc_words:
                 self._metrics.dropped("substring_dedup_too_short")
                 yield excluded_output(document, "substring_dedup_too_short")
                 continue
             self._metrics.emitted()
+            self._metrics.chars("out", text)
             yield dataclasses.replace(document, text=text)
 
 
@@ -378,7 +383,8 @@ class SubstringDedup(beam.PTransform):
     Returns a ``DoOutputsTuple``: ``.kept`` (documents, shortened where spans
     were cut) and ``.excluded`` (documents left with fewer than
     ``min_doc_words`` words once cut, reason ``substring_dedup_too_short``).
-    Counters: ``beamtrove/<step>``: ``in``, ``out``,
+    A document left with no word is excluded whatever ``min_doc_words``.
+    Counters: ``beamtrove/<step>``: ``in``, ``out``, ``chars_in``, ``chars_out``,
     ``dropped.substring_dedup_too_short``, ``spans_removed`` (merged spans),
     ``tokens_removed``, ``chars_removed``, ``not_tokenized`` (texts the
     tokenizer rejects, kept as they are).
