@@ -48,7 +48,7 @@ import subprocess
 import sys
 
 from benchmarks.datatrove_env import DEFAULT_VENV, datatrove_python
-from benchmarks.dedup_inputs import split_documents
+from benchmarks.dedup_inputs import excluded_ids, split_documents
 from benchmarks.measure import run_measured
 
 _GIB = 1 << 30
@@ -136,14 +136,6 @@ def _removed(folder: pathlib.Path) -> dict[str, tuple[float, str]]:
             doc_id, fraction, source = json.loads(line)
             rows[doc_id] = (fraction, source)
     return rows
-
-
-def _datatrove_removed(folder: pathlib.Path) -> set[str]:
-    ids = set()
-    for path in sorted(folder.rglob("*.jsonl*")):
-        with gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else path.open() as lines:
-            ids.update(json.loads(line)["id"] for line in lines)
-    return ids
 
 
 def _sorted_copy(source: pathlib.Path, target: pathlib.Path) -> list[str]:
@@ -253,7 +245,7 @@ def _measure_size(args, python, records: int) -> list[tuple]:
         log = base / f"{work.name}.log"
         wall, monitor = run_measured(command, log)
         assert f"k = {k}" in log.read_text().splitlines(), f"DataTrove derived another k than {k}"
-        theirs = _datatrove_removed(work / "removed")
+        theirs = excluded_ids(work / "removed")
         rows.append(("DataTrove", label, documents, wall, len(theirs), monitor))
         differing = sorted(set(exact_removed) ^ theirs)
         print(

@@ -64,7 +64,7 @@ from beamtrove.transforms.batching import BatchDoFn
 from beamtrove.transforms.dedup.keep import KeepOrder
 from beamtrove.transforms.dedup.shingles import mix64, powers
 from beamtrove.transforms.filters.base import excluded_output
-from beamtrove.transforms.tokens.tokenize import load_tokenizer
+from beamtrove.transforms.tokens.tokenize import TokenizerSpec
 
 __all__ = ["SubstringDedup", "cut_token_spans", "merge_spans"]
 
@@ -144,14 +144,6 @@ def _run_hashes(ids: np.ndarray, lengths: tuple[int, ...]) -> list[np.ndarray]:
         ]
 
 
-@dataclasses.dataclass(frozen=True)
-class _TokenizerSpec:
-    path: str
-
-    def load(self):
-        return load_tokenizer(self.path, eos_token=None)
-
-
 def _encode(tokenizer, text: str):
     """The encoding of ``text`` without special tokens, or None when the tokenizer rejects it (lone surrogates)."""
     try:
@@ -165,7 +157,7 @@ class _AnchoredWindowsFn(BatchDoFn):
     # batches are encoded while the windows of this one are hashed and emitted.
     in_flight = 2
 
-    def __init__(self, spec: _TokenizerSpec, min_tokens: int, order: KeepOrder, metrics: StepMetrics):
+    def __init__(self, spec: TokenizerSpec, min_tokens: int, order: KeepOrder, metrics: StepMetrics):
         super().__init__(_BATCH_SIZE)
         self._spec = spec
         self._min_tokens = min_tokens
@@ -419,7 +411,7 @@ class SubstringDedup(beam.PTransform):
             raise ValueError(f"min_tokens must be at least 1 token (got {min_tokens}); DataTrove uses 50.")
         if min_doc_words < 0:
             raise ValueError(f"min_doc_words must be 0 (keep every document) or more (got {min_doc_words}).")
-        self._spec = _TokenizerSpec(tokenizer_path)
+        self._spec = TokenizerSpec(tokenizer_path, eos_token=None, bos_token=None, storage_options={})
         load_once(self._spec, self._spec.load)
         self._min_tokens = min_tokens
         self._min_doc_words = min_doc_words

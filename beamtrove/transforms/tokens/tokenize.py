@@ -21,7 +21,7 @@ from beamtrove.resources import load_once
 from beamtrove.transforms.batching import BatchDoFn
 from beamtrove.transforms.tokens.format import TokenizedDocument, token_dtype
 
-__all__ = ["DEFAULT_EOS_TOKEN", "NO_LOSS_RANGES_KEY", "Tokenize", "load_tokenizer"]
+__all__ = ["DEFAULT_EOS_TOKEN", "NO_LOSS_RANGES_KEY", "Tokenize", "TokenizerSpec", "load_tokenizer"]
 
 DEFAULT_EOS_TOKEN = "<|endoftext|>"
 NO_LOSS_RANGES_KEY = "no_loss_ranges"
@@ -121,7 +121,7 @@ class _TokenizeFn(BatchDoFn):
     # longest documents.
     in_flight = 2
 
-    def __init__(self, spec: _TokenizerSpec, batch_size: int, with_loss_mask: bool, step: str):
+    def __init__(self, spec: TokenizerSpec, batch_size: int, with_loss_mask: bool, step: str):
         super().__init__(batch_size)
         self._spec = spec
         self._with_loss_mask = with_loss_mask
@@ -182,7 +182,7 @@ class _TokenizeFn(BatchDoFn):
         )
 
 
-class _TokenizerSpec:
+class TokenizerSpec:
     """How to load the tokenizer on a worker; hashable, so workers share one per process."""
 
     def __init__(self, path: str, eos_token: str | None, bos_token: str | None, storage_options: Mapping[str, Any]):
@@ -195,7 +195,7 @@ class _TokenizerSpec:
         return (self.path, self.eos_token, self.bos_token, tuple(sorted(map(repr, self.storage_options.items()))))
 
     def __eq__(self, other):
-        return isinstance(other, _TokenizerSpec) and self._key() == other._key()
+        return isinstance(other, TokenizerSpec) and self._key() == other._key()
 
     def __hash__(self):
         return hash(self._key())
@@ -246,7 +246,7 @@ class Tokenize(beam.PTransform):
             ValueError: A token is not in the vocabulary, or ``batch_size`` < 1.
         """
         super().__init__()
-        self._spec = _TokenizerSpec(tokenizer, eos_token or None, bos_token or None, storage_options or {})
+        self._spec = TokenizerSpec(tokenizer, eos_token or None, bos_token or None, storage_options or {})
         loaded = load_once(self._spec, self._spec.load)
         self.tokenizer = tokenizer
         self.token_size = token_dtype(loaded.get_vocab_size()).itemsize
