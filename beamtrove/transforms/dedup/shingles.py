@@ -22,6 +22,9 @@ import regex
 __all__ = ["mix64", "normalize_text", "powers", "shingle_hashes"]
 
 _COMBINING_MARKS = regex.compile(r"\p{Mn}+")
+# Invisible characters that sit inside words (soft hyphen, zero-width joiners, word joiner, BOM): the word
+# they are in is one word, so they go before punctuation and control characters turn into separators.
+_INSIDE_WORDS = regex.compile("[\u00ad\u200c\u200d\u2060\ufeff]+")
 _NUMBER = regex.compile(r"\p{Nd}+(?:[.,]\p{Nd}+)*")
 # Punctuation, symbols, control characters and whitespace all separate words.
 _SEPARATORS = regex.compile(r"[\p{P}\p{S}\p{C}\s]+")
@@ -37,9 +40,10 @@ _CACHED_POWERS = 1 << 20
 def normalize_text(text: str) -> str:
     """Lowercase words separated by single spaces, without accents, punctuation or symbols; numbers become ``0``.
 
-    Example: ``"Café  déjà-vu: 3.14 €!"`` becomes ``"cafe deja vu 0"``.
+    Example: ``"Café  déjà-vu: 3.14 €!"`` becomes ``"cafe deja vu 0"``, and ``"Mittel\u00adalter"`` (a soft
+    hyphen) ``"mittelalter"``.
     """
-    text = unicodedata.normalize("NFD", text.lower())
+    text = unicodedata.normalize("NFD", _INSIDE_WORDS.sub("", text).lower())
     text = _COMBINING_MARKS.sub("", text)
     text = _NUMBER.sub("0", text)
     return _SEPARATORS.sub(" ", text).strip()

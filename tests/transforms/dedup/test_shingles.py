@@ -20,6 +20,12 @@ from beamtrove.transforms.dedup import normalize_text, shingle_hashes
         ("Ünïcödé — “quotes” and «guillemets»", "unicode quotes and guillemets"),
         # Kana voicing marks decompose into combining marks and go, as accents do.
         ("日本語のテキスト、です。", "日本語のテキスト てす"),
+        # A soft hyphen or a zero-width joiner sits inside a word; a zero-width space separates words.
+        ("Mittel\u00adalter, Mittelalter", "mittelalter mittelalter"),
+        (
+            "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645 word\u200bjoin",
+            "\u0645\u06cc\u062e\u0648\u0627\u0647\u0645 word join",
+        ),
         ("", ""),
     ],
 )
