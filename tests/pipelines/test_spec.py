@@ -36,7 +36,9 @@ def test_a_flow_leaves_out_the_steps_the_options_do_not_ask_for(movie_reviews, t
     ]
     assert flow.output == str(tmp_path / "out") and flow.read_label == "Read"
     assert flow.sink.documents_dir == str(tmp_path / "out" / "documents")
-    with pytest.raises(ValueError, match="--dedup takes a comma-separated list of exact, url, minhash, sentence"):
+    with pytest.raises(
+        ValueError, match="--dedup takes a comma-separated list of exact, url, bloom, minhash, sentence"
+    ):
         dedup.flow(PipelineOptions(["--input", str(reviews), "--output", "o", "--dedup", "fuzzy"]))
 
 

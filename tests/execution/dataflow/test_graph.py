@@ -196,7 +196,10 @@ def test_without_setup_file_nothing_of_beamtrove_is_staged(tmp_path):
         (["extract", "--", "--temp_location=/tmp/beam"], "Invalid GCS path (/tmp/beam)"),
         (["extract", "--", "--extract_timout=3"], "unknown options --extract_timout=3"),
         (["extract", "--", "--output=gs://b-out/x"], "No input given: pass --input"),
-        (["extract", "--", "--dedup=exact"], "--dedup is an option of the dedup pipeline, not of extract"),
+        (
+            ["extract", "--", "--dedup=exact"],
+            "--dedup is an option of the dedup and dedup_index pipeline, not of extract",
+        ),
     ],
 )
 def test_refusals(argv, message, capsys):
