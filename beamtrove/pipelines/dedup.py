@@ -19,7 +19,6 @@ what the dedup indexes of earlier datasets hold (see
 
 from __future__ import annotations
 
-import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beamtrove.layout import PART_FILES, TOKENS_AFTER_DEDUP, TOKENS_BEFORE_DEDUP
@@ -32,16 +31,13 @@ from beamtrove.transforms.dedup import (
     BloomDedupConfig,
     ClusterMember,
     DedupIndexes,
-    DedupOutputs,
     ExactDedup,
-    MinHashClusters,
     MinHashConfig,
-    RemoveClustered,
+    MinHashDedup,
     SentenceDedup,
     SubstringDedup,
     UrlDedup,
 )
-from beamtrove.transforms.readers import FileReader
 from beamtrove.transforms.summary import CountTokens
 from beamtrove.transforms.writers import JsonlFormat, WriteFiles
 
@@ -220,44 +216,11 @@ def _bloom(options: PipelineOptions) -> GlobalStep | None:
     return GlobalStep("bloom", "bloom_dedup", BloomDedup(config, keep_by=own.keep_by))
 
 
-class _NearDuplicates(beam.PTransform):
-    """MinHash clusters, then the removal of every clustered document but its root.
-
-    When the documents come straight from the input, a second read streams
-    them past the finished clusters instead of holding them all until the
-    clusters are done; its dead letters repeat the first read's and are not
-    written again.
-    """
-
-    def __init__(
-        self,
-        clusters: MinHashClusters,
-        keep_by: str | None,
-        second_read: FileReader | None,
-        against: DedupIndexes | None,
-    ):
-        super().__init__()
-        self._clusters = clusters
-        self._keep_by = keep_by
-        self._second_read = second_read
-        self._against = against
-
-    def expand(self, documents) -> DedupOutputs:
-        clusters = documents | "Clusters" >> self._clusters
-        if self._second_read is not None:
-            documents = documents.pipeline | "ReadAgain" >> self._second_read
-        return documents | "minhash_remove" >> RemoveClustered(clusters, self._keep_by, against=self._against)
-
-
 def _minhash(options: PipelineOptions) -> GlobalStep | None:
     own = options.view_as(DedupOptions)
-    chosen = _chosen(options)
-    if "minhash" not in chosen:
+    if "minhash" not in _chosen(options):
         return None
-    against = _against(options)
-    clusters = MinHashClusters(minhash_config(options), own.keep_by, own.max_cc_rounds, against=against)
-    second_read = row_reader(options) if chosen[0] == "minhash" else None
-    near_duplicates = _NearDuplicates(clusters, own.keep_by, second_read, against)
+    near_duplicates = MinHashDedup(minhash_config(options), own.keep_by, own.max_cc_rounds, against=_against(options))
     return GlobalStep("minhash", "minhash", near_duplicates, _cluster_map_if_asked(options))
 
 

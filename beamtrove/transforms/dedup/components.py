@@ -97,7 +97,7 @@ class _SmallStar(_CountingChanges):
 class _SetAsideOnceConverged(beam.DoFn):
     """Passes links on to the next round, or sets them all aside once a round changed nothing."""
 
-    def process(self, link, changes: list[int]):
+    def process(self, link, changes: int):
         if changes:
             yield link
         else:
@@ -177,8 +177,10 @@ class ConnectedComponents(beam.PTransform):
         changes = None
         for number in range(1, self._max_rounds + 1):
             if changes is not None:
+                # One number, whatever the number of bundles: the side input does not grow with the data.
+                changed = changes | f"Round{number - 1}Changed" >> beam.CombineGlobally(sum)
                 routed = links | f"Round{number}Route" >> beam.ParDo(
-                    _SetAsideOnceConverged(), beam.pvalue.AsList(changes)
+                    _SetAsideOnceConverged(), beam.pvalue.AsSingleton(changed)
                 ).with_outputs(_CONVERGED, main="active")
                 converged.append(routed[_CONVERGED])
                 links = routed.active

@@ -21,7 +21,8 @@ with one JSON object per line, sorted, for each kind:
   (or normalized URL): the 16-byte digest the dedup step groups on and the
   document kept for it;
 * ``minhash``: ``{"id": id, "node": order, "sketch": hex, "bands": [hex, ...]}``,
-  one per document long enough to shingle: its LSH band keys, the one-byte
+  one per document long enough to shingle: its LSH band keys (the bucket
+  number and a 16-byte digest of the band, since version 2), the one-byte
   sketch of its signature (for ``--minhash_threshold``) and its place in the
   index's keep order;
 * ``sentence``: ``{"key": hex}``, one per distinct span of sentences.
@@ -29,7 +30,7 @@ with one JSON object per line, sorted, for each kind:
 The manifest says how the records were made, so a run using settings that
 would not match them fails before it starts::
 
-    {"format": "beamtrove-dedup-index", "version": 1, "name": "CC-MAIN-2024-10",
+    {"format": "beamtrove-dedup-index", "version": 2, "name": "CC-MAIN-2024-10",
      "documents": 1000, "keep_by": null,
      "kinds": {"exact": {"records": 990, "files": ["exact/part-00000-of-00008.jsonl.gz", ...]},
                "minhash": {"records": 980, "files": [...], "n_grams": 5, "num_buckets": 14,
@@ -76,7 +77,8 @@ MANIFEST_FILE = "index.json"
 #: What an index can hold: one kind per dedup step that compares whole keys.
 INDEX_KINDS = ("exact", "url", "minhash", "sentence")
 _FORMAT = "beamtrove-dedup-index"
-_VERSION = 1
+# Version 2: MinHash band keys hold a digest of each band instead of its hashes.
+_VERSION = 2
 _MINHASH_FIELDS = ("n_grams", "num_buckets", "hashes_per_bucket", "seed")
 
 

@@ -2,18 +2,23 @@
 
 1. Each document gets a MinHash signature of its word n-gram shingles
    (``num_buckets`` times ``hashes_per_bucket`` 64-bit values).
-2. Every band of the signature becomes a key ``(bucket, band)``; a
-   ``GroupByKey`` brings together documents that agree on a whole band, and
-   each group links its members to its first member (no pair explosion in
-   large groups).
-3. :class:`~beamtrove.transforms.dedup.components.ConnectedComponents` turns
+2. Documents with identical signatures are grouped first: the first of them
+   stands for the group in the band shuffle and the others link to it, so
+   ``c`` copies make ``c - 1`` links instead of ``num_buckets`` times as many.
+3. Every band of a representative's signature becomes a key ``(bucket,
+   digest of the band)``; a ``GroupByKey`` brings together documents that
+   agree on a whole band, and each group links its members to its first
+   member (no pair explosion in large groups).
+4. :class:`~beamtrove.transforms.dedup.components.ConnectedComponents` turns
    the links into clusters, with no stage holding all of them.
    With a ``threshold``, a link is only made when the two documents' whole
    signatures agree on at least that fraction of hashes (an estimate of
    their Jaccard similarity): LSH alone also links pairs well below its
    nominal threshold, and chains of such links merge unrelated documents.
-4. One document per cluster is kept (the first in :class:`KeepOrder`), the
+5. One document per cluster is kept (the first in :class:`KeepOrder`), the
    others go to the ``excluded`` output with reason ``minhash_duplicate``.
+   Documents and clusters meet in a join keyed by document, so no worker
+   holds more than its own keys' clusters.
 
 Two documents whose shingle sets have Jaccard similarity ``s`` share at least
 one band with probability ``1 - (1 - s**r)**b`` (``r`` hashes per bucket,
@@ -23,6 +28,7 @@ one band with probability ``1 - (1 - s**r)**b`` (``r`` hashes per bucket,
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import struct
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
@@ -60,6 +66,14 @@ _SHIFT = np.uint64(61)
 _CHUNK_ROWS = 4096
 # Two one-byte sketches of unequal hashes match this often by chance.
 _CHANCE_MATCH = 1 / 256
+# A band and a whole signature are keyed by a digest this long: unequal ones share it with probability 2**-128.
+_DIGEST_BYTES = 16
+# A band key: the bucket number (2 bytes) then the band's digest.
+_BAND_KEY_BYTES = 2 + _DIGEST_BYTES
+# The tagged output of the links from each copy of a signature to the first document holding it.
+_COPY_LINKS = "copy_links"
+# The two sides of the join of documents with their components.
+_DOCUMENTS, _COMPONENT = "documents", "component"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,9 +143,12 @@ class MinHasher:
 
     @staticmethod
     def band_keys(signature: np.ndarray) -> list[bytes]:
-        """One key per bucket: the bucket number then its band's hashes."""
+        """One key per bucket: the bucket number then a 128-bit digest of its band's hashes."""
         little_endian = signature.astype("<u8", copy=False)
-        return [struct.pack("<H", bucket) + band.tobytes() for bucket, band in enumerate(little_endian)]
+        return [
+            struct.pack("<H", bucket) + hashlib.blake2b(band.tobytes(), digest_size=_DIGEST_BYTES).digest()
+            for bucket, band in enumerate(little_endian)
+        ]
 
     @staticmethod
     def sketch(signature: np.ndarray) -> bytes:
@@ -154,7 +171,9 @@ def sketch_agreement(first: bytes, second: bytes) -> float:
     return max(0.0, (equal - _CHANCE_MATCH) / (1 - _CHANCE_MATCH))
 
 
-class _BandKeysFn(beam.DoFn):
+class _SignatureFn(beam.DoFn):
+    """Keys each document by a digest of its whole signature, with its band keys (and sketch) as the value."""
+
     def __init__(self, config: MinHashConfig, order: KeepOrder, against_indexes: bool, metrics: StepMetrics):
         self._config = config
         self._order = order
@@ -173,9 +192,38 @@ class _BandKeysFn(beam.DoFn):
         node = self._order.node(document)
         if self._against_indexes:
             node = input_node(node)
-        value = node if self._config.threshold is None else (node, MinHasher.sketch(signature))
-        for key in MinHasher.band_keys(signature):
-            yield key, value
+        digest = hashlib.blake2b(signature.astype("<u8", copy=False).tobytes(), digest_size=_DIGEST_BYTES).digest()
+        bands = b"".join(MinHasher.band_keys(signature))
+        if self._config.threshold is None:
+            yield digest, (node, bands)
+        else:
+            yield digest, (node, bands, MinHasher.sketch(signature))
+
+
+class _BandKeysOfFirstFn(beam.DoFn):
+    """Sends the first document of each identical-signature group into the band shuffle; links the rest to it.
+
+    Identical signatures have identical bands and sketches, so each copy
+    would only have met the first one in every band group: linking it
+    directly gives the same clusters with one link instead of one per band.
+    """
+
+    def __init__(self, metrics: StepMetrics):
+        self._metrics = metrics
+
+    def process(self, grouped):
+        _, members = grouped
+        members = sorted(members, key=lambda member: member[0])
+        first, bands, *sketch = members[0]
+        self._metrics.observe("signature_group_size", len(members))
+        copies = {member[0] for member in members[1:]} - {first}
+        if copies:
+            self._metrics.inc("identical_signatures", len(copies))
+        for copy in copies:
+            yield beam.pvalue.TaggedOutput(_COPY_LINKS, (copy, first))
+        value = (first, *sketch) if sketch else first
+        for start in range(0, len(bands), _BAND_KEY_BYTES):
+            yield bands[start : start + _BAND_KEY_BYTES], value
 
 
 class _LinkToFirstFn(beam.DoFn):
@@ -192,6 +240,7 @@ class _LinkToFirstFn(beam.DoFn):
         first = min(nodes)
         nodes.discard(first)
         self._metrics.inc("shared_bands")
+        self._metrics.observe("band_group_size", len(nodes) + 1)
         self._metrics.inc("links", len(nodes))
         for node in nodes:
             yield node, first
@@ -214,6 +263,7 @@ class _LinkVerifiedFn(beam.DoFn):
         if len(members) < 2:
             return
         self._metrics.inc("shared_bands")
+        self._metrics.observe("band_group_size", len(members))
         heads = [members[0]]
         for node, sketch in members[1:]:
             head = next((head for head, kept in heads if sketch_agreement(sketch, kept) >= self._threshold), None)
@@ -231,9 +281,11 @@ class MinHashClusters(beam.PTransform):
     Documents with no near duplicate (and those shorter than ``n_grams``
     words) appear in no component. Nodes are :meth:`KeepOrder.node` values.
     Counters: ``beamtrove/<step>``: ``documents``, ``too_short``,
-    ``shared_bands``, ``links`` (and ``rejected_links`` with a
-    ``threshold``); ``beamtrove/<step>_components``: see
-    ``ConnectedComponents``.
+    ``identical_signatures`` (documents linked to an earlier one with the
+    same signature), ``shared_bands``, ``links`` (and ``rejected_links``
+    with a ``threshold``), and the distributions ``signature_group_size``
+    and ``band_group_size`` (of band groups with two members or more);
+    ``beamtrove/<step>_components``: see ``ConnectedComponents``.
 
     Args:
         config: MinHash parameters.
@@ -271,30 +323,54 @@ class MinHashClusters(beam.PTransform):
         threshold = self._config.threshold
         link = _LinkToFirstFn(self._metrics) if threshold is None else _LinkVerifiedFn(threshold, self._metrics)
         against = self._against is not None
-        bands = documents | "BandKeys" >> beam.ParDo(_BandKeysFn(self._config, self._order, against, self._metrics))
+        representatives = (
+            documents
+            | "Signatures" >> beam.ParDo(_SignatureFn(self._config, self._order, against, self._metrics))
+            | "GroupBySignature" >> beam.GroupByKey()
+            | "BandKeys" >> beam.ParDo(_BandKeysOfFirstFn(self._metrics)).with_outputs(_COPY_LINKS, main="bands")
+        )
+        bands = representatives.bands
         if against:
             indexed = documents.pipeline | "ReadIndex" >> self._against.read("minhash", with_sketches=bool(threshold))
             bands = (bands, indexed) | "WithIndex" >> beam.Flatten()
+        band_links = bands | "GroupByBand" >> beam.GroupByKey() | "Link" >> beam.ParDo(link)
         return (
-            bands
-            | "GroupByBand" >> beam.GroupByKey()
-            | "Link" >> beam.ParDo(link)
+            (band_links, representatives[_COPY_LINKS])
+            | "AllLinks" >> beam.Flatten()
             | self._components_step >> self._components
         )
 
 
-class _RemoveClusteredFn(beam.DoFn):
-    def __init__(self, order: KeepOrder, reason: str, index_reasons: Sequence[str] | None, metrics: StepMetrics):
+class _KeyByNodeFn(beam.DoFn):
+    """Keys each document by its node, as the components name it."""
+
+    def __init__(self, order: KeepOrder, against_indexes: bool):
         self._order = order
+        self._against_indexes = against_indexes
+
+    def process(self, document: Document):
+        node = self._order.node(document)
+        yield (input_node(node) if self._against_indexes else node), document
+
+
+class _RemoveClusteredFn(beam.DoFn):
+    """Keeps or removes the documents of one node by the component joined to them."""
+
+    def __init__(self, reason: str, index_reasons: Sequence[str] | None, metrics: StepMetrics):
         self._reason = reason
         self._index_reasons = index_reasons
         self._metrics = metrics
 
-    def process(self, document: Document, components):
+    def process(self, joined):
+        _, sides = joined
+        components = list(sides[_COMPONENT])
+        component = components[0] if components else None
+        for document in sides[_DOCUMENTS]:
+            yield from self._decide(document, component)
+
+    def _decide(self, document: Document, component: tuple | None):
         self._metrics.received()
         self._metrics.chars("in", document.text)
-        node = self._order.node(document)
-        component = components.get(node if self._index_reasons is None else input_node(node))
         if component is None:
             # Users filter and upsample on the size, so a document with no near duplicate says so too.
             self._metrics.emitted()
@@ -321,7 +397,7 @@ class _RemoveClusteredFn(beam.DoFn):
 
 
 def _input_components(component) -> Iterable[tuple]:
-    # Indexed documents are not in the input: their components would only weigh on the side input.
+    # Indexed documents are not in the input: their components would only weigh on the join.
     if component.node[0] != INDEX:
         yield component.node, (component.root, component.size)
 
@@ -333,8 +409,8 @@ def _by_node(component) -> tuple:
 class RemoveClustered(beam.PTransform):
     """Keeps the root of each cluster and the unclustered documents; sends the rest to ``excluded``.
 
-    The clusters reach every worker as a side input holding one entry per
-    clustered document (about 100 bytes each). Every kept document gets
+    Documents and components are joined by node (a ``CoGroupByKey``), so
+    each worker holds only the components of the documents it is given. Every kept document gets
     ``minhash_cluster_size`` in its metadata (1 when it has no near
     duplicate); removed documents also get
     ``duplicate_of`` (the kept id) and ``filter_reason``. Returns
@@ -372,9 +448,13 @@ class RemoveClustered(beam.PTransform):
             components = self._components | "ByNode" >> beam.Map(_by_node)
         else:
             components = self._components | "ByNode" >> beam.FlatMap(_input_components)
-        remove = _RemoveClusteredFn(self._order, self._reason, self._index_reasons, self._metrics)
-        outputs = documents | "Remove" >> beam.ParDo(remove, beam.pvalue.AsDict(components)).with_outputs(
-            EXCLUDED, CLUSTERS, main="kept"
+        against = self._index_reasons is not None
+        keyed = documents | "KeyByNode" >> beam.ParDo(_KeyByNodeFn(self._order, against))
+        remove = _RemoveClusteredFn(self._reason, self._index_reasons, self._metrics)
+        outputs = (
+            {_DOCUMENTS: keyed, _COMPONENT: components}
+            | "JoinByNode" >> beam.CoGroupByKey()
+            | "Remove" >> beam.ParDo(remove).with_outputs(EXCLUDED, CLUSTERS, main="kept")
         )
         return DedupOutputs(outputs.kept, outputs.excluded, outputs.clusters)
 
@@ -383,9 +463,6 @@ class MinHashDedup(beam.PTransform):
     """:class:`MinHashClusters` then :class:`RemoveClustered` on one PCollection of documents.
 
     Returns ``.kept``, ``.excluded`` and ``.clusters`` as :class:`RemoveClustered` does.
-    A pipeline that can read its input twice should rather apply
-    :class:`RemoveClustered` to a second read: the documents then stream
-    instead of waiting, in full, for the clusters.
 
     Args:
         config: MinHash parameters.

@@ -2,16 +2,29 @@
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 
 import apache_beam as beam
 import numpy as np
 import pytest
+from apache_beam.pipeline import PipelineVisitor
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from beamtrove.document import Document
-from beamtrove.transforms.dedup import ClusterMember, MinHashConfig, MinHashDedup, MinHasher, sketch_agreement
+from beamtrove.execution.build import build
+from beamtrove.options import parse
+from beamtrove.pipelines import pipeline_spec
+from beamtrove.stats import collect_stats
+from beamtrove.transforms.dedup import (
+    ClusterMember,
+    MinHashClusters,
+    MinHashConfig,
+    MinHashDedup,
+    MinHasher,
+    sketch_agreement,
+)
 from tests.conftest import near_copy
 
 
@@ -118,3 +131,81 @@ def test_documents_too_short_to_shingle_are_kept(reviews):
     with TestPipeline() as pipeline:
         result = pipeline | beam.Create([*short, *reviews[:5]]) | MinHashDedup()
         assert_that(result.kept | beam.Map(lambda d: d.id), equal_to([d.id for d in [*short, *reviews[:5]]]))
+
+
+def _reference_clusters(documents: list[Document], config: MinHashConfig) -> dict[str, tuple[str, int]]:
+    """Every document that shares a whole band with another, by plain union-find: id -> (root id, size)."""
+    hasher = MinHasher(config)
+    parent: dict[str, str] = {}
+
+    def root_of(node: str) -> str:
+        while parent[node] != node:
+            node = parent[node]
+        return node
+
+    by_band: dict[bytes, list[str]] = {}
+    for document in documents:
+        signature = hasher.signature(document.text)
+        for bucket, band in enumerate(signature):
+            by_band.setdefault(bytes([bucket]) + band.tobytes(), []).append(document.id)
+    for members in by_band.values():
+        for member in members:
+            parent.setdefault(member, member)
+        for member in members[1:]:
+            first, other = sorted((root_of(members[0]), root_of(member)))
+            parent[other] = first
+    clustered = {node for members in by_band.values() if len(members) > 1 for node in members}
+    roots = {node: root_of(node) for node in clustered}
+    sizes = collections.Counter(roots.values())
+    return {node: (root, sizes[root]) for node, root in roots.items()}
+
+
+def test_copies_of_one_signature_link_to_its_first_document_and_clusters_equal_every_shared_band(reviews):
+    documents, _ = _with_copies(reviews)
+    # Three more copies of one review: four documents with one signature, which only the first brings to the bands.
+    documents += [dataclasses.replace(reviews[7], id=f"{reviews[7].id}-copy-{n}") for n in range(3)]
+    expected = _reference_clusters(documents, MinHashConfig())
+    assert len(expected) == 24 and expected["review-007-copy-2"] == ("review-007", 4)
+    pipeline = TestPipeline()
+    components = pipeline | beam.Create(documents) | MinHashClusters()
+    assert_that(
+        components | beam.Map(lambda component: (component.node, (component.root, component.size))),
+        equal_to(sorted(expected.items())),
+    )
+    result = pipeline.run()
+    result.wait_until_finish()
+    stats = collect_stats(result, pipeline)
+    # Five exact copies of five reviews and three of one: 8 documents linked by signature, not by 14 bands each.
+    assert stats["minhash"]["counters"]["identical_signatures"] == 8
+    assert stats["minhash"]["distributions"]["signature_group_size"]["max"] == 4
+
+
+def test_no_side_input_of_the_dedup_pipeline_grows_with_the_documents(tmp_path):
+    spec = pipeline_spec("dedup")
+    options = parse(
+        spec,
+        [
+            "--input",
+            str(tmp_path / "*.jsonl"),
+            "--output",
+            str(tmp_path / "out"),
+            "--dedup",
+            "exact,url,bloom,minhash,sentence",
+            "--minhash_threshold",
+            "0.8",
+        ],
+    )
+    (tmp_path / "docs.jsonl").write_text('{"id": "a", "text": "one two three four five six"}\n')
+    pipeline = build(spec, options, inspect_output=False).pipeline
+    side_inputs = []
+
+    class _SideInputs(PipelineVisitor):
+        def visit_transform(self, applied):
+            side_inputs.extend((applied.full_label, type(view).__name__) for view in applied.side_inputs)
+
+    pipeline.visit(_SideInputs())
+    # CombineGlobally reads its one combined value back as a list of one; every other side input is a singleton:
+    # Bloom's filter (of a configured size) and the links changed by each connected-components round.
+    ours = [(label, kind) for label, kind in side_inputs if not label.endswith("/InjectDefault")]
+    assert {kind for _, kind in ours} == {"AsSingleton"}, ours
+    assert sum("minhash_components/Round" in label for label, _ in ours) == 29
