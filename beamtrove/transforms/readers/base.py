@@ -1,10 +1,13 @@
-"""The Beam source and ``PTransform`` shared by all file readers.
+"""The ``PTransform`` shared by all file readers.
 
 A reader is a :class:`RecordParser` (how to turn one file into documents) run
-by :class:`_FileRecordSource`, a ``BoundedSource`` that splits its input into
-one bundle per file and streams each file's records. The source, not the
-parsers, keeps the books: every record a parser reports is counted as read and
-as emitted, skipped with a reason, or errored with a reason (a
+by :class:`FileReader`. The reader matches its input patterns when it is
+built, so that a wrong path fails before any work, and again when the run
+starts (:class:`_MatchFiles`), so that the pipeline graph holds the patterns
+and not the list of files; the files are then spread over the workers and
+each is streamed by :class:`_ReadFiles`. That step, not the parsers, keeps
+the books: every record a parser reports is counted as read and as emitted,
+skipped with a reason, or errored with a reason (a
 :class:`~beamtrove.dead_letter.DeadLetter`).
 """
 
@@ -17,8 +20,6 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, BinaryIO
 
 import apache_beam as beam
-from apache_beam.io import iobase
-from apache_beam.io.range_trackers import OffsetRangeTracker, UnsplittableRangeTracker
 from fsspec.utils import infer_compression
 
 from beamtrove.dead_letter import DeadLetter
@@ -142,17 +143,52 @@ class RowFields:
         return document
 
 
-class _FileRecordSource(iobase.BoundedSource):
-    """Reads the records of a list of files; one bundle per file.
+class _MatchFiles(beam.DoFn):
+    """Matches the reader's inputs when the run starts, as the reader matched them when it was built.
 
-    Positions are file indexes, so runners can split at file boundaries. With
-    ``skip`` or ``limit`` the files are read in order by a single reader, since
-    both count documents across the whole input.
+    Yields the files one group per unit of work: one file each, or all of
+    them in order for a reader that counts documents across files (``skip``,
+    ``limit``). A pattern that matches nothing any more is a dead letter.
+    """
+
+    def __init__(self, suffixes: tuple[str, ...], step: str, storage_options: Mapping[str, Any], in_order: bool):
+        self._suffixes = suffixes
+        self._step = step
+        self._storage_options = storage_options
+        self._in_order = in_order
+
+    def process(self, inputs: tuple[str | InputFile, ...]) -> Iterator[tuple[InputFile, ...] | DeadLetter]:
+        metrics = StepMetrics(self._step)
+        matched: list[InputFile] = []
+        for pattern in inputs:
+            # Only a pattern gone since the reader was built is bad input; a failing file system (a network error,
+            # refused credentials) raises, so that the runner retries the work.
+            try:
+                matched += match_inputs(pattern, self._suffixes, self._storage_options)
+            except FileNotFoundError as missing:
+                metrics.received()
+                metrics.errored("no_match")
+                yield DeadLetter(self._step, "no_match", str(missing), file=pattern)
+        # Sorted and de-duplicated across the patterns, as the reader's files.
+        files = tuple(match_inputs(matched)) if matched else ()
+        _LOGGER.info("%s: %d input files match when the run starts.", self._step, len(files))
+        if self._in_order:
+            yield files
+        else:
+            yield from ((file,) for file in files)
+
+
+class _ReadFiles(beam.DoFn):
+    """Reads the records of a group of files, in order, and keeps the books.
+
+    Every record a parser reports is counted as read and as emitted, skipped
+    with a reason, or errored with a reason (a dead letter, passed on).
+    ``skip`` and ``limit`` count documents across the group. Dead letters of
+    the matching step are passed on as they are, counted there.
     """
 
     def __init__(
         self,
-        files: tuple[InputFile, ...],
         parser: RecordParser,
         step: str,
         skip: int = 0,
@@ -160,7 +196,6 @@ class _FileRecordSource(iobase.BoundedSource):
         storage_options: Mapping[str, Any] | None = None,
         progress_interval: float = 10.0,
     ):
-        self._files = files
         self._parser = parser
         self._step = step
         self._skip = skip
@@ -168,39 +203,16 @@ class _FileRecordSource(iobase.BoundedSource):
         self._storage_options = dict(storage_options or {})
         self._progress_interval = progress_interval
 
-    @property
-    def _sequential(self) -> bool:
-        return self._skip > 0 or self._limit is not None
-
-    def _for_files(self, files: tuple[InputFile, ...]) -> _FileRecordSource:
-        return _FileRecordSource(
-            files, self._parser, self._step, self._skip, self._limit, self._storage_options, self._progress_interval
-        )
-
-    def estimate_size(self) -> int:
-        return sum(file.size for file in self._files)
-
-    def split(self, desired_bundle_size, start_position=None, stop_position=None):
-        start = start_position or 0
-        stop = len(self._files) if stop_position is None else stop_position
-        if self._sequential:
-            yield iobase.SourceBundle(self.estimate_size(), self, start, stop)
+    def process(self, files: tuple[InputFile, ...] | DeadLetter) -> Iterator[Outcome]:
+        if isinstance(files, DeadLetter):
+            yield files
             return
-        for file in self._files[start:stop]:
-            yield iobase.SourceBundle(max(file.size, 1), self._for_files((file,)), 0, 1)
-
-    def get_range_tracker(self, start_position, stop_position):
-        tracker = OffsetRangeTracker(start_position or 0, len(self._files) if stop_position is None else stop_position)
-        return UnsplittableRangeTracker(tracker) if self._sequential else tracker
-
-    def read(self, range_tracker):
         metrics = StepMetrics(self._step)
         to_skip = self._skip
         remaining = self._limit
-        index = range_tracker.start_position()
-        while (remaining is None or remaining > 0) and range_tracker.try_claim(index):
-            file = self._files[index]
-            index += 1
+        for file in files:
+            if remaining == 0:
+                return
             for outcome in self._outcomes(file):
                 metrics.received()
                 if isinstance(outcome, Skip):
@@ -310,7 +322,7 @@ def _check_byte_ranges(files: tuple[InputFile, ...], parser: RecordParser) -> No
 
 
 class FileReader(beam.PTransform):
-    """Base of the file readers: matches inputs at construction, reads them.
+    """Base of the file readers: matches inputs at construction, and again when the run starts; reads them.
 
     The result is a ``PCollection`` of ``element_type``, by default
     :class:`~beamtrove.document.Document`.
@@ -334,6 +346,9 @@ class FileReader(beam.PTransform):
     ):
         """Matches the input files now, so a wrong path fails before any work.
 
+        The pipeline graph holds ``paths``, not the files they match, so its
+        size does not grow with the number of files.
+
         Args:
             paths: Files, directories or glob patterns (paths or fsspec URLs),
                 or matched :class:`~beamtrove.fs.InputFile` entries.
@@ -356,6 +371,7 @@ class FileReader(beam.PTransform):
             raise ValueError(f"skip and limit must not be negative (got skip={skip}, limit={limit}).")
         #: What was asked for: the paths and patterns, as given.
         self.patterns = (paths,) if isinstance(paths, (str, InputFile)) else tuple(paths)
+        #: The files matched now. A run matches the patterns again when it starts and reads what matches then.
         self.files = tuple(match_inputs(self.patterns, parser.suffixes, storage_options))
         _check_byte_ranges(self.files, parser)
         self._parser = parser
@@ -372,24 +388,29 @@ class FileReader(beam.PTransform):
 
     def read_file(self, file: InputFile) -> Iterator[Any]:
         """The records and dead letters of one of :attr:`files`, counted as the transform counts them."""
-        source = self._source()._for_files((file,))
-        return source.read(source.get_range_tracker(0, 1))
+        return self._read_files().process((file,))
 
-    def _source(self) -> _FileRecordSource:
-        return _FileRecordSource(
-            self.files,
-            self._parser,
-            self.label,
-            self._skip,
-            self._limit,
-            self._storage_options,
-            self._progress_interval,
+    def _read_files(self) -> _ReadFiles:
+        return _ReadFiles(
+            self._parser, self.label, self._skip, self._limit, self._storage_options, self._progress_interval
         )
 
     def expand(self, pbegin):
+        # The graph holds the patterns, not the files they match: its size does not grow with the input. (Matched
+        # InputFile entries, as --input_ranges and Hugging Face datasets give them, are a list by nature.)
+        match = _MatchFiles(
+            self._parser.suffixes,
+            self.label,
+            dict(self._storage_options or {}),
+            in_order=self._skip > 0 or self._limit is not None,
+        )
         outputs = (
             pbegin
-            | "ReadRecords" >> beam.io.Read(self._source())
+            | "Inputs" >> beam.Create([self.patterns])
+            | "MatchFiles" >> beam.ParDo(match)
+            # Spreads the files over all workers: one file is one unit of work.
+            | "SpreadFiles" >> beam.Reshuffle()
+            | "ReadFiles" >> beam.ParDo(self._read_files())
             | "SplitDeadLetters" >> beam.ParDo(_SplitDeadLetters()).with_outputs(DEAD_LETTERS, main="documents")
         )
         outputs.documents.element_type = self.element_type

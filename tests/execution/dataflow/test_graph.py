@@ -101,7 +101,7 @@ def test_steps_are_the_pipelines(fineweb):
         "Publish",
     ]
     by_name = {step["name"]: step["transforms"] for step in steps}
-    assert by_name["ReadWarc"][0] == {"name": "ReadWarc/ReadRecords/Impulse", "urn": "beam:transform:impulse:v1"}
+    assert by_name["ReadWarc"][0] == {"name": "ReadWarc/Inputs/Impulse", "urn": "beam:transform:impulse:v1"}
     assert {"name": "FlattenDeadLetters", "urn": "beam:transform:flatten:v1"} in by_name["FlattenDeadLetters"]
     # Writing the documents gathers the temporary files of every worker: one shuffle.
     assert [t["name"] for t in by_name["WriteDocuments"] if t["urn"] == "beam:transform:group_by_key:v1"] == [
