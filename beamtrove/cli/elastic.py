@@ -9,7 +9,7 @@ from beamtrove.cli.parsing import command, group
 from beamtrove.execution.elastic import merge_job, prepare_job, retry_shards, run_worker, shard_states
 from beamtrove.execution.elastic.merge import format_verification, verify_job
 from beamtrove.execution.elastic.status import format_status, state_counts
-from beamtrove.execution.elastic.worker import slurm_array_script
+from beamtrove.execution.elastic.worker import DEFAULT_SORT_MEMORY, slurm_array_script
 
 __all__ = ["add_commands"]
 
@@ -37,7 +37,13 @@ def _prepare(args: argparse.Namespace, pipeline_argv: list[str]) -> int:
 
 def _worker(args: argparse.Namespace, _: list[str]) -> int:
     """Claim and process shards until none is left."""
-    return run_worker(args.job_dir, max_shards=args.max_shards, host=args.host, poll_interval=args.poll_interval)
+    return run_worker(
+        args.job_dir,
+        max_shards=args.max_shards,
+        host=args.host,
+        poll_interval=args.poll_interval,
+        sort_memory=args.sort_memory,
+    )
 
 
 def _status(args: argparse.Namespace, _: list[str]) -> int:
@@ -106,6 +112,14 @@ def add_commands(commands) -> None:
     worker.add_argument("--max-shards", type=int, help="stop after processing this many shards")
     worker.add_argument("--host", help="host name recorded in locks and done records (default: this machine's)")
     worker.add_argument("--poll-interval", type=float, help="seconds between looks while all shards are taken")
+    worker.add_argument(
+        "--sort-memory",
+        type=int,
+        default=DEFAULT_SORT_MEMORY,
+        metavar="BYTES",
+        help="bytes of documents held while sorting a shard's output by id; a larger shard is sorted in runs "
+        "spilled to its attempt directory, then merged (default: 268435456 = 256 MiB, at least 65536)",
+    )
     status = command(subcommands, "status", _status)
     status.add_argument("--json", action="store_true", help="print JSON")
     status.add_argument("--all", action="store_true", help="list done shards too")

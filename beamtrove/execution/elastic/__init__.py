@@ -15,7 +15,11 @@ Job directory layout::
     attempts/<shard>/<NN>-<host>-<pid>/
                         one attempt: attempt.json, log.txt, inputs.json,
                         output/ (the pipeline's own output) and
-                        documents.jsonl.gz (its kept documents, sorted by id)
+                        documents.jsonl.gz (its kept documents, sorted by id
+                        within the worker's --sort-memory: a larger shard is
+                        sorted in runs spilled to .publishing-*/ beside it,
+                        then merged; the folder goes when the file is
+                        renamed into place, or stays behind a killed worker)
     done/<shard>.json   the shard's first published done record
     failed/<shard>.json the shard ran out of attempts
     history/            archived stale locks, and the attempts, failures and done records of retried shards

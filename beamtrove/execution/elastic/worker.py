@@ -9,7 +9,9 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import gzip
+import heapq
 import importlib.resources
+import io
 import os
 import pathlib
 import re
@@ -17,10 +19,11 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -39,13 +42,22 @@ from beamtrove.layout import STATS_FILE
 from beamtrove.options import parse
 from beamtrove.pipelines import pipeline_spec
 
-__all__ = ["ATTEMPT_FILE", "SHARD_DOCUMENTS", "run_worker", "slurm_array_script"]
+__all__ = ["ATTEMPT_FILE", "DEFAULT_SORT_MEMORY", "SHARD_DOCUMENTS", "run_worker", "slurm_array_script"]
 
 ATTEMPT_FILE = "attempt.json"
 SHARD_DOCUMENTS = "documents.jsonl.gz"
 _LOG_TAIL_LINES = 20
 _INPUTS_FILE = "inputs.json"
 _PR_SET_PDEATHSIG = 1
+#: Bytes of documents a worker holds while sorting a shard's output, unless told otherwise.
+DEFAULT_SORT_MEMORY = 256 << 20
+# Below this a run would hold only a few documents.
+_MIN_SORT_MEMORY = 64 << 10
+# Runs merged at once: each is an open file with its own read buffer.
+_MERGE_FAN_IN = 64
+# What a held line costs beside its bytes: the bytes object, its list slot and its sort key (tracemalloc, short ids).
+_LINE_OVERHEAD = 160
+_SCRATCH_PREFIX = ".publishing-"
 
 
 class _Interrupted(Exception):
@@ -81,25 +93,117 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def _collect_documents(documents_dir: str, target: pathlib.Path) -> dict[str, Any]:
-    """Writes the shard's documents, sorted by id, as one reproducible gzip file; returns its record fields.
+def _document_order(line: bytes) -> tuple[str, bytes]:
+    """Where a line goes in a published shard: by its document's id as a string, then by its bytes."""
+    return str(orjson.loads(line).get("id")), line
 
-    Sorting makes the output of a shard the same bytes whichever worker, bundle
-    order or attempt produced it.
-    """
-    lines = []
+
+def _part_lines(documents_dir: str) -> Iterator[bytes]:
+    """The non-blank lines of the run's document parts, each ending in one newline."""
     for part in sorted(pathlib.Path(documents_dir).glob("*.jsonl.gz")):
         with gzip.open(part, "rb") as source:
-            lines.extend(line.rstrip(b"\n") + b"\n" for line in source if line.strip())
-    lines.sort(key=lambda line: (str(orjson.loads(line).get("id")), line))
-    temporary = target.with_name(f".{target.name}.tmp")
-    with open(temporary, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as out:
+            yield from (line.rstrip(b"\n") + b"\n" for line in source if line.strip())
+
+
+class _ExternalSort:
+    """Writes lines in document order while holding at most about ``memory`` bytes of them.
+
+    Lines that fit are sorted in memory. Otherwise each run of lines that fits
+    (or a single longer line) is sorted and spilled to a file in ``scratch``,
+    and the runs are merged, at most :data:`_MERGE_FAN_IN` at a time, so a
+    shard's size is bounded by disk.
+
+    Attributes:
+        runs: How many sorted runs were spilled (0 when every line fit).
+    """
+
+    def __init__(self, scratch: pathlib.Path, memory: int):
+        self.scratch = scratch
+        self.memory = memory
+        self.runs = 0
+        # The merge reads every open run through its own buffer: together about half the budget, 8 KiB each at least.
+        self.buffer_size = max(io.DEFAULT_BUFFER_SIZE, memory // (2 * _MERGE_FAN_IN))
+        self._files = 0
+
+    def write(self, lines: Iterable[bytes], out: BinaryIO) -> int:
+        """Writes ``lines`` to ``out`` in document order; returns how many there were."""
+        held, size, count, runs = [], 0, 0, []
         for line in lines:
-            out.write(line)
-    os.replace(temporary, target)
+            cost = len(line) + _LINE_OVERHEAD
+            if held and size + cost > self.memory:
+                runs.append(self._spill(held))
+                held, size = [], 0
+            held.append(line)
+            size += cost
+            count += 1
+        if not runs:
+            held.sort(key=_document_order)
+            out.writelines(held)
+            return count
+        if held:
+            runs.append(self._spill(held))
+        del held  # the merge gets its memory back
+        while len(runs) > _MERGE_FAN_IN:
+            groups = [runs[start : start + _MERGE_FAN_IN] for start in range(0, len(runs), _MERGE_FAN_IN)]
+            runs = [group[0] if len(group) == 1 else self._merge_into_run(group) for group in groups]
+        self._merge(runs, out)
+        return count
+
+    def _new_file(self) -> pathlib.Path:
+        self._files += 1
+        return self.scratch / f"run-{self._files:06d}"
+
+    def _spill(self, lines: list[bytes]) -> pathlib.Path:
+        lines.sort(key=_document_order)
+        path = self._new_file()
+        with open(path, "wb", buffering=self.buffer_size) as run:
+            run.writelines(lines)
+        self.runs += 1
+        return path
+
+    def _merge_into_run(self, runs: list[pathlib.Path]) -> pathlib.Path:
+        path = self._new_file()
+        with open(path, "wb", buffering=self.buffer_size) as merged:
+            self._merge(runs, merged)
+        return path
+
+    def _merge(self, runs: list[pathlib.Path], out: BinaryIO) -> None:
+        """Merges sorted runs into ``out``, deleting them."""
+        with contextlib.ExitStack() as files:
+            sources = [files.enter_context(open(run, "rb", buffering=self.buffer_size)) for run in runs]
+            out.writelines(heapq.merge(*sources, key=_document_order))
+        for run in runs:
+            run.unlink()
+
+
+def _collect_documents(documents_dir: str, target: pathlib.Path, sort_memory: int) -> tuple[dict[str, Any], int]:
+    """Writes the shard's documents, sorted by id, as one reproducible gzip file.
+
+    Sorting makes the output of a shard the same bytes whichever worker, bundle
+    order or attempt produced it. Spilled runs and the file being written live
+    in a scratch folder beside ``target``, removed however this ends; the file
+    appears under its name by one rename, complete.
+
+    Args:
+        documents_dir: The run's documents folder (``*.jsonl.gz`` parts).
+        target: The file to publish.
+        sort_memory: About how many bytes of documents to hold while sorting.
+
+    Returns:
+        The done record's fields of the file (``records``, ``bytes``,
+        ``mtime_ns``, ``sha256``), and how many sorted runs were spilled.
+    """
+    # Once the file is in place, a scratch file that cannot be removed must not fail the attempt.
+    with tempfile.TemporaryDirectory(prefix=_SCRATCH_PREFIX, dir=target.parent, ignore_cleanup_errors=True) as scratch:
+        sort = _ExternalSort(pathlib.Path(scratch), sort_memory)
+        written = pathlib.Path(scratch) / target.name
+        with open(written, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as out:
+            records = sort.write(_part_lines(documents_dir), out)
+        os.replace(written, target)
     stat = target.stat()
     # The modification time lets status skip re-hashing an output nobody touched since.
-    return {"records": len(lines), "bytes": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": file_sha256(target)}
+    fields = {"records": records, "bytes": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": file_sha256(target)}
+    return fields, sort.runs
 
 
 def _records_read(stats: pathlib.Path, read_label: str) -> int | None:
@@ -121,8 +225,9 @@ def _log_tail(log: pathlib.Path) -> str:
 
 
 class _Worker:
-    def __init__(self, job: JobDir, host: str, echo: Callable[[str], None]):
+    def __init__(self, job: JobDir, host: str, echo: Callable[[str], None], sort_memory: int):
         self.job = job
+        self.sort_memory = sort_memory
         self.manifest = job.manifest()
         self.host = host
         self.echo = echo
@@ -243,7 +348,7 @@ class _Worker:
         argv = [*self.manifest["pipeline"]["args"], "--input_ranges", str(attempt_dir / _INPUTS_FILE)]
         flow = self.spec.flow(parse(self.spec, [*argv, "--output", str(output)]))
         target = attempt_dir / SHARD_DOCUMENTS
-        fields = _collect_documents(flow.sink.documents_dir, target)
+        fields, sort_runs = _collect_documents(flow.sink.documents_dir, target, self.sort_memory)
         stats = pathlib.Path(join(flow.output, STATS_FILE))
         done = {
             "shard": shard["id"],
@@ -261,9 +366,9 @@ class _Worker:
         if publish_once(self.job.done_path(shard["id"]), done):
             progress = job_progress(shard_states(self.job.path))
             self.echo(f"{shard['id']}: done, {fields['records']} documents in {done['seconds']:.1f} s · {progress}")
-            return {"done": True, **fields}
+            return {"done": True, **fields, "sort_runs": sort_runs}
         self.echo(f"{shard['id']}: finished, but another attempt's done record came first; that one counts")
-        return {"done": False, **fields}
+        return {"done": False, **fields, "sort_runs": sort_runs}
 
     def fail(self, shard_id: str, attempts: int, error: str) -> None:
         record = {"shard": shard_id, "attempts": attempts, "host": self.host, "at": time.time(), "error": error}
@@ -280,6 +385,7 @@ def run_worker(
     max_shards: int | None = None,
     host: str | None = None,
     poll_interval: float | None = None,
+    sort_memory: int = DEFAULT_SORT_MEMORY,
     echo: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
 ) -> int:
     """Claims and processes shards until none is left; returns the exit status.
@@ -294,6 +400,11 @@ def run_worker(
             machine's).
         poll_interval: Seconds between looks for claimable shards when all are
             running elsewhere (default: a fifth of the lock timeout, at most 10).
+        sort_memory: About how many bytes of documents to hold while sorting a
+            shard's output by id (at least 64 KiB); a larger shard is sorted in
+            runs spilled to its attempt directory, then merged. The merge's
+            read buffers and parsing one document at a time come on top. Each
+            attempt's record says how many runs it spilled (``sort_runs``).
         echo: Where progress lines go.
 
     Returns:
@@ -301,11 +412,16 @@ def run_worker(
         shard has failed for good.
 
     Raises:
-        ElasticError: The manifest is damaged or from another version, or the
-            input changed since prepare.
+        ElasticError: ``sort_memory`` is too small, the manifest is damaged or
+            from another version, or the input changed since prepare.
     """
+    if sort_memory < _MIN_SORT_MEMORY:
+        raise ElasticError(
+            f"--sort-memory {sort_memory} is too small: give at least {_MIN_SORT_MEMORY} bytes (64 KiB); "
+            f"the default is {DEFAULT_SORT_MEMORY} (256 MiB)."
+        )
     job = JobDir(job_dir)
-    worker = _Worker(job, host or socket.gethostname(), echo)
+    worker = _Worker(job, host or socket.gethostname(), echo, sort_memory)
     _check_inputs_unchanged(worker.manifest)
     poll = poll_interval if poll_interval is not None else min(worker.timeout / 5, 10.0)
     processed = 0
