@@ -67,6 +67,7 @@ class Option:
         choices: The values it accepts, when they are few.
         flag: A switch that takes no value and is True when given.
         repeatable: It may be given several times; its value is the list of them.
+        const: Its value when it is given without one (``--name`` alone); it then takes a value optionally.
     """
 
     name: str
@@ -76,6 +77,7 @@ class Option:
     choices: tuple | None = None
     flag: bool = False
     repeatable: bool = False
+    const: Any = None
 
     def add_to(self, parser: argparse.ArgumentParser) -> None:
         """Adds the option to an argparse parser (or argument group)."""
@@ -83,7 +85,9 @@ class Option:
         if self.flag:
             parser.add_argument(*flags, dest=self.name, action="store_true", help=self.help)
             return
-        settings = {"type": self.type, "default": self.default, "choices": self.choices}
+        settings = {"type": self.type, "default": self.default, "choices": self.choices, "const": self.const}
+        if self.const is not None:
+            settings["nargs"] = "?"
         action = "append" if self.repeatable else "store"
         given = {key: value for key, value in settings.items() if value is not None}
         parser.add_argument(*flags, dest=self.name, action=action, help=self.help, **given)

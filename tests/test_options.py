@@ -19,7 +19,8 @@ from beamtrove.options import (
     split_beam_options,
 )
 from beamtrove.pipelines import all_pipeline_specs, pipeline_spec
-from beamtrove.pipelines.steps import LanguageOptions
+from beamtrove.pipelines.steps import LanguageOptions, LanguageScreenOptions
+from beamtrove.transforms.filters import DEFAULT_SCREEN_THRESHOLD
 
 
 class _ThresholdOptions(PipelineOptions):
@@ -30,6 +31,7 @@ class _ThresholdOptions(PipelineOptions):
         Option("score_mode", "How to score.", default="strict", choices=("strict", "lenient")),
         Option("verbose_scores", "Log every score.", flag=True),
         Option("score_label", "A label; repeatable.", repeatable=True),
+        Option("score_floor", "Drop what scores below this; given alone: 0.1.", float, const=0.1),
     )
 
 
@@ -51,6 +53,23 @@ def test_declared_options_are_beam_options_with_both_spellings():
     assert PipelineOptions(["--score_threshold", "0.2"]).get_all_options()["score_threshold"] == 0.2
 
 
+def test_an_option_with_a_const_takes_its_value_optionally():
+    def floor(*argv: str) -> float | None:
+        return PipelineOptions(list(argv)).view_as(_ThresholdOptions).score_floor
+
+    assert (floor(), floor("--score_floor"), floor("--score-floor", "0.3"), floor("--score_floor=0.2")) == (
+        None,
+        0.1,
+        0.3,
+        0.2,
+    )
+    # Given alone before another option, it does not take that option for its value.
+    assert floor("--score_floor", "--verbose_scores") == 0.1
+    # What a worker process reads: the job's options as a dictionary, the value written out.
+    job = PipelineOptions(["--score_floor"]).get_all_options(drop_default=True)
+    assert PipelineOptions.from_dictionary(job).view_as(_ThresholdOptions).score_floor == 0.1
+
+
 def test_parse_takes_the_pipelines_options_beamtroves_and_beams():
     fineweb = pipeline_spec("fineweb")
     options = parse(fineweb, ["--input", "a", "--input=b", "--languages", "fr,de", "--direct_num_workers", "2",
@@ -60,6 +79,10 @@ def test_parse_takes_the_pipelines_options_beamtroves_and_beams():
     assert options.view_as(LanguageOptions).languages == "fr,de"
     assert options.view_as(DirectOptions).direct_num_workers == 2
     assert options.view_as(StandardOptions).runner == "DirectRunner"
+    screen = parse(fineweb, ["--language_screen", "--languages", "en"]).view_as(LanguageScreenOptions)
+    assert screen.language_screen == DEFAULT_SCREEN_THRESHOLD == 0.1
+    assert parse(fineweb, ["--language-screen=0.3"]).view_as(LanguageScreenOptions).language_screen == 0.3
+    assert parse(fineweb, []).view_as(LanguageScreenOptions).language_screen is None
 
 
 def test_workers_do_not_warn_about_the_options_they_cannot_parse_again():
@@ -109,6 +132,10 @@ def test_parse_refuses_other_pipelines_options_unknown_ones_and_bad_values():
         parse(convert, ["--out", "o"])
     with pytest.raises(ConfigurationError, match="argument --language_threshold/--language-threshold: invalid float"):
         parse(fineweb, ["--language_threshold", "high"])
+    with pytest.raises(ConfigurationError, match="argument --language_screen/--language-screen: invalid float"):
+        parse(fineweb, ["--language_screen", "high"])
+    with pytest.raises(ConfigurationError, match="--language_screen is an option of the fineweb pipeline"):
+        parse(pipeline_spec("filter"), ["--language_screen"])
 
 
 def test_split_keeps_the_pipelines_own_arguments_apart_from_beams():

@@ -2,7 +2,9 @@
 
 Read WARC → URL filter → extract → language → Gopher repetition → Gopher
 quality → C4 quality → FineWeb quality → JSONL, as FineWeb was built
-(Penedo et al. 2024) and as DataTrove's FineWeb example configures it. Writes
+(Penedo et al. 2024) and as DataTrove's FineWeb example configures it. With
+``--language_screen``, a cheap language screen after the URL filter spares
+extraction the pages clearly in other languages. Writes
 ``documents/``, ``excluded/<filter>/`` (each dropped document with its
 ``filter_reason``), ``dead_letters/`` and ``stats.json`` under the output, or
 under ``<output>/<dump>/`` with ``--dump``.
@@ -23,11 +25,13 @@ from beamtrove.pipelines.common import ExtractionOptions, documents_sink, input_
 from beamtrove.pipelines.spec import DocumentStep, PipelineSpec
 from beamtrove.pipelines.steps import (
     LanguageOptions,
+    LanguageScreenOptions,
     URLFilterOptions,
     WordSplitterOptions,
     extraction,
     fixed_filter,
     language_filter,
+    language_screen,
     url_filter,
     word_counting_filter,
 )
@@ -103,13 +107,22 @@ SPEC = PipelineSpec(
     name="fineweb",
     description="FineWeb's filtering stack: URL blocklist, trafilatura extraction, language ID, Gopher repetition "
     "and quality, C4 quality and FineWeb quality filters, over WARC files.",
-    options=(FineWebOptions, URLFilterOptions, LanguageOptions, ExtractionOptions, WordSplitterOptions),
+    options=(
+        FineWebOptions,
+        URLFilterOptions,
+        LanguageOptions,
+        LanguageScreenOptions,
+        ExtractionOptions,
+        WordSplitterOptions,
+    ),
     read_label="ReadWarc",
     reader=_reader,
     steps=(
         _add_dump,
         # Blocked pages are dropped before they cost an extraction.
         url_filter,
+        # Opt-in: pages clearly in another language are dropped before they cost an extraction.
+        language_screen,
         extraction,
         language_filter,
         word_counting_filter(GopherRepetitionFilter),

@@ -17,18 +17,27 @@ from beamtrove.pipelines.common import ExtractionOptions
 from beamtrove.pipelines.spec import DocumentStep
 from beamtrove.text import WORD_SPLITTERS
 from beamtrove.transforms.extractors import Extract, Extractor, ReadabilityInscriptis, Resiliparse, Trafilatura
-from beamtrove.transforms.filters import DocumentFilter, Filter, LanguageFilter, URLFilter
+from beamtrove.transforms.filters import (
+    DEFAULT_SCREEN_THRESHOLD,
+    DocumentFilter,
+    Filter,
+    LanguageFilter,
+    LanguageScreen,
+    URLFilter,
+)
 from beamtrove.transforms.filters.language import UnknownLanguageError
 
 __all__ = [
     "EXTRACTOR_CLASSES",
     "LanguageOptions",
+    "LanguageScreenOptions",
     "URLFilterOptions",
     "WordSplitterOptions",
     "extraction",
     "filter_step",
     "fixed_filter",
     "language_filter",
+    "language_screen",
     "url_filter",
     "word_counting_filter",
 ]
@@ -63,6 +72,22 @@ class LanguageOptions(PipelineOptions):
             default="en",
         ),
         Option("language_threshold", "Minimum language score. Default: 0.65.", float, 0.65),
+    )
+
+
+class LanguageScreenOptions(PipelineOptions):
+    """The language screen before extraction."""
+
+    _add_argparse_args = declared(
+        Option(
+            "language_screen",
+            "Before extraction, drop as language_screen the pages whose whole text, read cheaply with Resiliparse, "
+            "scores below this for each of --languages, so that trafilatura spends no time on pages clearly in "
+            "another language. Above 0 and at most --language_threshold; given alone: "
+            f"{DEFAULT_SCREEN_THRESHOLD}. Default: no screen.",
+            float,
+            const=DEFAULT_SCREEN_THRESHOLD,
+        ),
     )
 
 
@@ -115,12 +140,40 @@ def language_filter(options: PipelineOptions) -> DocumentStep:
         ValueError: ``--languages`` names a language the model does not know.
     """
     own = options.view_as(LanguageOptions)
-    languages = None if own.languages == "all" else [code.strip() for code in own.languages.split(",")]
     try:
-        rule = LanguageFilter(own.lid_model, languages=languages, language_threshold=own.language_threshold)
+        rule = LanguageFilter(own.lid_model, languages=_languages(own), language_threshold=own.language_threshold)
     except UnknownLanguageError as exc:
         raise ValueError(f"--languages {exc}") from None
     return filter_step(rule)
+
+
+def language_screen(options: PipelineOptions) -> DocumentStep | None:
+    """The language screen, with the threshold ``--language_screen`` sets; None without it.
+
+    Raises:
+        ValueError: ``--languages all``, or a threshold outside (0, ``--language_threshold``].
+    """
+    threshold = options.view_as(LanguageScreenOptions).language_screen
+    if threshold is None:
+        return None
+    language = options.view_as(LanguageOptions)
+    languages = _languages(language)
+    if languages is None:
+        raise ValueError("--language_screen screens for the languages --languages names; it cannot with 'all'.")
+    if not 0 < threshold <= min(language.language_threshold, 1):
+        raise ValueError(
+            f"--language_screen {threshold} is out of range: it must be above 0 and at most --language_threshold "
+            f"({language.language_threshold}), or the screen would drop pages the language filter keeps."
+        )
+    try:
+        return filter_step(LanguageScreen(language.lid_model, languages, threshold))
+    except UnknownLanguageError as exc:
+        raise ValueError(f"--languages {exc}") from None
+
+
+def _languages(options: LanguageOptions) -> list[str] | None:
+    """The codes ``--languages`` names; None for 'all'."""
+    return None if options.languages == "all" else [code.strip() for code in options.languages.split(",")]
 
 
 def filter_step(rule: DocumentFilter) -> DocumentStep:

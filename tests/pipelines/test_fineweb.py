@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import shlex
@@ -18,6 +19,8 @@ from tests.conftest import DATA, beamtrove, jsonl_lines, jsonl_rows, make_warc_s
 LID_MODEL = DATA / "models" / "lid176" / "lid.176.ftz"
 BLOCKLIST = DATA / "blocklists" / "ut1"
 FILTERS = ("url_filter", "language_filter", "gopher_repetition", "gopher_quality", "c4_quality", "fineweb_quality")
+STEPS = ("url_filter", "extract", *FILTERS[1:])
+SCREENED_STEPS = ("url_filter", "language_screen", "extract", *FILTERS[1:])
 
 
 def _assets() -> list[str]:
@@ -33,15 +36,27 @@ def fineweb_run(faults_set, tmp_path_factory):
     return out, manifest, json.loads((out / "stats.json").read_text())["steps"]
 
 
-def test_every_record_is_accounted_for(fineweb_run):
-    out, manifest, steps = fineweb_run
+@pytest.fixture(scope="module")
+def screened_run(faults_set, tmp_path_factory):
+    """The same run as ``fineweb_run`` with the language screen at its default threshold."""
+    warcs, manifest = faults_set
+    out = tmp_path_factory.mktemp("fineweb-screened")
+    argv = ["run", "fineweb", "--input", str(warcs / "*.warc.gz"), "--output", str(out), *_assets()]
+    assert main([*argv, "--language_screen", "--direct_running_mode=multi_processing", "--direct_num_workers=2"]) == 0
+    return out, manifest, json.loads((out / "stats.json").read_text())["steps"]
+
+
+@pytest.mark.parametrize(("run", "step_names"), [("fineweb_run", STEPS), ("screened_run", SCREENED_STEPS)])
+def test_every_record_is_accounted_for(request, run, step_names):
+    out, manifest, steps = request.getfixturevalue(run)
+    assert [step for step in steps if step in SCREENED_STEPS] == list(step_names)
     read = steps["ReadWarc"]["counters"]
     # 400 pages and 4 injected faults, the last one a record cut short by the truncated file.
     assert read["in"] == len(manifest) == 404
     not_passed_on = sum(v for k, v in read.items() if k.startswith(("skipped.", "errors.")))
     assert read["in"] == read["out"] + not_passed_on
     passed_on = read["out"]
-    for step in ("url_filter", "extract", *FILTERS[1:]):
+    for step in step_names:
         counters = steps[step]["counters"]
         assert counters["in"] == passed_on, step
         lost = sum(v for k, v in counters.items() if k.startswith(("dropped.", "errors.")))
@@ -49,7 +64,7 @@ def test_every_record_is_accounted_for(fineweb_run):
         passed_on = counters["out"]
     kept = jsonl_rows(out / "documents")
     assert len(kept) == passed_on == steps["WriteDocuments"]["counters"]["out"]
-    for step in FILTERS:
+    for step in (step for step in step_names if step != "extract"):
         excluded = jsonl_rows(out / "excluded" / step) if (out / "excluded" / step).exists() else []
         dropped = {k[len("dropped.") :]: v for k, v in steps[step]["counters"].items() if k.startswith("dropped.")}
         assert len(excluded) == sum(dropped.values()), step
@@ -70,6 +85,39 @@ def test_kept_documents_are_english_and_pass_the_rules(fineweb_run):
     languages = {row["metadata"]["language"] for row in jsonl_rows(out / "excluded" / "language_filter")}
     assert len(languages) > 10
     assert steps["gopher_quality"]["counters"]["in"] == steps["gopher_repetition"]["counters"]["out"]
+
+
+def test_the_language_screen_spares_extraction_the_pages_the_language_filter_drops(fineweb_run, screened_run):
+    ordinary, _, ordinary_steps = fineweb_run
+    screened, _, steps = screened_run
+    # Without the option there is no screen.
+    assert "language_screen" not in ordinary_steps and not (ordinary / "excluded" / "language_screen").exists()
+    assert steps["language_screen"]["counters"] == {"in": 400, "out": 121, "dropped.language_screen": 279}
+    assert steps["extract"]["counters"]["in"] == 121
+    # The same documents are kept, texts and metadata alike, but for pages that ran out of extraction time in one
+    # of the runs (that depends on the machine's load).
+    timed_out = _timed_out(screened, ordinary)
+    assert len(timed_out) <= 3, timed_out
+    kept = _lines(screened / "documents", timed_out)
+    assert kept == _lines(ordinary / "documents", timed_out) and len(kept) >= 80
+    # What the screen dropped, the ordinary run dropped too: 278 pages at the language filter, 1 at Gopher quality.
+    screened_out = {row["id"]: row for row in jsonl_rows(screened / "excluded" / "language_screen")}
+    assert all(row["metadata"]["language_screen_score"] < 0.1 for row in screened_out.values())
+    fates = {
+        row["id"]: step
+        for step in FILTERS
+        if (ordinary / "excluded" / step).exists()
+        for row in jsonl_rows(ordinary / "excluded" / step)
+    }
+    assert collections.Counter(fates.get(page, "not dropped") for page in screened_out) == {
+        "language_filter": 278,
+        "gopher_quality": 1,
+    }
+    # Every other page met the same fate in both runs.
+    for step in FILTERS:
+        leaving_out = timed_out | screened_out.keys()
+        assert _lines(screened / "excluded" / step, leaving_out) == _lines(ordinary / "excluded" / step, leaving_out)
+    assert _lines(screened / "dead_letters", timed_out) == _lines(ordinary / "dead_letters", timed_out)
 
 
 def test_dump_layout_and_metadata(data_dir, tmp_path):

@@ -83,7 +83,8 @@ def _template_option(action: argparse.Action) -> TemplateOption:
     name, text = action.dest, _help_text(action)
     if isinstance(action, argparse._StoreTrueAction):
         return TemplateOption(name, text, "boolean")
-    if action.nargs is not None:
+    # A template passes every option with a value, so an option whose value is optional is an ordinary one there.
+    if action.nargs not in (None, "?"):
         raise ValueError(f"--{name} takes nargs={action.nargs!r}, which a template parameter cannot express.")
     if not isinstance(action, (argparse._StoreAction, argparse._AppendAction)):
         raise ValueError(f"--{name} uses {type(action).__name__}, which a template parameter cannot express.")

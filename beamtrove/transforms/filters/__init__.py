@@ -16,10 +16,12 @@ from beamtrove.transforms.filters.classifier import FastTextClassifierFilter
 from beamtrove.transforms.filters.fineweb import FineWebQualityFilter
 from beamtrove.transforms.filters.gopher import GopherQualityFilter, GopherRepetitionFilter
 from beamtrove.transforms.filters.language import LanguageFilter
+from beamtrove.transforms.filters.language_screen import DEFAULT_SCREEN_THRESHOLD, LanguageScreen
 from beamtrove.transforms.filters.unigram import UnigramLogProbFilter
 from beamtrove.transforms.filters.url import URLFilter
 
 __all__ = [
+    "DEFAULT_SCREEN_THRESHOLD",
     "FILTER_REASON_KEY",
     "C4BadWordsFilter",
     "C4ParagraphFilter",
@@ -34,6 +36,7 @@ __all__ = [
     "GopherRepetitionFilter",
     "LambdaFilter",
     "LanguageFilter",
+    "LanguageScreen",
     "LengthFilter",
     "RegexFilter",
     "SamplerFilter",

@@ -108,16 +108,26 @@ class LanguageFilter(DocumentFilter):
         label = _LABEL_PREFIX + language
         return next((float(s) for candidate, s in zip(labels, scores, strict=True) if candidate == label), 0.0)
 
+    def wanted_scores(self, texts: list[str]) -> list[float]:
+        """For each text, the highest probability the model gives one of ``languages`` (which must be set)."""
+        wanted = {_LABEL_PREFIX + language for language in self.languages}
+        return [
+            max((float(s) for label, s in zip(labels, scores, strict=True) if label in wanted), default=0.0)
+            for labels, scores in zip(*self._predict(texts, k=-1), strict=True)
+        ]
+
     def filter(self, document: Document) -> Verdict:
         return self.filter_batch([document])[0]
 
     def filter_batch(self, documents: list[Document]) -> list[Verdict]:
-        # fastText predicts one line per text. Past 0.5 only the most likely
-        # language can clear the threshold, so asking for all 176 is wasted.
+        # Past 0.5 only the most likely language can clear the threshold, so asking for all 176 is wasted.
         everything = self.languages is not None and self.language_threshold < 0.5
-        texts = [document.text.replace("\n", " ") for document in documents]
-        labels, scores = self._model.predict(texts, k=-1 if everything else 1)
+        labels, scores = self._predict([document.text for document in documents], k=-1 if everything else 1)
         return [self._verdict(*result) for result in zip(documents, labels, scores, strict=True)]
+
+    def _predict(self, texts: list[str], k: int):
+        # fastText predicts one line per text.
+        return self._model.predict([text.replace("\n", " ") for text in texts], k=k)
 
     def _verdict(self, document: Document, labels, scores) -> Verdict:
         languages = [label[len(_LABEL_PREFIX) :] for label in labels]

@@ -86,6 +86,8 @@ def test_fineweb_parameters():
         "trafilatura",
     ]
     assert parameters["language_threshold"]["paramType"] == "NUMBER"
+    # Given alone on the command line it takes its default; a template always passes a value.
+    assert (parameters["language_screen"]["paramType"], parameters["language_screen"]["isOptional"]) == ("NUMBER", True)
     assert parameters["max_payload_bytes"]["regexes"] == [r"^-?[0-9]+$"]
     assert parameters["lid_model"]["label"] == "Lid model"
 

@@ -1,0 +1,114 @@
+"""LanguageScreen: fastText on a page's cheap text, before extraction, on real pages."""
+
+from __future__ import annotations
+
+import gzip
+import math
+import re
+
+import apache_beam as beam
+import pytest
+from apache_beam.testing.util import assert_that, equal_to
+
+from beamtrove.document import Document
+from beamtrove.transforms.filters import DEFAULT_SCREEN_THRESHOLD, Drop, Filter, LanguageFilter, LanguageScreen
+from beamtrove.transforms.filters.language import UnknownLanguageError
+from tests.conftest import require, run_and_collect
+from tests.transforms.filters.conftest import outcomes
+
+
+@pytest.fixture(scope="module")
+def model_path(data_dir) -> str:
+    return str(require(data_dir / "models" / "lid176" / "lid.176.ftz"))
+
+
+@pytest.fixture(scope="module")
+def article_pages(data_dir, ground_truth) -> list[tuple[Document, str]]:
+    """The 181 pages of the article-extraction-benchmark with their gold article text."""
+    pages = []
+    for path in sorted(require(data_dir / "article-extraction-benchmark" / "html").glob("*.html.gz")):
+        key = path.name.split(".")[0]
+        html = gzip.decompress(path.read_bytes()).decode("utf-8", "replace")
+        pages.append((Document(text=html, id=key, metadata={"url": ground_truth[key]["url"]}), ground_truth[key]))
+    return pages
+
+
+def screen(model_path, **options) -> LanguageScreen:
+    rule = LanguageScreen(model_path, **options)
+    rule.setup()
+    return rule
+
+
+def test_drops_the_pages_whose_article_is_not_english_and_keeps_the_others(model_path, article_pages):
+    # The judge is the language filter on each page's gold article text: 161 English articles, 20 in Japanese,
+    # Korean, Portuguese, ...
+    gold = LanguageFilter(model_path)
+    gold.setup()
+    english = gold.wanted_scores([truth["articleBody"] for _, truth in article_pages])
+    verdicts = screen(model_path).filter_batch([page for page, _ in article_pages])
+    kept = [not isinstance(verdict, Drop) for verdict in verdicts]
+    assert (sum(kept), len(kept)) == (161, 181)
+    assert kept == [score > 0.65 for score in english]
+    for (page, _), verdict in zip(article_pages, verdicts, strict=True):
+        if isinstance(verdict, Drop):
+            assert verdict.reason == "language_screen"
+            assert verdict.document.text == page.text
+            assert verdict.document.metadata["url"] == page.metadata["url"]
+            assert verdict.document.metadata["language_screen_score"] < DEFAULT_SCREEN_THRESHOLD
+        else:
+            # A kept page passes on unchanged: what follows decides as if there were no screen.
+            assert verdict is page
+
+
+def test_the_best_of_the_wanted_languages_counts(model_path, article_pages):
+    # The Portuguese motor-racing page.
+    (page,) = [page for page, _ in article_pages if page.id.startswith("11ea381ad92b")]
+    assert isinstance(screen(model_path).filter(page), Drop)
+    assert screen(model_path, languages=("en", "pt")).filter(page) is page
+    # A threshold at 1 drops even the English pages.
+    (english,) = [page for page, _ in article_pages if page.id.startswith("042bb7b5feda")]
+    assert screen(model_path).filter(english) is english
+    dropped = screen(model_path, threshold=1.0).filter(english)
+    assert isinstance(dropped, Drop) and 0.5 < dropped.document.metadata["language_screen_score"] < 1
+
+
+def test_pages_with_too_little_text_or_unreadable_ones_are_kept(model_path, udhr_texts):
+    rule = screen(model_path, threshold=1.0)
+    chinese = udhr_texts["cmn_hans"]
+    assert isinstance(rule.filter(Document(f"<p>{chinese[:200]}</p>", "long")), Drop)
+    # Under 100 characters of text (87 here, spaces collapsed) are too few to judge; so is a page without text.
+    short = Document(f"<html><script>{chinese}</script><p>{chinese[:99]}</p></html>", "short")
+    empty = Document("<html><body><img src='a.png'></body></html>", "empty")
+    # Resiliparse cannot encode a lone surrogate: the extractor decides about such a page, as without the screen.
+    unreadable = Document(f"<p>\ud800{chinese[:200]}</p>", "unreadable")
+    assert rule.filter_batch([short, empty, unreadable]) == [short, empty, unreadable]
+
+
+@pytest.mark.parametrize("threshold", [0, -0.1, 1.5, math.nan])
+def test_a_threshold_out_of_range_is_refused(model_path, threshold):
+    with pytest.raises(ValueError, match=re.escape(f"threshold must be above 0 and at most 1, not {threshold}.")):
+        LanguageScreen(model_path, threshold=threshold)
+
+
+def test_languages_are_checked_at_construction(model_path):
+    with pytest.raises(ValueError, match="needs the languages to keep"):
+        LanguageScreen(model_path, languages=())
+    with pytest.raises(UnknownLanguageError, match=r"english: not a language code of the lid\.176 model"):
+        LanguageScreen(model_path, languages=("english",))
+    with pytest.raises(FileNotFoundError, match="beamtrove assets fetch"):
+        LanguageScreen(model_path + ".missing")
+
+
+def test_through_a_pipeline_every_page_is_kept_or_excluded_with_its_reason(model_path, article_pages):
+    pages = [page for page, _ in article_pages]
+    english = {page.id for page in pages if not isinstance(screen(model_path).filter(page), Drop)}
+
+    def build(pipeline):
+        result = pipeline | beam.Create(pages) | Filter(LanguageScreen(model_path))
+        assert_that(
+            outcomes(result),
+            equal_to([("kept", p.id) if p.id in english else ("excluded", p.id, "language_screen") for p in pages]),
+        )
+
+    counters = run_and_collect(build)["language_screen"]["counters"]
+    assert counters == {"in": 181, "out": 161, "dropped.language_screen": 20}
