@@ -22,6 +22,8 @@ class TreeMonitor:
         peak_rss: Highest summed RSS, bytes (counts shared pages once per process).
         peak_process_pss: Highest PSS of any single process of the tree, bytes:
             the memory one worker needs.
+        peak_by_command: Highest PSS of any single process, per command name
+            (``/proc/<pid>/comm``): a Python worker apart from a runner's own process.
         other_cores: Mean CPU cores busy outside the tree: other work on the
             machine slows the run and makes extraction time out.
     """
@@ -29,6 +31,7 @@ class TreeMonitor:
     def __init__(self, root: int):
         self.root = root
         self.peak_pss = self.peak_rss = self.peak_process_pss = 0
+        self.peak_by_command: dict[str, int] = {}
         self.other_cores = 0.0
         self._tree_ticks: dict[int, int] = {}
         self._stop = threading.Event()
@@ -88,7 +91,11 @@ class TreeMonitor:
 
     def _sample(self) -> None:
         while not self._stop.is_set():
-            sizes = [self._memory(pid) for pid in self._tree()]
+            tree = self._tree()
+            sizes = [self._memory(pid) for pid in tree]
+            for pid, (pss, _) in zip(tree, sizes, strict=True):
+                command = _command(pid)
+                self.peak_by_command[command] = max(self.peak_by_command.get(command, 0), pss)
             self.peak_pss = max(self.peak_pss, sum(pss for pss, _ in sizes))
             self.peak_rss = max(self.peak_rss, sum(rss for _, rss in sizes))
             self.peak_process_pss = max(self.peak_process_pss, *(pss for pss, _ in sizes), 0)
@@ -96,6 +103,14 @@ class TreeMonitor:
 
 
 _TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _command(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/comm") as comm:
+            return comm.read().strip()
+    except OSError:
+        return "?"
 
 
 def _busy_ticks() -> int:

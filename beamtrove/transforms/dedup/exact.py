@@ -96,6 +96,7 @@ class _KeepFirstFn(beam.DoFn):
                 first_node = node
         if first_node is None:
             return
+        self._metrics.observe("group_size", size)
         if first_match is not None:
             position, first_id = first_match
             reason, first_seen, size = self._index_reasons[position], True, size + 1
@@ -158,7 +159,8 @@ class ExactDedup(_KeepFirstPerKey):
     """Keeps one document per distinct text; the others go to ``excluded`` with reason ``exact_duplicate``.
 
     Returns :class:`DedupOutputs`. Removed documents get ``duplicate_of``.
-    Counters: ``beamtrove/<step>``: ``in``, ``out``, ``dropped.exact_duplicate``.
+    Counters: ``beamtrove/<step>``: ``in``, ``out``, ``dropped.exact_duplicate``, and the ``group_size``
+    distribution (documents per key).
 
     Args:
         normalized: Compare texts after :func:`normalize_text` (case,

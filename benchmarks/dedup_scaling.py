@@ -1,0 +1,118 @@
+"""How each dedup stage's state grows with the number of documents, per runner.
+
+For each size, a make_warc.py set (real pages plus exact and near copies)
+is extracted once by ``beamtrove run extract --extractor resiliparse`` and
+split into 4 JSONL files (as ``benchmarks.dedup_speed`` does). On each, it
+runs ``beamtrove run dedup --dedup exact,minhash`` on every runner of
+``--runners`` (the DirectRunner in memory; Prism with one LOOPBACK SDK
+worker, whose shuffles live in the Prism process) and prints, per size:
+
+* per stage, the largest group one key brings to one worker: exact-text
+  groups, identical-signature groups, LSH band groups and connected
+  components, from the run's ``stats.json`` distributions, with the links
+  the band groups made;
+* wall time, peak PSS of the whole process tree, of its largest Python
+  process (the SDK worker) and of the Prism process (which holds Prism's
+  shuffles).
+
+A stage whose per-worker state scales with its largest group, and not with
+the number of documents, is what lets a dump run on many workers. The set's
+copies are drawn from a fixed pool of real pages, so its largest groups
+themselves grow with the size: the last lines divide each growth by the
+growth of the documents, and of the largest groups.
+
+Usage:
+    python -m benchmarks.dedup_scaling [--records 10200 102000 306000] [--runners direct prism] [--workdir DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import shutil
+import sys
+
+from beamtrove.stats import read_stats
+from benchmarks.dedup_inputs import split_documents
+from benchmarks.measure import run_measured
+
+_GIB = 1 << 30
+_RUNNER_ARGS = {
+    "direct": ["--direct_running_mode", "in_memory"],
+    "prism": ["--runner", "PrismRunner", "--environment_type", "LOOPBACK"],
+}
+# (stats step, distribution): the largest group of each stage that a worker holds at once.
+_GROUPS = (
+    ("exact_dedup", "group_size", "exact text"),
+    ("minhash", "signature_group_size", "signature"),
+    ("minhash", "band_group_size", "LSH band"),
+    ("minhash_components", "component_size", "component"),
+)
+
+
+def _largest(stats: dict, step: str, distribution: str) -> int:
+    return int(stats["steps"].get(step, {}).get("distributions", {}).get(distribution, {}).get("max", 0))
+
+
+def _python_peak(monitor) -> int:
+    return max(
+        (pss for command, pss in monitor.peak_by_command.items() if command.startswith(("python", "beamtrove"))),
+        default=0,
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--records", type=int, nargs="+", default=[10_200, 102_000, 306_000])
+    parser.add_argument("--runners", nargs="+", default=["direct", "prism"], choices=sorted(_RUNNER_ARGS))
+    parser.add_argument("--workdir", type=pathlib.Path, default=pathlib.Path("/tmp/beamtrove-dedup"))
+    args = parser.parse_args()
+
+    rows = []
+    for records in args.records:
+        source = split_documents(
+            args.workdir, records=records, files=4 if records <= 20_000 else 8, extractor="resiliparse"
+        )
+        documents = int((source / "done").read_text())
+        for runner in args.runners:
+            output = args.workdir / f"dedup-scaling-{runner}-r{records}"
+            shutil.rmtree(output, ignore_errors=True)
+            command = ["beamtrove", "run", "dedup", "--input", str(source / "*.jsonl.gz"), "--output", str(output)]
+            command += ["--dedup", "exact,minhash", "--progress_interval", "0", *_RUNNER_ARGS[runner]]
+            print(f"{documents} documents on {runner} ...", file=sys.stderr)
+            wall, monitor = run_measured(command, args.workdir / f"{output.name}.log")
+            stats = read_stats(str(output))
+            largest = [_largest(stats, step, distribution) for step, distribution, _ in _GROUPS]
+            links = stats["steps"]["minhash"]["counters"]
+            rows.append((runner, documents, wall, monitor, largest, links.get("links", 0), links))
+
+    names = [name for _, _, name in _GROUPS]
+    print(
+        f"{'runner':<7} {'docs':>8} {'wall s':>7} {'tree GiB':>8} {'python GiB':>10} {'prism GiB':>9} "
+        + " ".join(f"{'max ' + name:>16}" for name in names)
+        + f" {'band links':>10} {'copies linked':>13}"
+    )
+    for runner, documents, wall, monitor, largest, links, counters in rows:
+        print(
+            f"{runner:<7} {documents:>8} {wall:>7.1f} {monitor.peak_pss / _GIB:>8.2f}"
+            f" {_python_peak(monitor) / _GIB:>10.2f} {monitor.peak_by_command.get('prism', 0) / _GIB:>9.2f} "
+            + " ".join(f"{size:>16}" for size in largest)
+            + f" {links:>10} {counters.get('identical_signatures', 0):>13}"
+        )
+    for runner in args.runners:
+        mine = [row for row in rows if row[0] == runner]
+        if len(mine) < 2:
+            continue
+        small, large = mine[0], mine[-1]
+        docs_growth = large[1] / small[1]
+        memory_growth = _python_peak(large[3]) / _python_peak(small[3])
+        group_growth = max(large[4]) / max(*small[4], 1)
+        print(
+            f"{runner}: {docs_growth:.1f}x the documents, {large[2] / small[2]:.1f}x the time; Python worker"
+            f" {memory_growth:.2f}x the memory; largest group {group_growth:.1f}x"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
