@@ -485,4 +485,4 @@ class MinHashDedup(beam.PTransform):
 
     def expand(self, documents):
         components = documents | "Clusters" >> self._clusters
-        return documents | "RemoveClustered" >> RemoveClustered(components, self._keep_by, against=self._against)
+        return documents | "minhash_remove" >> RemoveClustered(components, self._keep_by, against=self._against)
