@@ -5,10 +5,12 @@ On real extracted documents (see ``benchmarks.token_inputs``), repeated
 
 * the limit: a plain loop of ``Tokenizer.encode_batch`` over the same texts,
   1000 at a time, with the same GPT-2 tokenizer and EOS (texts already in
-  memory; the tokenizer uses every core);
+  memory; the tokenizer uses every core), measured again right before each
+  beamtrove run;
 * ``beamtrove run tokenize`` on the DirectRunner (``--runner_mode``), wall
-  clock of the whole command: start-up, reading, tokenizing, shuffling into
-  ``--num_shards`` shards, writing;
+  clock of the whole command (the one installed beside this interpreter):
+  start-up, reading, tokenizing, shuffling into ``--num_shards`` shards,
+  writing, the report;
 * DataTrove 0.10.1's JsonlReader → DocumentTokenizer on
   LocalPipelineExecutor (tasks = ``--files``, workers = 2), in its venv,
   wall clock of the whole command;
@@ -74,6 +76,16 @@ def _encode_limit(texts: list[str], method: str) -> tuple[float, int]:
     return time.perf_counter() - start, tokens
 
 
+def _beamtrove() -> str:
+    """The ``beamtrove`` command installed beside this interpreter, as a virtual environment's ``bin/`` holds it.
+
+    Found through PATH instead, it may be a version manager's shim (pyenv's
+    starts a shell and pyenv before Python), whose start-up is not beamtrove's.
+    """
+    beside = pathlib.Path(sys.executable).with_name("beamtrove")
+    return str(beside) if beside.exists() else "beamtrove"
+
+
 def _tokens_in(folder: pathlib.Path) -> int:
     return sum(path.stat().st_size // 2 for path in folder.glob("*.ds"))
 
@@ -99,18 +111,17 @@ def main(argv: list[str] | None = None) -> int:
     failures = 0
     ratios: dict[str, list[tuple[float, float]]] = {"unshuffled": [], "shuffled": []}
     for number in range(1, args.rounds + 1):
-        # Each round measures the limit again: the speed of this shared machine drifts by 10-20 % over minutes.
-        limit_wall, limit_tokens = _encode_limit(texts, "encode_batch")
-        rows = [("limit: plain encode_batch loop", limit_wall, limit_tokens, None)]
+        rows = []
         for label, measured in ratios.items():
             shuffle = label == "shuffled"
+            # The limit is measured right before the run it is compared with: this shared machine's speed drifts
+            # by 10-20 % over minutes.
+            limit_wall, limit_tokens = _encode_limit(texts, "encode_batch")
+            rows.append((f"limit: encode_batch loop ({label})", limit_wall, limit_tokens, None))
             dt_out, bt_out = args.workdir / "speed-datatrove", args.workdir / "speed-beamtrove"
             for folder in (dt_out, bt_out, pathlib.Path(f"{dt_out}-logs")):
                 shutil.rmtree(folder, ignore_errors=True)
-            command = datatrove_tokenize_command(python, source, dt_out, tasks=args.files, shuffle=shuffle)
-            dt_wall, monitor = run_measured(command, args.workdir / "speed-datatrove.log")
-            rows.append((f"DataTrove DocumentTokenizer, {label}", dt_wall, _tokens_in(dt_out), monitor.peak_pss))
-            command = ["beamtrove", "run", "tokenize", "--input", str(source), "--output", str(bt_out)]
+            command = [_beamtrove(), "run", "tokenize", "--input", str(source), "--output", str(bt_out)]
             command += ["--input_format", "jsonl", "--tokenizer", str(TOKENIZER), "--num_shards", str(args.num_shards)]
             command += ["--progress_interval", "0", "--direct_running_mode", args.runner_mode]
             if args.runner_mode == "multi_processing":
@@ -119,9 +130,13 @@ def main(argv: list[str] | None = None) -> int:
             wall, monitor = run_measured(command, args.workdir / "speed-beamtrove.log")
             tokens = _tokens_in(bt_out)
             rows.append((f"beamtrove tokenize ({args.runner_mode}), {label}", wall, tokens, monitor.peak_pss))
+            command = datatrove_tokenize_command(python, source, dt_out, tasks=args.files, shuffle=shuffle)
+            dt_wall, monitor = run_measured(command, args.workdir / "speed-datatrove.log")
+            dt_tokens = _tokens_in(dt_out)
+            rows.append((f"DataTrove DocumentTokenizer, {label}", dt_wall, dt_tokens, monitor.peak_pss))
             stats_tokens = read_stats(str(bt_out))["steps"]["tokenize"]["counters"]["tokens"]
-            if not stats_tokens == tokens == rows[-2][2] == limit_tokens:
-                print(f"FAIL token counts: beamtrove files {tokens}, stats {stats_tokens}, DataTrove {rows[-2][2]}")
+            if not stats_tokens == tokens == dt_tokens == limit_tokens:
+                print(f"FAIL token counts: beamtrove files {tokens}, stats {stats_tokens}, DataTrove {dt_tokens}")
                 failures += 1
             measured.append((limit_wall / wall, dt_wall / wall))
         print(f"\nround {number}: {'run':<48} {'wall s':>8} {'tokens':>12} {'M tokens/s':>11} {'peak PSS':>9}")

@@ -22,6 +22,7 @@ after ``--``. A refused request exits with status 2 and one
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import re
 import signal
@@ -125,6 +126,10 @@ def _suggestion(parser: argparse.ArgumentParser, unrecognized: list[str]) -> str
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``beamtrove`` command; returns the exit status (130 when interrupted by Ctrl-C)."""
+    if argv is None:
+        # Beam's modules are a quarter of a million objects that live as long as the command: out of the cyclic
+        # collector's sight, its collections during the run and the interpreter's teardown do not walk them.
+        gc.freeze()
     try:
         status = _main(sys.argv[1:] if argv is None else list(argv))
     except KeyboardInterrupt:
@@ -133,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv is None:
         # The command is done: a Ctrl-C while the interpreter exits would only add a traceback to its result.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        gc.freeze()
     return status
 
 

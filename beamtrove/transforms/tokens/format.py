@@ -179,6 +179,12 @@ class TokenizedDocumentCoder(coders.Coder):
             np.frombuffer(encoded, dtype=_LOSS_DTYPE, count=count, offset=tokens_end) if has_loss else None,
         )
 
+    def estimate_size(self, value: TokenizedDocument) -> int:
+        # Runners size every element they pass on; Coder's default would encode (copy) the tokens once more for it.
+        id_size = len(value.id.encode("utf-8", "surrogatepass"))
+        loss_size = 0 if value.loss_mask is None else len(value.loss_mask)
+        return _HEADER.size + id_size + value.tokens.nbytes + loss_size
+
     def is_deterministic(self) -> bool:
         return True
 

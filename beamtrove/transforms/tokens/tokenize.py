@@ -163,8 +163,8 @@ class _TokenizeFn(BatchDoFn):
         return self._output(document, encoding)
 
     def _output(self, document: Document, encoding):
-        ids = encoding.ids
-        tokens = np.fromiter(ids, dtype=self._dtype, count=len(ids))
+        # From a list, np.array converts in one pass over it; np.fromiter goes through the iterator protocol.
+        tokens = np.array(encoding.ids, dtype=self._dtype)
         mask = None
         if self._with_loss_mask:
             try:

@@ -98,7 +98,8 @@ def _natural_key(doc_id: str) -> tuple:
     # re.split with a group alternates text and digit runs, so the same
     # position always holds the same type and the tuples compare.
     parts = _DIGIT_RUNS.split(doc_id)
-    return tuple(int(part) if index % 2 else part for index, part in enumerate(parts)), doc_id
+    parts[1::2] = map(int, parts[1::2])
+    return tuple(parts), doc_id
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,7 +134,6 @@ class _ShardSpec:
 @dataclasses.dataclass(frozen=True)
 class _SpooledDocument:
     order: Any
-    token_digest: bytes
     offset: int
     length: int
     #: Where its loss mask starts in the loss spool; None when it has none (every token counts).
@@ -143,6 +143,25 @@ class _SpooledDocument:
         """The ``length`` tokens from ``start`` on, as a document of their own."""
         loss_offset = None if self.loss_offset is None else self.loss_offset + start
         return dataclasses.replace(self, offset=self.offset + start, length=length, loss_offset=loss_offset)
+
+
+def _order_duplicates(spooled: list[_SpooledDocument], token_spool, token_size: int) -> None:
+    """Orders each run of documents with one id (sorted next to each other) by a digest of their tokens.
+
+    The runner decides in which order they reach the spool; their tokens make
+    the order the same on every run.
+    """
+
+    def digest(document: _SpooledDocument) -> bytes:
+        token_spool.seek(document.offset * token_size)
+        return hashlib.blake2b(token_spool.read(document.length * token_size), digest_size=8).digest()
+
+    start = 0
+    for end in range(1, len(spooled) + 1):
+        if end == len(spooled) or spooled[end].order != spooled[start].order:
+            if end - start > 1:
+                spooled[start:end] = sorted(spooled[start:end], key=lambda doc: (digest(doc), doc.offset))
+            start = end
 
 
 def _assign_shard(document: TokenizedDocument, spec: _ShardSpec) -> tuple[int, TokenizedDocument]:
@@ -163,7 +182,8 @@ class _WriteShardFn(beam.DoFn):
             if not spooled:
                 return
             with_loss = any(document.loss_offset is not None for document in spooled)
-            spooled.sort(key=lambda doc: (doc.order, doc.token_digest, doc.offset))
+            spooled.sort(key=lambda doc: (doc.order, doc.offset))
+            _order_duplicates(spooled, token_spool, dtype.itemsize)
             units = [[document] for document in spooled] if self._spec.chunks is None else self._chunks(spooled)
             for part, units_of_part in enumerate(self._split(units)):
                 pieces = [piece for unit in units_of_part for piece in unit]
@@ -174,7 +194,6 @@ class _WriteShardFn(beam.DoFn):
         dtype = None
         offset = 0
         for document in documents:
-            self._metrics.received()
             if dtype is None:
                 dtype = document.tokens.dtype.newbyteorder("<")
             elif document.tokens.itemsize != dtype.itemsize:
@@ -188,10 +207,10 @@ class _WriteShardFn(beam.DoFn):
             if document.loss_mask is not None:
                 loss_offset = loss_spool.tell()
                 loss_spool.write(document.loss_mask.astype(np.uint8, copy=False).tobytes())
-            digest = hashlib.blake2b(token_bytes, digest_size=8).digest()
             order = self._spec.order_key(document.id)
-            spooled.append(_SpooledDocument(order, digest, offset, len(document.tokens), loss_offset))
+            spooled.append(_SpooledDocument(order, offset, len(document.tokens), loss_offset))
             offset += len(document.tokens)
+        self._metrics.received(len(spooled))
         return spooled, dtype
 
     def _chunks(self, spooled: list[_SpooledDocument]) -> list[list[_SpooledDocument]]:

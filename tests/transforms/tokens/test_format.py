@@ -101,6 +101,7 @@ def test_coder_round_trips_both_widths_and_masks(gpt2, udhr_texts):
         encoded = coder.encode(document)
         assert coder.encode(coder.decode(encoded)) == encoded
         assert coder.decode(encoded) == document
+        assert coder.estimate_size(document) == len(encoded)
     assert documents[0] != documents[1]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import pathlib
 import struct
@@ -75,6 +76,22 @@ def test_a_seed_shuffles_the_same_way_every_time_and_loses_nothing(tokenized, tm
     written = [document for shard in shards for document in shard]
     assert sorted(written) == sorted(d.tokens.tobytes() for d in tokenized)
     assert written != [d.tokens.tobytes() for d in tokenized]
+
+
+@pytest.mark.parametrize("seed", [None, 7])
+def test_documents_sharing_an_id_are_ordered_by_their_tokens_whatever_order_they_arrive_in(tokenized, seed, tmp_path):
+    # Four texts under each of five ids: only the tokens tell the documents of one id apart.
+    shared = [TokenizedDocument(f"dup/{n % 5}", d.tokens) for n, d in enumerate(tokenized[:20])]
+    _write(shared, tmp_path / "a", seed=seed)
+    _write(list(reversed(shared)), tmp_path / "b", seed=seed)
+    assert _files(tmp_path / "a") == _files(tmp_path / "b")
+    written = _read(tmp_path / "a" / "tokens_00000_00000.ds")
+    assert sorted(written) == sorted(d.tokens.tobytes() for d in shared)
+    for doc_id in {d.id for d in shared}:
+        tokens = [d.tokens.tobytes() for d in shared if d.id == doc_id]
+        # The documents of one id are written next to each other, in the order of a digest of their tokens.
+        start = min(written.index(t) for t in tokens)
+        assert written[start : start + 4] == sorted(tokens, key=lambda t: hashlib.blake2b(t, digest_size=8).digest())
 
 
 def test_files_are_split_before_they_pass_the_token_limit(tokenized, tmp_path):
