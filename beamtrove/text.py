@@ -36,10 +36,22 @@ __all__ = [
 #: English pipeline, stripped, empty ones dropped: DataTrove's words; needs ``pip install 'beamtrove[spacy]'``).
 WORD_SPLITTERS: tuple[str, ...] = ("beamtrove", "spacy")
 
+# Code points a property scan joins at once: all 1.1 M as strings at once would take ~100 MB in every process.
+_SCAN_BLOCK = 1 << 16
+
+
+def _with_property(pattern: str) -> tuple[str, ...]:
+    """Every code point matching ``pattern`` (a ``\\p{...}`` class), in code point order."""
+    matches = regex.compile(pattern)
+    return tuple(
+        character
+        for start in range(0, sys.maxunicode + 1, _SCAN_BLOCK)
+        for character in matches.findall("".join(map(chr, range(start, min(start + _SCAN_BLOCK, sys.maxunicode + 1)))))
+    )
+
+
 #: Unicode's sentence terminals (``.``, ``!``, ``?``, ``。``, ``।``, ...).
-TERMINAL_PUNCTUATION: tuple[str, ...] = tuple(
-    regex.findall(r"\p{Sentence_Terminal}", "".join(map(chr, range(sys.maxunicode + 1))))
-)
+TERMINAL_PUNCTUATION: tuple[str, ...] = _with_property(r"\p{Sentence_Terminal}")
 
 _PUNCT = r",:;!?¿؟¡()\[\]{}<>_#*&。？！，、；：～·।،۔؛٪"
 _QUOTES = "'\"”“`‘´’‚„»«「」『』（）〔〕【】《》〈〉"

@@ -8,12 +8,16 @@ tokenizer conventions that DataTrove's word counts rely on, worked out by hand.
 from __future__ import annotations
 
 import json
+import sys
+import tracemalloc
 import zipfile
 
 import pytest
+import regex
 
 from beamtrove.text import (
     TERMINAL_PUNCTUATION,
+    _with_property,
     check_word_splitter,
     count_sentences,
     find_duplicates,
@@ -200,6 +204,22 @@ def test_terminal_punctuation_and_punctuation_tokens():
         assert is_punctuation(token), token
     for token in ("a", "1", "'s", "n't", "4k", "人", "U.S."):
         assert not is_punctuation(token), token
+
+
+def test_terminal_punctuation_is_every_sentence_terminal_found_in_blocks_of_bounded_memory():
+    every_code_point = "".join(map(chr, range(sys.maxunicode + 1)))
+    assert tuple(regex.findall(r"\p{Sentence_Terminal}", every_code_point)) == TERMINAL_PUNCTUATION
+    # Sentence terminals sit on both sides of the 65,536-code-point blocks (𑇅 is U+111C5).
+    assert "𑇅" in TERMINAL_PUNCTUATION and "。" in TERMINAL_PUNCTUATION
+    del every_code_point
+    tracemalloc.start()
+    try:
+        assert _with_property(r"\p{Sentence_Terminal}") == TERMINAL_PUNCTUATION
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    # Every code point as a string at once takes about 100 MB; a block, a few.
+    assert peak < 16 << 20, peak
 
 
 def test_find_duplicates_on_real_paragraphs_and_lines(udhr_texts, data_dir):
