@@ -13,7 +13,12 @@ worker, whose shuffles live in the Prism process) and prints, per size:
   the band groups made;
 * wall time, peak PSS of the whole process tree, of its largest Python
   process (the SDK worker) and of the Prism process (which holds Prism's
-  shuffles).
+  shuffles);
+* with ``--memray``, the same run again under memray (untimed; ``pip install
+  memray``): the peak memory of the Python process that beamtrove's own code
+  held, apart from what the runner held for it (the DirectRunner's
+  PCollections; on Prism, the SDK harness's gRPC data plane, which receives
+  each bundle's whole input as one message). See ``benchmarks.memory_owners``.
 
 A stage whose per-worker state scales with its largest group, and not with
 the number of documents, is what lets a dump run on many workers. The set's
@@ -23,6 +28,7 @@ growth of the documents, and of the largest groups.
 
 Usage:
     python -m benchmarks.dedup_scaling [--records 10200 102000 306000] [--runners direct prism] [--workdir DIR]
+        [--memray]
 """
 
 from __future__ import annotations
@@ -35,8 +41,10 @@ import sys
 from beamtrove.stats import read_stats
 from benchmarks.dedup_inputs import split_documents
 from benchmarks.measure import run_measured
+from benchmarks.memory_owners import BEAMTROVE, RUNNER, peak_by_owner, run_traced
 
 _GIB = 1 << 30
+_MIB = 1 << 20
 _RUNNER_ARGS = {
     "direct": ["--direct_running_mode", "in_memory"],
     "prism": ["--runner", "PrismRunner", "--environment_type", "LOOPBACK"],
@@ -66,6 +74,9 @@ def main() -> int:
     parser.add_argument("--records", type=int, nargs="+", default=[10_200, 102_000, 306_000])
     parser.add_argument("--runners", nargs="+", default=["direct", "prism"], choices=sorted(_RUNNER_ARGS))
     parser.add_argument("--workdir", type=pathlib.Path, default=pathlib.Path("/tmp/beamtrove-dedup"))
+    parser.add_argument(
+        "--memray", action="store_true", help="Also trace each run's memory by owner (pip install memray)."
+    )
     args = parser.parse_args()
 
     rows = []
@@ -84,20 +95,29 @@ def main() -> int:
             stats = read_stats(str(output))
             largest = [_largest(stats, step, distribution) for step, distribution, _ in _GROUPS]
             links = stats["steps"]["minhash"]["counters"]
-            rows.append((runner, documents, wall, monitor, largest, links.get("links", 0), links))
+            owners = {}
+            if args.memray:
+                shutil.rmtree(output, ignore_errors=True)
+                trace = args.workdir / f"{output.name}.memray"
+                run_traced(command, trace, args.workdir / f"{output.name}.memray.log")
+                owners = peak_by_owner(trace)
+                trace.unlink()
+            rows.append((runner, documents, wall, monitor, largest, links.get("links", 0), links, owners))
 
     names = [name for _, _, name in _GROUPS]
     print(
         f"{'runner':<7} {'docs':>8} {'wall s':>7} {'tree GiB':>8} {'python GiB':>10} {'prism GiB':>9} "
         + " ".join(f"{'max ' + name:>16}" for name in names)
         + f" {'band links':>10} {'copies linked':>13}"
+        + (f" {'beamtrove MiB':>13} {'runner MiB':>10}" if args.memray else "")
     )
-    for runner, documents, wall, monitor, largest, links, counters in rows:
+    for runner, documents, wall, monitor, largest, links, counters, owners in rows:
         print(
             f"{runner:<7} {documents:>8} {wall:>7.1f} {monitor.peak_pss / _GIB:>8.2f}"
             f" {_python_peak(monitor) / _GIB:>10.2f} {monitor.peak_by_command.get('prism', 0) / _GIB:>9.2f} "
             + " ".join(f"{size:>16}" for size in largest)
             + f" {links:>10} {counters.get('identical_signatures', 0):>13}"
+            + (f" {owners[BEAMTROVE] / _MIB:>13.1f} {owners[RUNNER] / _MIB:>10.1f}" if owners else "")
         )
     for runner in args.runners:
         mine = [row for row in rows if row[0] == runner]
@@ -107,9 +127,15 @@ def main() -> int:
         docs_growth = large[1] / small[1]
         memory_growth = _python_peak(large[3]) / _python_peak(small[3])
         group_growth = max(large[4]) / max(*small[4], 1)
+        owned = ""
+        if large[7]:
+            owned = (
+                f" (beamtrove's own {large[7][BEAMTROVE] / small[7][BEAMTROVE]:.2f}x,"
+                f" the runner's {large[7][RUNNER] / small[7][RUNNER]:.2f}x)"
+            )
         print(
             f"{runner}: {docs_growth:.1f}x the documents, {large[2] / small[2]:.1f}x the time; Python worker"
-            f" {memory_growth:.2f}x the memory; largest group {group_growth:.1f}x"
+            f" {memory_growth:.2f}x the memory{owned}; largest group {group_growth:.1f}x"
         )
     return 0
 
