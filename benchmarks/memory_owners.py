@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import collections
 import importlib.util
+import os
 import pathlib
 import subprocess
 import sys
@@ -28,14 +29,18 @@ OTHER = "other"
 _STACK_FRAMES = 64
 
 
-def _owner(frames: list[tuple[str, str, int]]) -> str:
+def _package_dir(name: str) -> str:
+    return os.path.join(importlib.util.find_spec(name).submodule_search_locations[0], "")
+
+
+def _owner(frames: list[tuple[str, str, int]], beamtrove: str, runners: tuple[str, ...]) -> str:
     # Innermost first: numpy or hashlib called by a DoFn is the DoFn's memory.
     for _, filename, _ in frames:
-        if "importlib" in filename:
+        if filename.startswith("<frozen importlib"):
             return IMPORTS
-        if "/apache_beam/runners/" in filename or "/grpc/" in filename:
+        if filename.startswith(runners):
             return RUNNER
-        if "/beamtrove/" in filename:
+        if filename.startswith(beamtrove):
             return BEAMTROVE
     return OTHER
 
@@ -63,11 +68,13 @@ def peak_by_owner(trace: pathlib.Path) -> dict[str, int]:
     """Each owner's peak bytes over the traced run, at memray's snapshot resolution (10 ms by default)."""
     from memray import FileReader  # noqa: PLC0415 - an optional tool, not a dependency
 
+    beamtrove = _package_dir("beamtrove")
+    runners = (_package_dir("apache_beam.runners"), _package_dir("grpc"))
     records, snapshots = FileReader(str(trace)).get_temporal_high_water_mark_allocation_records(merge_threads=True)
     # Per owner, the bytes that became live (+) and were freed (-) before each snapshot.
     changes: dict[str, list[int]] = collections.defaultdict(lambda: [0] * (len(snapshots) + 1))
     for record in records:
-        owned = changes[_owner(record.stack_trace(max_stacks=_STACK_FRAMES))]
+        owned = changes[_owner(record.stack_trace(max_stacks=_STACK_FRAMES), beamtrove, runners)]
         for interval in record.intervals:
             freed = interval.deallocated_before_snapshot
             owned[interval.allocated_before_snapshot] += interval.n_bytes
