@@ -9,7 +9,7 @@ import subprocess
 import threading
 import time
 
-__all__ = ["TreeMonitor", "run_measured"]
+__all__ = ["TreeMonitor", "command_failed", "run_measured"]
 
 SAMPLE_SECONDS = 0.2
 
@@ -133,6 +133,11 @@ def run_measured(command: list[str], log: pathlib.Path) -> tuple[float, TreeMoni
             code = process.wait()
         wall = time.perf_counter() - start
     if code:
-        tail = "".join(log.read_text(errors="replace").splitlines(keepends=True)[-30:])
-        raise RuntimeError(f"{command[0]} ... exited with {code}; end of {log}:\n{tail}")
+        raise command_failed(command[0], code, log)
     return wall, monitor
+
+
+def command_failed(name: str, code: int, log: pathlib.Path) -> RuntimeError:
+    """The error for a command that exited with ``code``, quoting the end of its output ``log``."""
+    tail = "".join(log.read_text(errors="replace").splitlines(keepends=True)[-30:])
+    return RuntimeError(f"{name} ... exited with {code}; end of {log}:\n{tail}")

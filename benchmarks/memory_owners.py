@@ -20,6 +20,8 @@ import pathlib
 import subprocess
 import sys
 
+from benchmarks.measure import command_failed
+
 __all__ = ["BEAMTROVE", "IMPORTS", "OTHER", "RUNNER", "peak_by_owner", "run_traced"]
 
 BEAMTROVE = "beamtrove"
@@ -60,8 +62,7 @@ def run_traced(command: list[str], trace: pathlib.Path, log: pathlib.Path) -> No
     with log.open("w") as out:
         code = subprocess.run(traced, check=False, stdout=out, stderr=subprocess.STDOUT).returncode
     if code:
-        tail = "".join(log.read_text(errors="replace").splitlines(keepends=True)[-30:])
-        raise RuntimeError(f"memray run -m beamtrove ... exited with {code}; end of {log}:\n{tail}")
+        raise command_failed("memray run -m beamtrove", code, log)
 
 
 def peak_by_owner(trace: pathlib.Path) -> dict[str, int]:
