@@ -37,10 +37,11 @@ import argparse
 import pathlib
 import shutil
 import sys
+from typing import NamedTuple
 
 from beamtrove.stats import read_stats
 from benchmarks.dedup_inputs import split_documents
-from benchmarks.measure import run_measured
+from benchmarks.measure import TreeMonitor, run_measured
 from benchmarks.memory_owners import BEAMTROVE, RUNNER, peak_by_owner, run_traced
 
 _GIB = 1 << 30
@@ -56,6 +57,16 @@ _GROUPS = (
     ("minhash", "band_group_size", "LSH band"),
     ("minhash_components", "component_size", "component"),
 )
+
+
+class _Run(NamedTuple):
+    runner: str
+    documents: int
+    wall: float
+    monitor: TreeMonitor
+    largest: list[int]
+    counters: dict
+    owners: dict[str, int]
 
 
 def _largest(stats: dict, step: str, distribution: str) -> int:
@@ -79,7 +90,7 @@ def main() -> int:
     )
     args = parser.parse_args()
 
-    rows = []
+    rows: list[_Run] = []
     for records in args.records:
         source = split_documents(
             args.workdir, records=records, files=4 if records <= 20_000 else 8, extractor="resiliparse"
@@ -94,7 +105,6 @@ def main() -> int:
             wall, monitor = run_measured(command, args.workdir / f"{output.name}.log")
             stats = read_stats(str(output))
             largest = [_largest(stats, step, distribution) for step, distribution, _ in _GROUPS]
-            links = stats["steps"]["minhash"]["counters"]
             owners = {}
             if args.memray:
                 shutil.rmtree(output, ignore_errors=True)
@@ -102,7 +112,7 @@ def main() -> int:
                 run_traced(command, trace, args.workdir / f"{output.name}.memray.log")
                 owners = peak_by_owner(trace)
                 trace.unlink()
-            rows.append((runner, documents, wall, monitor, largest, links.get("links", 0), links, owners))
+            rows.append(_Run(runner, documents, wall, monitor, largest, stats["steps"]["minhash"]["counters"], owners))
 
     names = [name for _, _, name in _GROUPS]
     print(
@@ -111,30 +121,31 @@ def main() -> int:
         + f" {'band links':>10} {'copies linked':>13}"
         + (f" {'beamtrove MiB':>13} {'runner MiB':>10}" if args.memray else "")
     )
-    for runner, documents, wall, monitor, largest, links, counters, owners in rows:
+    for run in rows:
+        monitor, owners = run.monitor, run.owners
         print(
-            f"{runner:<7} {documents:>8} {wall:>7.1f} {monitor.peak_pss / _GIB:>8.2f}"
+            f"{run.runner:<7} {run.documents:>8} {run.wall:>7.1f} {monitor.peak_pss / _GIB:>8.2f}"
             f" {_python_peak(monitor) / _GIB:>10.2f} {monitor.peak_by_command.get('prism', 0) / _GIB:>9.2f} "
-            + " ".join(f"{size:>16}" for size in largest)
-            + f" {links:>10} {counters.get('identical_signatures', 0):>13}"
+            + " ".join(f"{size:>16}" for size in run.largest)
+            + f" {run.counters.get('links', 0):>10} {run.counters.get('identical_signatures', 0):>13}"
             + (f" {owners[BEAMTROVE] / _MIB:>13.1f} {owners[RUNNER] / _MIB:>10.1f}" if owners else "")
         )
     for runner in args.runners:
-        mine = [row for row in rows if row[0] == runner]
+        mine = [run for run in rows if run.runner == runner]
         if len(mine) < 2:
             continue
         small, large = mine[0], mine[-1]
-        docs_growth = large[1] / small[1]
-        memory_growth = _python_peak(large[3]) / _python_peak(small[3])
-        group_growth = max(large[4]) / max(*small[4], 1)
+        docs_growth = large.documents / small.documents
+        memory_growth = _python_peak(large.monitor) / _python_peak(small.monitor)
+        group_growth = max(large.largest) / max(*small.largest, 1)
         owned = ""
-        if large[7]:
+        if large.owners:
             owned = (
-                f" (beamtrove's own {large[7][BEAMTROVE] / small[7][BEAMTROVE]:.2f}x,"
-                f" the runner's {large[7][RUNNER] / small[7][RUNNER]:.2f}x)"
+                f" (beamtrove's own {large.owners[BEAMTROVE] / small.owners[BEAMTROVE]:.2f}x,"
+                f" the runner's {large.owners[RUNNER] / small.owners[RUNNER]:.2f}x)"
             )
         print(
-            f"{runner}: {docs_growth:.1f}x the documents, {large[2] / small[2]:.1f}x the time; Python worker"
+            f"{runner}: {docs_growth:.1f}x the documents, {large.wall / small.wall:.1f}x the time; Python worker"
             f" {memory_growth:.2f}x the memory{owned}; largest group {group_growth:.1f}x"
         )
     return 0
