@@ -62,9 +62,11 @@ _UNITS = (
 )
 _ELLIPSIS = r"\.\.+|…"
 # Leading and trailing characters split off a whitespace-separated chunk, one at a time.
-_PREFIX = regex.compile(rf"(?:{_ELLIPSIS}|[§%=—–{_PUNCT}{_QUOTES}{_CURRENCY}\p{{So}}]|\+(?![0-9]))")
+_PREFIX_MARK = rf"[§%=—–{_PUNCT}{_QUOTES}{_CURRENCY}\p{{So}}]"
+_SUFFIX_MARK = rf"[{_PUNCT}{_QUOTES}\p{{So}}—–]"
+_PREFIX = regex.compile(rf"(?:{_ELLIPSIS}|{_PREFIX_MARK}|\+(?![0-9]))")
 _SUFFIX = regex.compile(
-    rf"""(?:{_ELLIPSIS}|[{_PUNCT}{_QUOTES}\p{{So}}—–]|['’][sS]
+    rf"""(?:{_ELLIPSIS}|{_SUFFIX_MARK}|['’][sS]
     |(?<=[0-9])(?:\+|[{_CURRENCY}]|{_UNITS})
     |(?<=[0-9\p{{Ll}}%²+\-{_QUOTES}{_PUNCT}])\.|(?<=\p{{Lu}}\p{{Lu}})\.|(?<=°[FfCcKk])\.
     |(?<=\p{{L}})['’](?:m|re|ve|ll|d))$""",
@@ -109,6 +111,153 @@ def _whole(chunk: str) -> list[str] | None:
     return None
 
 
+# The most characters a suffix but the ellipsis spans (a unit such as "km/h"), and the most its lookbehinds read.
+_SUFFIX_SPAN = max(3, *map(len, _UNITS.split("|")))
+_SUFFIX_LOOKBEHIND = 2
+# No middle _whole keeps but a run of initials (U.S.A.) is longer than this ("shouldn't" has 9 characters).
+_LONGEST_NAMED_WHOLE = 16
+# Runs of marks are split off at once only while the middle stays longer than this, where no step of the loop
+# can find the middle whole, nor a suffix search or a prefix match read past the other end.
+_RUN_MARGIN = 2 * _LONGEST_NAMED_WHOLE
+_INITIALS = regex.compile(r"(?:[A-Za-z]\.)*")
+# Characters that are a prefix whatever follows them ("+" is not: "+1" stays whole), and characters that are a
+# suffix whatever precedes them, or a dot after a mark or quote, read backwards from where the match ends. No
+# longer suffix ends with any of them: only the ellipsis ends with a dot, and it needs two.
+_LONE_PREFIXES = regex.compile(rf"(?:…|{_PREFIX_MARK})+")
+_LONE_SUFFIXES = regex.compile(rf"(?r)(?:[…{_SUFFIX_MARK[1:]}|(?<=[{_QUOTES}{_PUNCT}])\.)+")
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_lone_prefix(char: str) -> bool:
+    return _LONE_PREFIXES.fullmatch(char) is not None
+
+
+@functools.lru_cache(maxsize=4096)
+def _ends_lone_suffix(pair: str) -> bool:
+    """True when the last character of ``pair`` (one or two characters) is a suffix, after the first."""
+    return _LONE_SUFFIXES.match(pair, len(pair) - 1) is not None
+
+
+class _Middle:
+    """What is left of a chunk, ``chunk[start:end]``, as its leading and trailing marks are split off one at a time.
+
+    Each step costs the same whatever the length of the middle, where cutting the chunk anew and searching all of
+    it for a suffix at every step made a run of marks cost the square of its length: a suffix is searched for
+    among the last characters only, a side that found no mark is not searched again until the other side's steps
+    could change that, the initials _whole keeps are read once, and a run of marks that the steps would split off
+    one by one, each making one token, is split off at once (see :meth:`split_runs`).
+    """
+
+    def __init__(self, chunk: str):
+        self.chunk = chunk
+        self.start = 0
+        self.end = len(chunk)
+        self._no_prefix_at = self._no_suffix_at = -1
+        self._initials_from = self._initials_end = -1
+        self._prefix_run_end = self._suffix_run_start = -1
+
+    def __bool__(self) -> bool:
+        return self.start < self.end
+
+    def __str__(self) -> str:
+        return self.chunk[self.start : self.end]
+
+    def strip_prefix(self) -> str | None:
+        """Splits off and returns the leading mark, or None."""
+        chunk, start, end = self.chunk, self.start, self.end
+        if _is_lone_prefix(chunk[start]):
+            self.start += 1
+            return chunk[start]
+        # Only "+" or a dot run reaching the end would see the end move.
+        if self._no_prefix_at == start and end - start > 2:
+            return None
+        prefix = _PREFIX.match(chunk, start, end)
+        if prefix is None:
+            self._no_prefix_at = start
+            return None
+        self.start = prefix.end()
+        return prefix.group()
+
+    def strip_suffix(self) -> str | None:
+        """Splits off and returns the trailing mark, or None."""
+        chunk, start, end = self.chunk, self.start, self.end
+        if _ends_lone_suffix(chunk[max(start, end - 2) : end]):
+            begin = end - 1
+        elif end - start <= _SUFFIX_SPAN + _SUFFIX_LOOKBEHIND:
+            # The lookbehinds must not see past the start: search the middle itself.
+            suffix = _SUFFIX.search(chunk[start:end])
+            if suffix is None:
+                return None
+            begin = start + suffix.start()
+        elif self._no_suffix_at == end:
+            # What the search reads has not changed since it found nothing.
+            return None
+        else:
+            suffix = _SUFFIX.search(chunk, end - _SUFFIX_SPAN, end)
+            if suffix is None:
+                self._no_suffix_at = end
+                return None
+            begin = suffix.start()
+            if begin == end - _SUFFIX_SPAN and chunk[begin] == ".":
+                # Only the ellipsis spans that far; a search of the middle finds the start of its dot run.
+                while begin > start and chunk[begin - 1] == ".":
+                    begin -= 1
+        self.end = begin
+        return chunk[begin:end]
+
+    def whole(self) -> list[str] | None:
+        """:func:`_whole` of the middle."""
+        start, end = self.start, self.end
+        if end - start <= _LONGEST_NAMED_WHOLE:
+            return _whole(self.chunk[start:end])
+        if (end - start) % 2 == 0 and end <= self._initials():
+            return [self.chunk[start:end]]
+        return None
+
+    def _initials(self) -> int:
+        """Where the initials starting the middle end."""
+        if self._initials_from != self.start:
+            # A prefix never starts with a letter: once initials start the middle, its start stays.
+            self._initials_from = self.start
+            self._initials_end = _INITIALS.match(self.chunk, self.start).end()
+        return self._initials_end
+
+    def split_runs(self, prefixes: list[str], suffixes: list[str]) -> None:
+        """Takes at once the steps the loop of :func:`_split_chunk` would take one mark at a time.
+
+        While marks that split off one character at a time start and end the middle, each step of the loop takes
+        one from each side; while one side found nothing (and cannot until the other comes near), each takes one
+        from the other. The middle stays long, so no step finds it whole; the last mark of a run stays for the
+        steps, as the middle it leaves may be whole (initials, say).
+        """
+        chunk, start, end = self.chunk, self.start, self.end
+        room = end - start - _RUN_MARGIN
+        if room <= 0:
+            return
+        if self._prefix_run_end < start:
+            lone = _LONE_PREFIXES.match(chunk, start)
+            self._prefix_run_end = start if lone is None else lone.end()
+        if self._suffix_run_start >= end or self._suffix_run_start < 0:
+            lone = _LONE_SUFFIXES.match(chunk, 0, end)
+            self._suffix_run_start = end if lone is None else lone.start()
+        prefix_run = min(self._prefix_run_end, end) - start - 1
+        suffix_run = end - max(self._suffix_run_start, start) - 1
+        if prefix_run > 0 and suffix_run > 0:
+            both = min(prefix_run, suffix_run, room // 2)
+            prefixes.extend(chunk[start : start + both])
+            suffixes.extend(reversed(chunk[end - both : end]))
+            self.start, self.end = start + both, end - both
+        elif prefix_run > 0 and self._no_suffix_at == end:
+            taken = min(prefix_run, room)
+            prefixes.extend(chunk[start : start + taken])
+            self.start = start + taken
+        elif suffix_run > 0 and self._no_prefix_at == start and not _is_lone_prefix(chunk[start]):
+            taken = min(suffix_run, room, end - self._initials() - 1)
+            if taken > 0:
+                suffixes.extend(reversed(chunk[end - taken : end]))
+                self.end = end - taken
+
+
 def _split_middle(middle: str) -> list[str]:
     if _URL.fullmatch(middle):
         return [middle]
@@ -141,25 +290,24 @@ def _split_chunk(chunk: str) -> list[str]:
                 tokens.extend(_split_chunk(piece))
         return tokens
     prefixes, suffixes = [], []
-    middle = chunk
+    middle = _Middle(chunk)
     while middle:
-        prefix = _PREFIX.match(middle)
-        if prefix:
-            prefixes.append(prefix.group())
-            middle = middle[prefix.end() :]
-            whole = _whole(middle)
+        middle.split_runs(prefixes, suffixes)
+        prefix = middle.strip_prefix()
+        if prefix is not None:
+            prefixes.append(prefix)
+            whole = middle.whole()
             if whole is not None:
                 return prefixes + whole + suffixes[::-1]
-        suffix = _SUFFIX.search(middle) if middle else None
-        if suffix:
-            suffixes.append(suffix.group())
-            middle = middle[: suffix.start()]
-            whole = _whole(middle)
+        suffix = middle.strip_suffix() if middle else None
+        if suffix is not None:
+            suffixes.append(suffix)
+            whole = middle.whole()
             if whole is not None:
                 return prefixes + whole + suffixes[::-1]
-        if not prefix and not suffix:
+        if prefix is None and suffix is None:
             break
-    return prefixes + (_split_middle(middle) if middle else []) + suffixes[::-1]
+    return prefixes + (_split_middle(str(middle)) if middle else []) + suffixes[::-1]
 
 
 @functools.lru_cache(maxsize=8)

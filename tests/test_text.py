@@ -7,7 +7,10 @@ tokenizer conventions that DataTrove's word counts rely on, worked out by hand.
 
 from __future__ import annotations
 
+import gzip
+import hashlib
 import json
+import random
 import sys
 import tracemalloc
 import zipfile
@@ -236,3 +239,51 @@ def test_find_duplicates_on_real_paragraphs_and_lines(udhr_texts, data_dir):
     assert lines.count(" " * 9) == 64 and lines.count(" " * 3) == 31 and lines.count(" " * 6) == 26
     assert find_duplicates(lines) == (118, 807)
     assert find_duplicates([]) == (0, 0)
+
+
+def _page_text(path) -> str:
+    with gzip.open(path) as page:
+        return page.read().decode("utf-8", "replace")
+
+
+def _tokens_digest(texts) -> tuple[int, str]:
+    """How many tokens ``split_words`` makes of ``texts``, and a SHA-256 of them all."""
+    digest, tokens = hashlib.sha256(), 0
+    for text in texts:
+        words = split_words(text)
+        tokens += len(words)
+        digest.update("\x1f".join(words).encode("utf-8", "surrogatepass") + b"\x1e")
+    return tokens, digest.hexdigest()
+
+
+def test_splitting_gives_the_words_of_0_12_1_on_real_and_hostile_text(udhr_texts, data_dir):
+    # The figures are those of beamtrove 0.12.1's splitter, whose time grew with the square of a run of marks:
+    # the linear one must split every text into the very same words.
+    assert _tokens_digest(udhr_texts.values()) == (
+        809358, "0cd6a72aa9334a75ad1ddeb65d5c372b53a531d95c47b635e86acb2ca133da1f",
+    )  # fmt: skip
+    # Raw HTML of real pages in many languages: markup, scripts and entities make long runs of marks.
+    pages = sorted(require(data_dir / "trafilatura-eval" / "cache").glob("*.html.gz"))[:40]
+    assert _tokens_digest(map(_page_text, pages)) == (
+        728023, "41638a6b91ebf6cd035bdd5c262738eb575c06d09ba27dea765c6c8666424c18",
+    )  # fmt: skip
+    rng = random.Random(29)
+    marks = "*!?.,;:'’\"…$%+-—/()§#=«»。，" + "aAsS1."
+    hostile = ["".join(rng.choice(marks) for _ in range(rng.randint(1, 80))) for _ in range(3000)]
+    assert _tokens_digest(hostile) == (24093, "a54fed549b0850514a78e7863d8396f0f81daf26432c6f821a0281930482229d")
+
+
+def test_a_megabyte_run_of_marks_splits_into_one_token_per_mark():
+    # One such record took 0.12.1 about a day (its time grew with the square of the run).
+    assert split_words("*" * 1_000_000) == ("*",) * 1_000_000
+    assert split_words("!?.,;" * 200_000) == tuple("!?.,;" * 200_000)
+    # What the marks surround is split as when it stands alone, however long the run.
+    stars = ("*",) * 500_000
+    assert split_words("*" * 500_000 + "don't" + "*" * 500_000) == (*stars, "do", "n't", *stars)
+    assert split_words("(" * 500_000 + "U.S.A." + ")" * 500_000) == (
+        *("(",) * 500_000, "U.S.A.", *(")",) * 500_000,
+    )  # fmt: skip
+    assert split_words("U.S." + "!" * 500_000) == ("U.S.", *("!",) * 500_000)
+    assert split_words("$" * 500_000 + "1") == (*("$",) * 500_000, "1")
+    dots = "." * 500_000
+    assert split_words(dots + "x" + dots) == (dots, "x", dots)

@@ -5,8 +5,9 @@ rewritten: a line-level rule removes lines, a language filter adds metadata)
 or drops it with a :class:`Drop` naming the reason. ``Filter`` applies one to a
 PCollection: kept documents go to the main output, dropped ones to the
 ``excluded`` output with ``filter_reason`` in their metadata (DataTrove's
-exclusion writer layout), and a rule that raises turns the document into a
-dead letter instead of failing the run.
+exclusion writer layout), and a rule that raises, or uses more than its CPU
+time on a document, turns the document into a dead letter instead of failing
+or stalling the run.
 """
 
 from __future__ import annotations
@@ -24,8 +25,10 @@ from beamtrove.layout import DEAD_LETTERS, EXCLUDED
 from beamtrove.metrics import StepMetrics
 from beamtrove.resources import load_once
 from beamtrove.transforms.batching import BatchDoFn
+from beamtrove.transforms.cpu_time import CpuTimeLimit, CpuTimeLimitExceeded
 
 __all__ = [
+    "DEFAULT_STEP_TIMEOUT",
     "DocumentFilter",
     "DocumentFormatter",
     "Drop",
@@ -36,6 +39,11 @@ __all__ = [
 ]
 
 FILTER_REASON_KEY = "filter_reason"
+
+#: CPU seconds a filter or formatter may use on one document. Far above what real documents need: the slowest
+#: FineWeb filter, Gopher repetition, takes about 2 s per MB of English and less on any run of marks, so only a
+#: document of some 15 MB of text, or a rule gone wrong, comes near it.
+DEFAULT_STEP_TIMEOUT = 30.0
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -100,14 +108,22 @@ class DocumentFormatter(DocumentFilter):
 
 
 class _FilterFn(BatchDoFn):
-    def __init__(self, rule: DocumentFilter, step: str):
+    def __init__(self, rule: DocumentFilter, step: str, limit: CpuTimeLimit | None):
         super().__init__(rule.batch_size)
         self._rule = rule
         self._step = step
+        self._limit = limit
         self._metrics = StepMetrics(step)
 
     def setup(self):
         self._rule.setup()
+
+    def _verdicts(self, documents: list[Document]) -> list[Verdict]:
+        if self._limit is None:
+            return self._rule.filter_batch(documents)
+        # A batch gets the time of one document: one that uses it up is judged again one document at a time,
+        # so that whether a document is a timeout never depends on the documents batched with it.
+        return self._limit.run(self._rule.filter_batch, documents)
 
     def transform_batch(self, documents: list[Document], begun: None) -> list:
         self._metrics.received(len(documents))
@@ -116,7 +132,7 @@ class _FilterFn(BatchDoFn):
     def _judge(self, documents: list[Document]) -> list:
         """One output per document: the kept document, or an excluded or dead-letter tagged output."""
         try:
-            verdicts = self._rule.filter_batch(documents)
+            verdicts = self._verdicts(documents)
         except Exception as exc:  # a batch is retried one by one to find the culprit
             if len(documents) == 1:
                 return [self._dead_letter(documents[0], exc)]
@@ -132,9 +148,12 @@ class _FilterFn(BatchDoFn):
         return outputs
 
     def _dead_letter(self, document: Document, exc: Exception):
-        reason = type(exc).__name__
+        if isinstance(exc, CpuTimeLimitExceeded):
+            reason, message = "timeout", str(exc)
+        else:
+            reason, message = type(exc).__name__, DeadLetter.describe(exc)
         self._metrics.errored(reason)
-        dead_letter = DeadLetter.of_document(self._step, reason, DeadLetter.describe(exc), document)
+        dead_letter = DeadLetter.of_document(self._step, reason, message, document)
         return pvalue.TaggedOutput(DEAD_LETTERS, dead_letter)
 
 
@@ -143,19 +162,31 @@ class Filter(beam.PTransform):
 
     Returns a ``DoOutputsTuple``: ``.kept`` (the main output), ``.excluded``
     (dropped documents, ``filter_reason`` in their metadata) and
-    ``.dead_letters`` (documents the rule raised on). Counters go to
-    ``beamtrove/<step>``: ``in``, ``out``, ``dropped.<reason>``,
-    ``errors.<exception type>``.
+    ``.dead_letters`` (documents the rule raised on, or used more than
+    ``timeout`` CPU seconds on). Counters go to ``beamtrove/<step>``: ``in``,
+    ``out``, ``dropped.<reason>``, ``errors.<exception type>``,
+    ``errors.timeout``.
+
+    The limit is on the CPU time of the thread that runs the rule, which
+    machine load does not change, so the same input gives the same dead
+    letters on a busy machine as on an idle one, on any runner (see
+    :mod:`beamtrove.transforms.cpu_time`).
 
     Args:
         rule: The filter (or formatter) to apply.
         step: Stats name of the step; defaults to the rule's ``name``.
+        timeout: CPU seconds the rule may use on one document; ``None`` for
+            no limit.
+
+    Raises:
+        ValueError: ``timeout`` is not a positive number of seconds or None.
     """
 
-    def __init__(self, rule: DocumentFilter, step: str | None = None):
+    def __init__(self, rule: DocumentFilter, step: str | None = None, timeout: float | None = DEFAULT_STEP_TIMEOUT):
         super().__init__()
         self._rule = rule
         self._step = step or rule.name
+        self._limit = None if timeout is None else CpuTimeLimit(timeout, self._step)
 
     @property
     def step(self) -> str:
@@ -164,7 +195,7 @@ class Filter(beam.PTransform):
 
     def step_fn(self) -> beam.DoFn:
         """The DoFn this transform applies, for running the step inside another DoFn."""
-        return _FilterFn(self._rule, self._step)
+        return _FilterFn(self._rule, self._step, self._limit)
 
     def expand(self, documents):
         return documents | beam.ParDo(self.step_fn()).with_outputs(EXCLUDED, DEAD_LETTERS, main="kept")

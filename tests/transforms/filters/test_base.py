@@ -5,10 +5,13 @@ from __future__ import annotations
 import dataclasses
 
 import apache_beam as beam
+import pytest
+from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline  # so pytest collects no class
 from apache_beam.testing.util import assert_that, equal_to
 
 from beamtrove.document import Document
+from beamtrove.stats import collect_stats
 from beamtrove.text import count_sentences, is_punctuation, split_words
 from beamtrove.transforms.filters import (
     FILTER_REASON_KEY,
@@ -18,6 +21,7 @@ from beamtrove.transforms.filters import (
     Filter,
     load_once,
 )
+from beamtrove.transforms.filters.gopher import GopherRepetitionFilter
 from tests.conftest import run_and_collect
 from tests.transforms.filters.conftest import outcomes
 
@@ -173,3 +177,48 @@ def test_batched_outputs_keep_their_own_window_and_timestamp(inaugural):
         equal_to([(key, int(key[:4]), int(key[:3]) * 10) for key in years]),
     )
     pipeline.run().wait_until_finish()
+
+
+def _verdict(rule: DocumentFilter, document: Document) -> tuple:
+    verdict = rule.filter(document)
+    return ("excluded", document.id, verdict.reason) if isinstance(verdict, Drop) else ("kept", document.id)
+
+
+def test_a_document_that_uses_up_its_cpu_time_is_a_timeout_dead_letter_and_the_others_are_judged_as_ever(inaugural):
+    # A megabyte of punctuation in one record: it took 0.12.1's splitter a day, the linear one a fraction of a
+    # second, still more than the tenth of a CPU second these steps may spend on one document here. The other
+    # documents (real addresses) share batches with it in the batched rule.
+    addresses = [
+        Document(text=inaugural[name], id=name) for name in ("1789-Washington", "1793-Washington", "2009-Obama")
+    ]
+    stalling = Document(text="Marks: " + "!?.,;" * 200_000, id="symbol-run")
+    documents = [addresses[0], stalling, *addresses[1:]]
+    batched, repetition = WordsPerSentence(limit=40), GopherRepetitionFilter()
+    # An SDK worker process runs the steps in threads other than its main one, as on Prism and Dataflow. (Not
+    # multi_threading: on Beam 2.77 it drops elements.)
+    pipeline = BeamTestPipeline(
+        options=PipelineOptions(["--direct_running_mode=multi_processing", "--direct_num_workers=1"])
+    )
+    created = pipeline | beam.Create(documents)
+    for label, rule in (("batched", batched), ("repetition", repetition)):
+        result = created | label >> Filter(rule, step=label, timeout=0.1)
+        expected = [_verdict(rule, document) for document in addresses] + [("dead", "symbol-run", "timeout")]
+        assert_that(outcomes(result, f"{label}Outcomes"), equal_to(expected), label=f"{label}Check")
+        messages = result.dead_letters | f"{label}Messages" >> beam.Map(lambda letter: (letter.step, letter.message))
+        assert_that(
+            messages,
+            equal_to([(label, f"{label} used more than 0.1 s of CPU time")]),
+            label=f"{label}MessagesCheck",
+        )
+    result = pipeline.run()
+    result.wait_until_finish()
+    stats = collect_stats(result, pipeline)
+    assert stats["batched"]["counters"]["errors.timeout"] == 1
+    assert stats["repetition"]["counters"]["errors.timeout"] == 1
+    assert stats["repetition"]["counters"]["in"] == 4
+
+
+def test_a_cpu_time_limit_that_is_not_positive_seconds_is_refused():
+    for timeout in (0, -1.0, float("nan")):
+        with pytest.raises(ValueError, match="positive number of seconds"):
+            Filter(GopherRepetitionFilter(), timeout=timeout)
