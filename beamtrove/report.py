@@ -584,6 +584,7 @@ def write_report(output: str, storage_options: Mapping[str, Any] | None = None, 
 
     Raises:
         FileNotFoundError: ``output`` holds no ``stats.json``.
+        ConfigurationError: Its ``stats.json`` is damaged (:func:`~beamtrove.stats.read_stats`).
     """
     stats = read_stats(join(output, STATS_FILE), storage_options)
     page = render_report(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import collections
 import json
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -21,6 +22,7 @@ from apache_beam.pipeline import PipelineVisitor
 from beamtrove.fs import filesystem, join, open_url, write_atomically
 from beamtrove.layout import STATS_FILE, TOKENS_AFTER_DEDUP, TOKENS_BEFORE_DEDUP
 from beamtrove.metrics import NAMESPACE_PREFIX, OUTCOME_PREFIXES
+from beamtrove.options import ConfigurationError
 
 __all__ = [
     "collect_stats",
@@ -204,12 +206,107 @@ def write_stats(stats: Mapping[str, Any], output_dir: str, storage_options: Mapp
 
 
 def read_stats(path: str, storage_options: Mapping[str, Any] | None = None) -> dict:
-    """Reads a ``stats.json`` file, or the one inside the directory ``path``."""
+    """Reads a ``stats.json`` file, or the one inside the directory ``path``.
+
+    Raises:
+        FileNotFoundError: There is no such file.
+        ConfigurationError: The file cannot be read, is not JSON (empty, cut
+            short, garbage) or is JSON of another shape than the stats a run
+            writes; the message names the file and what is wrong.
+    """
     fs, fs_path = filesystem(path, storage_options)
     if fs.isdir(fs_path):
         path = join(path, STATS_FILE)
-    with open_url(path, "r", storage_options) as source:
-        return json.load(source)
+    try:
+        with open_url(path, "rb", storage_options) as source:
+            data = source.read()
+    except (IsADirectoryError, PermissionError) as exc:
+        raise ConfigurationError(f"{path} cannot be read ({exc.strerror}): pass a run's stats.json") from None
+    stats, problem = _parse_json(data)
+    problem = problem or _shape_problem(stats)
+    if problem is not None:
+        raise ConfigurationError(f"{path} is damaged ({problem}): restore it, or rerun the pipeline to write it again")
+    return stats
+
+
+def _parse_json(data: bytes) -> tuple[Any, str | None]:
+    """The JSON document ``data`` holds, or why it holds none: empty, not text, cut short or not JSON."""
+    if not data.strip():
+        return None, "empty"
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return None, f"not JSON: byte {exc.start} is not UTF-8 text"
+    try:
+        return json.loads(text), None
+    except json.JSONDecodeError as exc:
+        if _ends_unfinished(exc):
+            return None, f"cut short: its {len(data):,} bytes end inside the JSON"
+        return None, f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+
+
+# The words JSON (as Python writes it) spells its constants with.
+_CONSTANTS = ("true", "false", "null", "NaN", "Infinity", "-Infinity")
+
+
+def _ends_unfinished(error: json.JSONDecodeError) -> bool:
+    """Whether the decoder failed only because the text ended: nothing, or a begun value or escape, is left."""
+    if error.msg.startswith("Unterminated string"):  # only the end of the text leaves a string open
+        return True
+    rest = error.doc[error.pos :].rstrip()
+    return (
+        not rest
+        or any(constant.startswith(rest) for constant in _CONSTANTS)
+        or re.fullmatch(r"[-+0-9.eE]+|u[0-9a-fA-F]{0,4}", rest) is not None
+    )
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+_DISTRIBUTION_FIGURES = ("count", "sum", "min", "max", "mean")
+
+
+def _steps_problem(steps: Any, key: str) -> str | None:
+    """What makes ``steps`` (the ``key`` of a stats.json) other than ``{step: {counters, distributions, seconds}}``."""
+    if not isinstance(steps, dict):
+        return f'"{key}" is {type(steps).__name__}, not an object of steps'
+    for step, entry in steps.items():
+        where = f'"{key}" -> "{step}"'
+        if not isinstance(entry, dict):
+            return f"{where} is {type(entry).__name__}, not an object"
+        counters, distributions = entry.get("counters", {}), entry.get("distributions", {})
+        if not isinstance(counters, dict) or not all(map(_is_number, counters.values())):
+            return f'{where} -> "counters" is not an object of numbers'
+        if not isinstance(distributions, dict) or not all(
+            isinstance(figures, dict) and all(_is_number(figures.get(name)) for name in _DISTRIBUTION_FIGURES)
+            for figures in distributions.values()
+        ):
+            return f'{where} -> "distributions" is not an object of {", ".join(_DISTRIBUTION_FIGURES)} figures'
+        if "seconds" in entry and not _is_number(entry["seconds"]):
+            return f'{where} -> "seconds" is not a number'
+    return None
+
+
+def _shape_problem(stats: Any) -> str | None:
+    """What makes a JSON document other than the stats a run writes; None when it has their shape."""
+    if not isinstance(stats, dict):
+        return f"a JSON {type(stats).__name__}, not an object"
+    if "steps" not in stats:
+        return 'no "steps" in it'
+    for key in ("steps", "run_steps"):
+        if key in stats and (problem := _steps_problem(stats[key], key)):
+            return problem
+    funnel = stats.get("funnel", [])
+    if not isinstance(funnel, list) or not all(isinstance(step, str) for step in funnel):
+        return '"funnel" is not a list of step names'
+    if not isinstance(stats.get("options", {}), dict):
+        return '"options" is not an object'
+    for key in ("inputs_completed", "wall_seconds"):
+        if key in stats and not _is_number(stats[key]):
+            return f'"{key}" is not a number'
+    return None
 
 
 def _number(value: float) -> str:

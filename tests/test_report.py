@@ -27,7 +27,7 @@ from beamtrove.report import (
     sample_excluded,
     write_report,
 )
-from tests.conftest import DATA, jsonl_rows, require
+from tests.conftest import DATA, beamtrove, jsonl_rows, require
 
 LID_MODEL = DATA / "models" / "lid176" / "lid.176.ftz"
 BLOCKLIST = DATA / "blocklists" / "ut1"
@@ -345,3 +345,69 @@ def test_write_report_needs_a_runs_output(tmp_path):
     with pytest.raises(FileNotFoundError):
         write_report(str(tmp_path))
     assert not list(tmp_path.iterdir())
+
+
+def _damage(stats_json: pathlib.Path, damage: str) -> str:
+    """Damages a real run's stats.json as a user or a full disk would; returns what the refusal says is wrong."""
+    data = stats_json.read_bytes()
+    output = stats_json.parent
+    if damage == "truncated":
+        stats_json.write_bytes(data[: len(data) // 2])
+        return f"cut short: its {len(data) // 2:,} bytes end inside the JSON"
+    if damage == "emptied":
+        stats_json.write_bytes(b"")
+        return "empty"
+    if damage == "binary garbage":
+        # A kept documents part: gzip's second byte is not UTF-8.
+        stats_json.write_bytes(next((output / "documents").iterdir()).read_bytes())
+        return "not JSON: byte 1 is not UTF-8 text"
+    if damage == "text garbage":
+        stats_json.write_bytes((output / "report.html").read_bytes())
+        return "not JSON: Expecting value at line 1 column 1"
+    if damage == "a summary statistic":
+        stats_json.write_bytes((output / "summary_stats" / "summary" / "length" / "metric.json").read_bytes())
+        return 'no "steps" in it'
+    if damage == "its steps as a list":
+        stats_json.write_text(json.dumps(list(json.loads(data)["steps"].values())))
+        return "a JSON list, not an object"
+    assert damage == "counters as text"
+    stats = json.loads(data)
+    reader = stats["funnel"][0]
+    stats["steps"][reader]["counters"]["out"] = "many"
+    stats_json.write_text(json.dumps(stats))
+    return f'"steps" -> "{reader}" -> "counters" is not an object of numbers'
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "truncated",
+        "emptied",
+        "binary garbage",
+        "text garbage",
+        "a summary statistic",
+        "its steps as a list",
+        "counters as text",
+    ],
+)
+def test_a_damaged_stats_json_is_named_in_one_line_by_stats_report_and_inspect(fineweb_output, tmp_path, damage):
+    output = tmp_path / "run"
+    shutil.copytree(fineweb_output, output)
+    problem = _damage(output / "stats.json", damage)
+    files = {path: path.read_bytes() for path in output.rglob("*") if path.is_file()}
+    refusal = (
+        f"beamtrove: error: {output}/stats.json is damaged ({problem}): restore it, or rerun the pipeline to "
+        "write it again\n"
+    )
+    for command in ("stats", "report"):
+        result = beamtrove(command, str(output))
+        assert (result.returncode, result.stdout, result.stderr) == (2, "", refusal), command
+    # Nothing written: no report, no temporary file.
+    assert {path: path.read_bytes() for path in output.rglob("*") if path.is_file()} == files
+    # inspect shows the records all the same, and says why it cannot count them.
+    excluded = beamtrove("inspect", str(output), "--excluded", "--limit", "1", "--json")
+    assert excluded.returncode == 0, excluded.stderr
+    assert excluded.stderr == refusal.replace("error", "warning", 1).replace(
+        "again\n", "again; the counts per step and reason are not shown\n"
+    )
+    assert json.loads(excluded.stdout)["metadata"]["filter_reason"]

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
+import pytest
+
 from beamtrove.execution.local import run_pipeline
-from beamtrove.options import parse
+from beamtrove.options import ConfigurationError, parse
 from beamtrove.pipelines import pipeline_spec
 from beamtrove.stats import format_stats, merge_stats, order_steps, read_stats, write_stats
 from beamtrove.transforms.readers import ReadWarc
@@ -156,3 +160,22 @@ def test_each_dedup_step_states_the_share_of_documents_and_characters_it_kept():
     assert "exact_dedup kept 75.0% of its documents and 90.0% of their characters." in notes
     assert "sentence_dedup kept 100.0% of its documents and 75.0% of their characters." in notes
     assert not any(note.startswith("fineweb_quality kept") for note in notes)
+
+
+def test_a_runs_stats_json_cut_anywhere_is_refused_as_cut_short_and_naming_it(review_jsonl, tmp_path):
+    convert = pipeline_spec("convert")
+    argv = ["--input", str(review_jsonl), "--output", str(tmp_path / "out"), "--progress_interval", "0"]
+    result = run_pipeline(convert, parse(convert, argv))
+    path = tmp_path / "out" / "stats.json"
+    data = path.read_bytes()
+    assert read_stats(str(path)) == json.loads(data) == result.stats
+    damaged = tmp_path / "damaged" / "stats.json"
+    damaged.parent.mkdir()
+    for end in range(1, len(data.rstrip())):
+        damaged.write_bytes(data[:end])
+        with pytest.raises(ConfigurationError) as refused:
+            read_stats(str(damaged.parent))
+        assert str(refused.value) == (
+            f"{damaged} is damaged (cut short: its {end:,} bytes end inside the JSON): restore it, or rerun the "
+            "pipeline to write it again"
+        ), end

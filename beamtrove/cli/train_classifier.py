@@ -11,21 +11,27 @@ breaks replaced.
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
+import contextlib
 import dataclasses
+import fcntl
+import glob
 import itertools
 import math
 import multiprocessing
+import os
 import pathlib
 import random
+import shutil
+import signal
 import tempfile
+import threading
 from collections.abc import Iterator, Sequence
 
 from beamtrove.cli.parsing import command
 from beamtrove.dead_letter import DeadLetter
-from beamtrove.fs import write_atomically
 from beamtrove.options import ConfigurationError
 from beamtrove.pipelines.common import documents_of_run
+from beamtrove.processes import die_with_parent
 from beamtrove.transforms.readers import ReadWarc, reader_for
 
 __all__ = ["LabelScores", "TrainingSettings", "add_commands", "train_classifier"]
@@ -112,7 +118,10 @@ def train_classifier(
     order drawn from the seed, in a fresh process (fasttext-numpy2 starts
     training from memory it does not clear, which in a process that has run
     other work holds leftovers: its models then vary and it can fail with
-    NaN weights).
+    NaN weights). It works in a hidden folder beside the model, removed
+    however training ends (one a killed run left is removed by the next run
+    writing the same model); each model appears under its name whole, by a
+    rename.
 
     Args:
         positive: Texts of documents to keep.
@@ -126,7 +135,8 @@ def train_classifier(
         when nothing is held out).
 
     Raises:
-        ValueError: A set has no text to train on.
+        ValueError: A set has no text to train on, or fastText's training failed.
+        OSError: A model cannot be written where asked (a folder has its name).
     """
     import fasttext  # noqa: PLC0415 - only this command reads the model it trained
 
@@ -148,26 +158,72 @@ def train_classifier(
         training.extend(_line(label, text) for text in learn)
         held_out.extend(_line(label, text) for text in held)
     rng.shuffle(training)
-    with tempfile.TemporaryDirectory(prefix="beamtrove-train-") as folder:
-        training_file, held_out_file = pathlib.Path(folder, "train.txt"), pathlib.Path(folder, "held_out.txt")
+    model_path = pathlib.Path(model_path)
+    with _scratch_beside(model_path) as folder:
+        training_file, held_out_file = folder / "train.txt", folder / "held_out.txt"
         training_file.write_text("".join(training), encoding="utf-8")
         held_out_file.write_text("".join(held_out), encoding="utf-8")
-        # Trained into the scratch folder, then copied whole into place: an interrupted run leaves no partial model.
-        trained, quantized = pathlib.Path(folder, "model.bin"), pathlib.Path(folder, "model.ftz")
+        trained, quantized = folder / "model.bin", folder / "model.ftz"
         quantize_to = None if quantized_path is None else str(quantized)
-        spawn = multiprocessing.get_context("spawn")
-        with concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=spawn) as trainer:
-            job = trainer.submit(_train_and_save, str(training_file), settings, str(trained), quantize_to)
+        # Leaving the block stops the trainer, so an interrupted command does not leave it training.
+        with multiprocessing.get_context("spawn").Pool(
+            1, initializer=_serve_the_command, initargs=(os.getpid(),)
+        ) as trainer:
+            job = trainer.apply_async(_train_and_save, (str(training_file), settings, str(trained), quantize_to))
             try:
-                job.result()
+                job.get()
             except RuntimeError as exc:  # fastText's only training error: its weights became NaN
                 raise ValueError(
                     f"fastText's training failed ({exc}); another --dim, --lr or --seed usually trains"
                 ) from None
-        write_atomically(trained.read_bytes(), str(model_path))
+        scores = _label_scores(fasttext.load_model(str(trained)), held_out_file, held_out) if held_out else []
+        os.replace(trained, model_path)
         if quantized_path is not None:
-            write_atomically(quantized.read_bytes(), str(quantized_path))
-        return _label_scores(fasttext.load_model(str(trained)), held_out_file, held_out) if held_out else []
+            os.replace(quantized, quantized_path)
+        return scores
+
+
+@contextlib.contextmanager
+def _scratch_beside(model_path: pathlib.Path) -> Iterator[pathlib.Path]:
+    """A new hidden folder beside ``model_path`` to train in, locked while in use and removed however the block ends.
+
+    Beside the model, the trained file is renamed into place rather than
+    copied. Folders of earlier runs for the same model whose lock is free
+    (their run was killed) are removed first.
+    """
+    prefix = f".{model_path.name}.training-"
+    model_path.parent.mkdir(parents=True, exist_ok=True)
+    for leftover in model_path.parent.glob(glob.escape(prefix) + "*"):
+        _remove_if_abandoned(leftover)
+    folder = pathlib.Path(tempfile.mkdtemp(prefix=prefix, dir=model_path.parent))
+    lock = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        os.close(lock)
+
+
+def _remove_if_abandoned(folder: pathlib.Path) -> None:
+    """Removes a scratch folder unless a live run holds its lock (the kernel frees a dead run's)."""
+    try:
+        lock = os.open(folder, os.O_RDONLY)
+    except OSError:  # gone meanwhile, or not a folder: nothing of ours
+        return
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        shutil.rmtree(folder, ignore_errors=True)
+    except BlockingIOError:
+        pass
+    finally:
+        os.close(lock)
+
+
+def _serve_the_command(command_pid: int) -> None:
+    """Set up the trainer: it ends with the command, which alone answers Ctrl-C (it reaches the whole group)."""
+    die_with_parent(command_pid)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _train_and_save(
@@ -267,17 +323,16 @@ def _train(args: argparse.Namespace, _: list[str]) -> int:
         raise ConfigurationError(f"--validation is a share from 0 to below 1, not {settings.validation}.")
     if settings.positive_label == settings.negative_label:
         raise ConfigurationError(f"--positive_label and --negative_label are both {settings.positive_label!r}.")
-    model_path = pathlib.Path(args.output)
-    quantized_path = model_path.with_suffix(".ftz") if args.quantize else None
+    model_path, quantized_path = _model_paths(args.output, args.quantize)
     positive, positive_unreadable = _texts(args.positive, args.limit)
     negative, negative_unreadable = _texts(args.negative, args.limit)
     print(
         f"documents: {len(positive)} {settings.positive_label} ({positive_unreadable} unreadable records), "
         f"{len(negative)} {settings.negative_label} ({negative_unreadable} unreadable records)"
     )
-    model_path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        scores = train_classifier(positive, negative, model_path, settings, quantized_path)
+        with _sigterm_interrupts():
+            scores = train_classifier(positive, negative, model_path, settings, quantized_path)
     except ValueError as exc:
         raise ConfigurationError(str(exc)) from None
     for score in scores:
@@ -288,6 +343,41 @@ def _train(args: argparse.Namespace, _: list[str]) -> int:
     if quantized_path is not None:
         print(quantized_path)
     return 0
+
+
+def _model_paths(output: str, quantize: bool) -> tuple[pathlib.Path, pathlib.Path | None]:
+    """The model's path and its quantized copy's, refused before any reading when no file can be written there."""
+    model_path = pathlib.Path(output)
+    quantized_path = model_path.with_suffix(".ftz") if quantize else None
+    if output.endswith(("/", os.sep)) or model_path.is_dir():
+        raise ConfigurationError(
+            f"--output {output} is a folder: give the model's file, e.g. --output {model_path / 'model.bin'}"
+        )
+    if quantized_path is not None and quantized_path.is_dir():
+        raise ConfigurationError(
+            f"--quantize writes {quantized_path}, which is a folder: move it, or give another --output"
+        )
+    folder = next(parent for parent in model_path.absolute().parents if parent.exists())
+    if not folder.is_dir():
+        raise ConfigurationError(f"--output {output} cannot be written: {folder} is a file, not a folder")
+    return model_path, quantized_path
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """Within the block SIGTERM (kill, a scheduler's stop) interrupts as Ctrl-C does: training's folder is removed."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def add_commands(commands) -> None:

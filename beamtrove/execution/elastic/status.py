@@ -2,22 +2,112 @@
 
 from __future__ import annotations
 
+import json
 import os
+import pathlib
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from beamtrove.execution.elastic.jobdir import ElasticError, JobDir, read_json
+from beamtrove.execution.elastic.jobdir import ElasticError, JobDir
 from beamtrove.fs import file_sha256
 from beamtrove.progress import format_duration
 
-__all__ = ["STATES", "format_status", "job_progress", "output_damage", "retry_shards", "shard_states", "state_counts"]
+__all__ = [
+    "STATES",
+    "DamagedRecord",
+    "format_status",
+    "job_progress",
+    "output_damage",
+    "read_done",
+    "read_failed",
+    "retry_shards",
+    "shard_states",
+    "state_counts",
+]
 
 #: The states of a shard, in the order status lists their counts.
 STATES = ("done", "running", "stale", "pending", "failed", "damaged")
 
 #: The states ``retry`` re-queues when named: a running shard belongs to its worker, an intact done one is finished.
 _RETRYABLE = ("stale", "pending", "failed", "damaged")
+
+# What status, verify and merge read of every done or failed record, and its type.
+_DONE_FIELDS = {"shard": str, "host": str, "pid": int, "records": int}
+_FAILED_FIELDS = {"shard": str, "host": str, "error": str}
+
+
+class DamagedRecord(ElasticError):
+    """A shard's done or failed record that is not the JSON object a worker publishes; the message says what to do.
+
+    Attributes:
+        path: The record's file.
+        damage: What is wrong with it, e.g. ``not JSON``.
+    """
+
+    def __init__(self, job: JobDir, path: pathlib.Path, shard_id: str, damage: str):
+        super().__init__(
+            f"{path} is damaged ({damage}): `beamtrove elastic retry --job-dir {job.path} --shard-id {shard_id}` "
+            "archives it and runs the shard again"
+        )
+        self.path = path
+        self.damage = damage
+
+
+def _record_damage(data: bytes, shard_id: str, fields: Mapping[str, type]) -> str | None:
+    """What makes ``data`` other than a record of ``shard_id`` with ``fields``; None when it is one."""
+    if not data.strip():
+        return "empty"
+    try:
+        record = json.loads(data)
+    except ValueError:  # UnicodeDecodeError included
+        return "not JSON"
+    if not isinstance(record, dict):
+        return f"a JSON {type(record).__name__}, not an object"
+    for name, kind in fields.items():
+        if name not in record:
+            return f'no "{name}" in it'
+        value = record[name]
+        # bool is an int to Python, never to a record.
+        if not isinstance(value, kind) or isinstance(value, bool):
+            return f'"{name}" is {type(value).__name__}, not {kind.__name__}'
+    if record["shard"] != shard_id:
+        return f"it is the record of {record['shard']}"
+    return None
+
+
+def _read_record(job: JobDir, path: pathlib.Path, shard_id: str, fields: Mapping[str, type]) -> dict[str, Any] | None:
+    # Workers publish a record whole under its name (publish_once): a record that does not parse was damaged later.
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:  # a folder in its place, or unreadable
+        raise DamagedRecord(job, path, shard_id, f"unreadable: {exc.strerror}") from None
+    damage = _record_damage(data, shard_id, fields)
+    if damage is not None:
+        raise DamagedRecord(job, path, shard_id, damage)
+    return json.loads(data)
+
+
+def read_done(job: JobDir, shard_id: str) -> dict[str, Any] | None:
+    """The shard's done record; None when it has none.
+
+    Raises:
+        DamagedRecord: The record is empty, not JSON, or not a done record of
+            this shard (one of ``shard``, ``host``, ``pid`` and ``records`` is
+            missing or of another type).
+    """
+    return _read_record(job, job.done_path(shard_id), shard_id, _DONE_FIELDS)
+
+
+def read_failed(job: JobDir, shard_id: str) -> dict[str, Any] | None:
+    """The shard's failure record; None when it has none.
+
+    Raises:
+        DamagedRecord: As :func:`read_done`, for ``shard``, ``host`` and ``error``.
+    """
+    return _read_record(job, job.failed_path(shard_id), shard_id, _FAILED_FIELDS)
 
 
 def output_damage(job: JobDir, done: dict[str, Any], *, trust_unchanged_mtime: bool = False) -> str | None:
@@ -63,10 +153,11 @@ def shard_states(job_dir: str | os.PathLike) -> list[dict[str, Any]]:
 
     States: ``done`` (a done record exists and its output is intact),
     ``damaged`` (a done record exists, but its output is missing or its size or
-    SHA-256 differs from the record's: ``damage`` says which), ``failed`` (out
-    of attempts), ``running`` (locked, with a fresh heartbeat), ``stale``
-    (locked, heartbeat older than the lock timeout: its worker died or hangs)
-    and ``pending``.
+    SHA-256 differs from the record's: ``damage`` says which; or its done or
+    failure record is itself damaged: ``damage`` says how, ``record`` names
+    it and ``message`` says what to do), ``failed`` (out of attempts),
+    ``running`` (locked, with a fresh heartbeat), ``stale`` (locked, heartbeat
+    older than the lock timeout: its worker died or hangs) and ``pending``.
     """
     job = JobDir(job_dir)
     manifest = job.manifest()
@@ -74,8 +165,14 @@ def shard_states(job_dir: str | os.PathLike) -> list[dict[str, Any]]:
     for shard in manifest["shards"]:
         shard_id = shard["id"]
         entry = {"id": shard_id, "records_in": shard["records"], "attempts": len(job.attempts(shard_id))}
-        done = read_json(job.done_path(shard_id))
-        failed = read_json(job.failed_path(shard_id))
+        try:
+            done = read_done(job, shard_id)
+            failed = None if done is not None else read_failed(job, shard_id)
+        except DamagedRecord as exc:
+            record = str(exc.path.relative_to(job.path))
+            entry.update(state="damaged", damage=exc.damage, record=record, message=str(exc))
+            states.append(entry)
+            continue
         if done is not None:
             entry.update(_done_entry(job, done))
         elif failed is not None:
@@ -151,7 +248,7 @@ def _detail(entry: dict[str, Any]) -> str:
     if entry["state"] == "done":
         detail += f", {entry['documents']} documents"
     if entry["state"] == "damaged":
-        detail += f": output {entry['damage']} ({entry['output']})"
+        detail += f": output {entry['damage']} ({entry['output']})" if "output" in entry else entry["message"]
     if entry["state"] == "failed":
         detail += f": {(entry['error'].strip().splitlines() or [''])[-1]}"
     return detail
@@ -162,11 +259,12 @@ def job_progress(states: list[dict[str, Any]], now: float | None = None) -> str:
 
     The rate is the done shards' input records over the time since the first
     of them started, so it counts every worker that ran at once; a failed
-    shard is left out of what remains.
+    or damaged shard, which no worker takes until it is retried, is left out
+    of what remains.
     """
     done = [entry for entry in states if entry["state"] == "done"]
     line = f"{len(done)}/{len(states)} shards done"
-    left = sum(entry["records_in"] for entry in states if entry["state"] not in ("done", "failed"))
+    left = sum(entry["records_in"] for entry in states if entry["state"] not in ("done", "failed", "damaged"))
     if not done or not left:
         return line
     timed = [entry for entry in done if "started_at" in entry]

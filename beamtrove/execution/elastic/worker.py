@@ -7,7 +7,6 @@ Also the Slurm array script that runs one worker per array task
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import gzip
 import heapq
 import importlib.resources
@@ -41,6 +40,7 @@ from beamtrove.fs import file_sha256, join, write_input_ranges
 from beamtrove.layout import STATS_FILE
 from beamtrove.options import parse
 from beamtrove.pipelines import pipeline_spec
+from beamtrove.processes import die_with_parent
 
 __all__ = ["ATTEMPT_FILE", "DEFAULT_SORT_MEMORY", "SHARD_DOCUMENTS", "run_worker", "slurm_array_script"]
 
@@ -48,7 +48,6 @@ ATTEMPT_FILE = "attempt.json"
 SHARD_DOCUMENTS = "documents.jsonl.gz"
 _LOG_TAIL_LINES = 20
 _INPUTS_FILE = "inputs.json"
-_PR_SET_PDEATHSIG = 1
 #: Bytes of documents a worker holds while sorting a shard's output, unless told otherwise.
 DEFAULT_SORT_MEMORY = 256 << 20
 # Below this a run would hold only a few documents.
@@ -85,12 +84,6 @@ def _check_inputs_unchanged(manifest: dict[str, Any]) -> None:
                 f"Input {entry['url']} changed since prepare (size or modification time): results would mix two "
                 "inputs, so no shard is run. Restore it, or prepare a new job directory."
             )
-
-
-def _die_with_parent() -> None:
-    # A SIGKILLed worker cannot stop its pipeline; the kernel does it for us.
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def _document_order(line: bytes) -> tuple[str, bytes]:
@@ -307,7 +300,7 @@ class _Worker:
                 command,
                 stdout=log_file,
                 stderr=subprocess.STDOUT,
-                preexec_fn=_die_with_parent,  # noqa: PLW1509
+                preexec_fn=die_with_parent,  # noqa: PLW1509 - a SIGKILLed worker cannot stop its pipeline
             )
         record["child_pid"] = child.pid
         write_atomically(attempt_dir / ATTEMPT_FILE, orjson.dumps(record))
@@ -409,7 +402,9 @@ def run_worker(
 
     Returns:
         0 when every shard is done (or ``max_shards`` were processed), 2 when a
-        shard has failed for good.
+        shard has failed for good or is damaged (its output, or its done or
+        failure record): no worker takes those, and each is named with the
+        command that redoes it.
 
     Raises:
         ElasticError: ``sort_memory`` is too small, the manifest is damaged or
@@ -448,9 +443,19 @@ def run_worker(
     finally:
         if in_main_thread:
             signal.signal(signal.SIGTERM, previous_handler)
-    failed = [s["id"] for s in worker.manifest["shards"] if job.failed_path(s["id"]).exists()]
+    # Shards no worker will take: a user must look at them, so the job's workers say so rather than "finished".
+    states = shard_states(job.path)
+    for entry in states:
+        if entry["state"] == "damaged":
+            echo(
+                entry.get("message")
+                or f"{entry['id']}: output {entry['damage']} ({entry['output']}): `beamtrove elastic retry --job-dir "
+                f"{job.path} --shard-id {entry['id']}` runs it again"
+            )
+    failed = [entry["id"] for entry in states if entry["state"] == "failed"]
     if failed:
         echo(f"{len(failed)} shard(s) failed for good: {', '.join(failed)}")
+    if failed or any(entry["state"] == "damaged" for entry in states):
         return 2
     echo(f"worker {worker.host}:{os.getpid()} finished after processing {processed} shard(s)")
     return 0

@@ -129,3 +129,42 @@ def test_the_eta_comes_from_the_rate_at_which_done_shards_did_their_input():
     assert job_progress(states, now=1_100.0) == "2/5 shards done · ETA 1m 40s"
     assert job_progress(states[2:], now=1_100.0) == "0/3 shards done"
     assert job_progress([{**entry, "state": "done"} for entry in states[:2]], now=1_100.0) == "2/2 shards done"
+
+
+@pytest.mark.parametrize(
+    ("record", "damage"),
+    [
+        (b"", "empty"),
+        (b'{"shard": "shard-00003", "host": "c", "pid": 7, "rec', "not JSON"),
+        (b"[1, 2]", "a JSON list, not an object"),
+        (b'{"shard": "shard-00003", "host": "c", "pid": 7}', 'no "records" in it'),
+        (b'{"shard": "shard-00003", "host": "c", "pid": 7, "records": "120"}', '"records" is str, not int'),
+        (b'{"shard": "shard-00001", "host": "c", "pid": 7, "records": 120}', "it is the record of shard-00001"),
+    ],
+)
+def test_a_damaged_done_record_is_a_damaged_shard_that_retry_redoes(shard_states_job, record, damage):
+    job = shard_states_job
+    job.done_path("shard-00003").write_bytes(record)
+    message = (
+        f"{job.done_path('shard-00003')} is damaged ({damage}): `beamtrove elastic retry --job-dir {job.path} "
+        "--shard-id shard-00003` archives it and runs the shard again"
+    )
+    entry = _state_of(job, "shard-00003")
+    assert {key: entry[key] for key in ("state", "damage", "record", "message")} == {
+        "state": "damaged",
+        "damage": damage,
+        "record": "done/shard-00003.json",
+        "message": message,
+    }
+    assert f"  shard-00003  damaged  attempts 1  {message}" in format_status(shard_states(job.path)).splitlines()
+    assert retry_shards(job.path, all_damaged=True) == ["shard-00003"]
+    assert _state_of(job, "shard-00003")["state"] == "pending"
+
+
+def test_a_damaged_failure_record_is_a_damaged_shard(shard_states_job):
+    job = shard_states_job
+    job.failed_path("shard-00002").write_text("exit code 1")
+    entry = _state_of(job, "shard-00002")
+    assert (entry["state"], entry["damage"], entry["record"]) == ("damaged", "not JSON", "failed/shard-00002.json")
+    assert retry_shards(job.path, ["shard-00002"]) == ["shard-00002"]
+    assert _state_of(job, "shard-00002")["state"] == "pending"

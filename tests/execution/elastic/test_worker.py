@@ -354,3 +354,41 @@ def test_an_attempt_over_its_time_limit_is_stopped_and_counted_as_failed(review_
     assert all("stopped after the attempt timeout of 0.5 s" in run["error"] for run in runs)
     assert all(process_state(run["child_pid"]) in (None, "Z") for run in runs)
     assert json.loads((job / "failed" / "shard-00000.json").read_text())["attempts"] == 2
+
+
+def test_a_done_record_replaced_by_garbage_is_damaged_named_with_its_retry_and_redone(
+    finished_job, single_convert, tmp_path
+):
+    job = _copy_of(finished_job, tmp_path)
+    before = _merge(job, tmp_path / "before.jsonl.gz")
+    record = job / "done" / "shard-00001.json"
+    # Garbage of a real kind: the bytes of a shard output, gzip.
+    record.write_bytes(_output_of(job, "shard-00000").read_bytes())
+    hint = (
+        f"{record} is damaged (not JSON): `beamtrove elastic retry --job-dir {job} --shard-id shard-00001` "
+        "archives it and runs the shard again"
+    )
+    status = beamtrove("elastic", "status", "--job-dir", str(job))
+    assert (status.returncode, status.stderr) == (1, "")
+    assert status.stdout.splitlines() == [
+        "2 shards: 1 done, 0 running, 0 stale, 0 pending, 0 failed, 1 damaged · 1/2 shards done",
+        f"  shard-00001  damaged  attempts 1  {hint}",
+    ]
+    shard = _status(job)["shard-00001"]
+    assert (shard["state"], shard["damage"], shard["record"]) == ("damaged", "not JSON", "done/shard-00001.json")
+    # A worker leaves it to the user and says so, rather than waiting or reporting the job finished.
+    worker = start_worker(job, "gamma")
+    assert worker.wait(timeout=600) == 2
+    assert (tmp_path / "worker-gamma.log").read_text().splitlines()[-1] == hint
+    verify = beamtrove("elastic", "verify", "--job-dir", str(job))
+    assert verify.returncode == 2 and f"damaged: {hint}" in verify.stdout.splitlines()
+    merge = beamtrove("elastic", "merge", "--job-dir", str(job), "--output", str(tmp_path / "merged.jsonl.gz"))
+    assert merge.returncode == 2 and hint in merge.stderr and "Traceback" not in merge.stderr
+    assert not (tmp_path / "merged.jsonl.gz").exists()
+
+    retry = beamtrove("elastic", "retry", "--job-dir", str(job), "--shard-id", "shard-00001")
+    assert retry.returncode == 0 and retry.stdout.strip() == "re-queued 1 shard(s): shard-00001"
+    assert start_worker(job, "gamma").wait(timeout=600) == 0
+    assert beamtrove("elastic", "verify", "--job-dir", str(job)).returncode == 0
+    after = _merge(job, tmp_path / "after.jsonl.gz")
+    assert after == before and sorted(after) == single_convert
