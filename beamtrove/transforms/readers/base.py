@@ -23,11 +23,12 @@ import apache_beam as beam
 from fsspec.utils import infer_compression
 
 from beamtrove.dead_letter import DeadLetter
-from beamtrove.document import Document, Media, UnstorableDocument, check_storable
+from beamtrove.document import Document, Media, Origin, UnstorableDocument, check_storable
 from beamtrove.fs import InputFile, match_inputs, open_url
 from beamtrove.layout import DEAD_LETTERS
 from beamtrove.metrics import StepMetrics
 from beamtrove.progress import record_progress
+from beamtrove.transforms.readers.compression import CODECS, DamagedStream, Decompressed
 
 __all__ = ["FileReader", "RecordParser", "RowError", "RowFields", "Skip"]
 
@@ -53,9 +54,12 @@ class RecordParser:
     """Turns the bytes of one input file into outcomes, one per record read.
 
     Subclasses set ``suffixes`` (file endings picked from directory inputs),
-    ``compression`` (``"infer"`` to let fsspec decompress by file name, or
-    None when the parser reads the raw bytes itself) and, when they can read
-    part of a file, ``reads_byte_ranges``.
+    ``compression`` (``"infer"`` to decompress by file name, or None when the
+    parser reads the raw bytes itself) and, when they can read part of a
+    file, ``reads_byte_ranges``. A parser that decompresses by file name may
+    catch :class:`~beamtrove.transforms.readers.compression.DamagedStream`
+    to say which record the damage cut; otherwise the damage is a dead letter
+    with the file and offset, after every record before it.
     """
 
     suffixes: tuple[str, ...] = ()
@@ -135,6 +139,7 @@ class RowFields:
             id=f"{file.name}/{index}" if doc_id is None else str(doc_id),
             metadata=metadata,
             media=media_items,
+            origin=Origin(file.url, index),
         )
         try:
             check_storable(document)
@@ -148,7 +153,9 @@ class _MatchFiles(beam.DoFn):
 
     Yields the files one group per unit of work: one file each, or all of
     them in order for a reader that counts documents across files (``skip``,
-    ``limit``). A pattern that matches nothing any more is a dead letter.
+    ``limit``). A pattern that matches nothing any more is a dead letter; the
+    output folder of a run that kept no document is no file, as it was when
+    the reader was built.
     """
 
     def __init__(self, suffixes: tuple[str, ...], step: str, storage_options: Mapping[str, Any], in_order: bool):
@@ -164,7 +171,7 @@ class _MatchFiles(beam.DoFn):
             # Only a pattern gone since the reader was built is bad input; a failing file system (a network error,
             # refused credentials) raises, so that the runner retries the work.
             try:
-                matched += match_inputs(pattern, self._suffixes, self._storage_options)
+                matched += match_inputs(pattern, self._suffixes, self._storage_options, warn_empty_runs=False)
             except FileNotFoundError as missing:
                 metrics.received()
                 metrics.errored("no_match")
@@ -239,21 +246,28 @@ class _ReadFiles(beam.DoFn):
     def _outcomes(self, file: InputFile) -> Iterator[Outcome]:
         """The file's records, its bytes read reported as progress as they are read."""
         reported = 0
+        compression = self._parser.compression
+        codec = infer_compression(file.url) if compression == "infer" else compression
         try:
             if file.end is None:
-                opened = open_url(file.url, "rb", self._storage_options, self._parser.compression)
+                # Decompressed here, not by fsspec, so that damage costs only the records it holds.
+                opened = open_url(file.url, "rb", self._storage_options, None if codec in CODECS else compression)
                 with opened as stream:
                     # The file as stored, under any decompression: its position is the input read so far.
                     stored = opened.fobjects[0]
-                    for outcome in self._parser.parse(file, stream, self._step):
+                    # Unbuffered: a buffer would lose the bytes it holds when the damage is found.
+                    records = Decompressed(stream, codec) if codec in CODECS else stream
+                    for outcome in self._parser.parse(file, records, self._step):
                         reported = self._progress(stored.tell(), reported)
                         yield outcome
                 return
             with open_url(file.url, "rb", self._storage_options) as stream:
                 stream.seek(file.start)
-                for outcome in self._parser.parse(file, _ByteRange(stream, file.end - file.start), self._step):
+                for outcome in self._parser.parse(file, _ByteRange(stream, file), self._step):
                     reported = self._progress(stream.tell() - file.start, reported)
                     yield outcome
+        except DamagedStream as damage:
+            yield DeadLetter(self._step, damage.reason, damage.message, file=file.url, offset=damage.offset)
         except Exception as exc:  # an unopenable file or a parser's unforeseen failure must not end the run
             yield DeadLetter(self._step, "read_failed", f"{type(exc).__name__}: {exc}", file=file.url)
         finally:
@@ -268,11 +282,17 @@ class _ReadFiles(beam.DoFn):
 
 
 class _ByteRange(io.RawIOBase):
-    """Reads at most ``length`` bytes of ``stream`` from where it stands."""
+    """Reads the byte range of ``file`` from ``stream``, which stands at its start.
 
-    def __init__(self, stream: BinaryIO, length: int):
+    Raises:
+        DamagedStream: The file ends inside the range (it was cut short after
+            the range was made).
+    """
+
+    def __init__(self, stream: BinaryIO, file: InputFile):
         self._stream = stream
-        self._left = length
+        self._file = file
+        self._left = file.end - file.start
 
     def readable(self) -> bool:
         return True
@@ -282,6 +302,13 @@ class _ByteRange(io.RawIOBase):
             return 0
         with memoryview(buffer) as view:
             read = self._stream.readinto(view[: self._left])
+        if not read:
+            raise DamagedStream(
+                "truncated",
+                f"the file ends at byte {self._file.end - self._left}, inside the byte range "
+                f"[{self._file.start}, {self._file.end}) being read (it was cut short after the range was made?)",
+                self._file.end - self._left,
+            )
         self._left -= read
         return read
 

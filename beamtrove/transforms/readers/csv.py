@@ -11,6 +11,7 @@ from typing import Any, BinaryIO
 from beamtrove.dead_letter import DeadLetter
 from beamtrove.fs import InputFile
 from beamtrove.transforms.readers.base import FileReader, Outcome, RecordParser, RowError, RowFields
+from beamtrove.transforms.readers.compression import DamagedStream
 
 __all__ = ["CsvParser", "ReadCsv"]
 
@@ -20,8 +21,10 @@ class CsvParser(RecordParser):
 
     A row with more or fewer fields than the header becomes a dead letter with
     the number of the line it ends on; undecodable bytes end the file with a
-    dead letter for their line. The encoding must keep ``\\n`` a single byte
-    (UTF-8 and the single-byte encodings do).
+    dead letter for their line, as does damage to a compressed file (see
+    :class:`~beamtrove.transforms.readers.compression.DamagedStream`), after
+    the rows before it. The encoding must keep ``\\n`` a single byte (UTF-8
+    and the single-byte encodings do).
     """
 
     suffixes = (".csv", ".csv.gz", ".csv.zst", ".csv.bz2", ".csv.xz")
@@ -39,6 +42,8 @@ class CsvParser(RecordParser):
         lines = (line.decode(self._encoding) for line in io.BufferedReader(stream, 1 << 20))
         rows = csv.DictReader(lines, delimiter=self._delimiter)
         index = 0
+        # The line the last whole row ended on: a line the damage cuts may hold a row's first lines.
+        row_end = 0
         try:
             for row in rows:
                 if None in row or None in row.values():
@@ -55,8 +60,13 @@ class CsvParser(RecordParser):
                     except RowError as error:
                         yield error.dead_letter(step, file, rows.line_num)
                 index += 1
+                row_end = rows.line_num
         except (UnicodeDecodeError, csv.Error) as exc:
             yield DeadLetter(step, "malformed_csv", str(exc), file=file.url, line=rows.line_num + 1)
+        except DamagedStream as damage:
+            lost_from = (row_end or rows.line_num) + 1
+            message = f"{damage.message}; the rows from line {lost_from} on are lost"
+            yield DeadLetter(step, damage.reason, message, file=file.url, offset=damage.offset, line=lost_from)
 
 
 class ReadCsv(FileReader):
@@ -64,7 +74,9 @@ class ReadCsv(FileReader):
 
     Stats: ``in`` counts rows, ``out`` documents, ``errors.malformed_row``,
     ``errors.malformed_csv`` (undecodable bytes or broken quoting; ends the
-    file), ``errors.missing_text``.
+    file), ``errors.truncated`` and ``errors.corrupt_compression`` (a
+    damaged compressed file; the rows before the damage are read),
+    ``errors.missing_text``.
     """
 
     def __init__(

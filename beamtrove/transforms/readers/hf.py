@@ -17,10 +17,19 @@ one-task run: a row without an id becomes ``<dataset>/00000/<row index>``,
 where ``<dataset>`` is the hub name or the path of the ``save_to_disk``
 folder read, and the row index counts from 0 across the split's files; every
 document's metadata gets ``dataset`` (that same name) unless the row has one.
+
+A damaged dataset is refused before the run, in one line that names the
+file: a JSON file that does not parse or lacks what it must hold, an Arrow
+file that is missing, unreadable or cut short (without the end-of-stream
+marker a closed Arrow stream ends with), or a prepared split whose files
+hold other row counts than its ``dataset_info.json`` says. Damage that only
+reading the rows finds is a dead letter after the rows before it, as
+:class:`~beamtrove.transforms.readers.ReadIpc` makes it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import posixpath
@@ -31,6 +40,7 @@ from typing import Any
 import pyarrow as pa
 
 from beamtrove.fs import InputFile, filesystem, join, open_url
+from beamtrove.options import ConfigurationError
 from beamtrove.transforms.readers.base import FileReader, RowFields
 from beamtrove.transforms.readers.ipc import IpcParser
 
@@ -41,6 +51,29 @@ _SAVED_STATE = "state.json"
 _PREPARED_INFO = "dataset_info.json"
 #: DataTrove numbers rows per task; a one-task run is task 00000.
 _TASK = "00000"
+#: How a closed Arrow IPC stream ends; a stream cut after a record batch would otherwise read as a whole one.
+_END_OF_STREAM = b"\xff\xff\xff\xff\x00\x00\x00\x00"
+_SAVE_AGAIN = "restore it, or write the dataset again with save_to_disk"
+_PREPARE_AGAIN = "restore it, or prepare the dataset again (load_dataset with download_mode='force_redownload')"
+
+
+@dataclasses.dataclass(frozen=True)
+class _Split:
+    """The Arrow files of a split, and what its JSON files promise about them.
+
+    Attributes:
+        urls: The files, in row order.
+        listed_in: The JSON file that lists the split (named when a file is missing).
+        fix: What to do about a damaged file of the dataset.
+        shard_rows: The rows of each file, when ``listed_in`` says.
+        rows: The rows of the split, when ``listed_in`` says.
+    """
+
+    urls: list[str]
+    listed_in: str
+    fix: str
+    shard_rows: list[int] | None = None
+    rows: int | None = None
 
 
 def is_saved_dataset(path: str, storage_options: Mapping[str, Any] | None = None) -> bool:
@@ -103,18 +136,36 @@ class ReadHuggingFace(FileReader):
             FileNotFoundError: The dataset is neither a folder nor in the cache.
             ValueError: Not one dataset was given, the folder holds no dataset,
                 or the split or configuration is missing or unknown.
+            ConfigurationError: A file of the dataset is missing or damaged;
+                the message names it.
         """
         datasets = [dataset] if isinstance(dataset, str) else list(dataset)
         if len(datasets) != 1 or not isinstance(datasets[0], str):
             raise ValueError(f"The Hugging Face reader reads one dataset at a time; got {datasets}.")
-        name, urls = _split_files(datasets[0].rstrip("/"), split, config, cache_dir, storage_options)
-        files, first_index = [], 0
-        for url in urls:
-            fs, path = filesystem(url, storage_options)
-            files.append(InputFile(url, f"{name}/{_TASK}", fs.size(path), first_index=first_index))
-            first_index += _row_count(url, storage_options)
+        name, chosen = _split_files(datasets[0].rstrip("/"), split, config, cache_dir, storage_options)
+        files = _input_files(chosen, f"{name}/{_TASK}", storage_options)
         fields = RowFields(text_key, id_key, {"dataset": name, **(default_metadata or {})}, add_file_path=False)
         super().__init__(files, IpcParser(fields, batch_size), storage_options=storage_options, **options)
+
+
+def _input_files(split: _Split, name: str, storage_options: Mapping[str, Any] | None) -> list[InputFile]:
+    """The split's files, rows numbered across them, once each is found whole and as its JSON files say."""
+    files, first_index = [], 0
+    for number, url in enumerate(split.urls):
+        rows = _row_count(url, split, storage_options)
+        if split.shard_rows is not None and rows != split.shard_rows[number]:
+            raise ConfigurationError(
+                f"{url} holds {rows} rows where {split.listed_in} says {split.shard_rows[number]}: {split.fix}."
+            )
+        fs, path = filesystem(url, storage_options)
+        files.append(InputFile(url, name, fs.size(path), first_index=first_index))
+        first_index += rows
+    if split.rows is not None and first_index != split.rows:
+        raise ConfigurationError(
+            f"The Arrow files of the split hold {first_index} rows where {split.listed_in} says {split.rows} "
+            f"(a file is missing or was replaced?): {split.fix}."
+        )
+    return files
 
 
 def _split_files(
@@ -123,15 +174,18 @@ def _split_files(
     config: str | None,
     cache_dir: str | None,
     storage_options: Mapping[str, Any] | None,
-) -> tuple[str, list[str]]:
-    """The name the dataset's ids start with, and the Arrow files of its split in row order."""
+) -> tuple[str, _Split]:
+    """The name the dataset's ids start with, and the split to read."""
     fs, path = filesystem(dataset, storage_options)
     if not fs.isdir(path):
         return dataset, _prepared_split_files(_cached_dataset(dataset, config, cache_dir), split, dataset)
     if config is not None:
         raise ValueError(f"{dataset} is a folder holding one configuration: leave out the configuration.")
     if fs.exists(join(path, _SAVED_SPLITS)):
-        splits = _read_json(join(dataset, _SAVED_SPLITS), storage_options)["splits"]
+        listing = join(dataset, _SAVED_SPLITS)
+        splits = _read_json(listing, _SAVE_AGAIN, storage_options).get("splits")
+        if not (isinstance(splits, list) and splits and all(isinstance(name, str) for name in splits)):
+            raise _damaged(listing, "it lists no splits", _SAVE_AGAIN)
         chosen = _choose_split(splits, split, dataset)
         return join(dataset, chosen), _saved_split_files(join(dataset, chosen), None, storage_options)
     if fs.exists(join(path, _SAVED_STATE)):
@@ -154,28 +208,60 @@ def _choose_split(splits: Iterable[str], split: str | None, dataset: str) -> str
     return split
 
 
-def _saved_split_files(folder: str, split: str | None, storage_options: Mapping[str, Any] | None) -> list[str]:
+def _saved_split_files(folder: str, split: str | None, storage_options: Mapping[str, Any] | None) -> _Split:
     """The Arrow files of a folder ``Dataset.save_to_disk`` wrote, in order."""
-    state = _read_json(join(folder, _SAVED_STATE), storage_options)
+    listing = join(folder, _SAVED_STATE)
+    state = _read_json(listing, _SAVE_AGAIN, storage_options)
+    entries = state.get("_data_files")
+    if not (isinstance(entries, list) and entries and all(isinstance(e, dict) for e in entries)):
+        raise _damaged(listing, "it lists no Arrow files under _data_files", _SAVE_AGAIN)
+    if not all(isinstance(entry.get("filename"), str) for entry in entries):
+        raise _damaged(listing, "an entry of _data_files has no filename", _SAVE_AGAIN)
     if split is not None and split != state.get("_split"):
         raise ValueError(
             f"{folder} holds one dataset (split {state.get('_split')!r}), not a split {split!r}: leave out the split."
         )
-    return [join(folder, entry["filename"]) for entry in state["_data_files"]]
+    return _Split([join(folder, entry["filename"]) for entry in entries], listing, _SAVE_AGAIN)
 
 
 def _prepared_split_files(
     folder: str, split: str | None, dataset: str, storage_options: Mapping[str, Any] | None = None
-) -> list[str]:
+) -> _Split:
     """The Arrow files of a split of a dataset ``load_dataset`` prepared in ``folder``, in order."""
-    splits = _read_json(join(folder, _PREPARED_INFO), storage_options).get("splits") or {}
+    listing = join(folder, _PREPARED_INFO)
+    splits = _read_json(listing, _PREPARE_AGAIN, storage_options).get("splits")
+    if not splits:
+        raise ConfigurationError(
+            f"{folder} holds neither {_SAVED_STATE} nor a {_PREPARED_INFO} that lists splits: if save_to_disk wrote "
+            f"it, its {_SAVED_STATE} is missing; {_SAVE_AGAIN}."
+        )
+    if not (isinstance(splits, dict) and all(isinstance(about, dict) for about in splits.values())):
+        raise _damaged(listing, "its splits are not a mapping of split names to their sizes", _PREPARE_AGAIN)
     chosen = _choose_split(splits, split, dataset)
     fs, path = filesystem(folder, storage_options)
-    shard = re.compile(rf"-{re.escape(chosen)}(-\d+-of-\d+)?\.arrow$")
+    shard = re.compile(rf"-{re.escape(chosen)}(-\d+-of-(\d+))?\.arrow$")
     names = sorted(name for name in (posixpath.basename(p) for p in fs.ls(path, detail=False)) if shard.search(name))
     if not names:
-        raise ValueError(f"{folder} lists the split {chosen!r} but holds none of its Arrow files.")
-    return [join(folder, name) for name in names]
+        raise ConfigurationError(
+            f"{folder} lists the split {chosen!r} but holds none of its Arrow files: {_PREPARE_AGAIN}."
+        )
+    numbered = shard.search(names[0])
+    if numbered.group(2):
+        stem = names[0][: numbered.start(1)]
+        count = int(numbered.group(2))
+        for number in range(count):
+            expected = f"{stem}-{number:05d}-of-{count:05d}.arrow"
+            if expected not in names:
+                raise ConfigurationError(f"{join(folder, expected)} is missing: {_PREPARE_AGAIN}.")
+    about = splits[chosen]
+    shard_rows = about.get("shard_lengths")
+    if shard_rows is not None and len(shard_rows) != len(names):
+        raise _damaged(
+            listing, f"it lists {len(shard_rows)} files of split {chosen!r}; {len(names)} are there", _PREPARE_AGAIN
+        )
+    return _Split(
+        [join(folder, name) for name in names], listing, _PREPARE_AGAIN, shard_rows, about.get("num_examples")
+    )
 
 
 def _cached_dataset(name: str, config: str | None, cache_dir: str | None) -> str:
@@ -195,6 +281,15 @@ def _cached_dataset(name: str, config: str | None, cache_dir: str | None) -> str
         and _info_config(folder) == _parts(folder)[-3]  # folders named after data files, not configurations
     ]
     if not prepared:
+        damaged = [
+            join(folder, _PREPARED_INFO)
+            for folder in _subfolders(top, depth=3)
+            if (config is None or _parts(folder)[-3] == config)
+            and os.path.isfile(join(folder, _PREPARED_INFO))
+            and _info_config(folder) is None
+        ]
+        if damaged:
+            raise _damaged(damaged[0], "not JSON naming its configuration", _PREPARE_AGAIN)
         raise FileNotFoundError(_not_cached_message(name, config, top))
     configs = sorted({_parts(folder)[-3] for folder in prepared})
     if len(configs) > 1:
@@ -235,10 +330,11 @@ def _parts(folder: str) -> list[str]:
 
 
 def _info_config(folder: str) -> str | None:
+    """The configuration a prepared folder holds; None when its dataset_info.json is missing or damaged."""
     try:
         with open(os.path.join(folder, _PREPARED_INFO), encoding="utf-8") as info:
             return json.load(info).get("config_name")
-    except (OSError, ValueError):  # a folder load_dataset left unfinished
+    except (OSError, ValueError, AttributeError):  # a folder load_dataset left unfinished, or damaged
         return None
 
 
@@ -248,14 +344,45 @@ def _snake_case(name: str) -> str:
     return re.sub(r"([a-z\d])([A-Z])", r"\1_\2", name).lower()
 
 
-def _read_json(url: str, storage_options: Mapping[str, Any] | None) -> Any:
-    with open_url(url, "rb", storage_options) as source:
-        return json.load(source)
+def _damaged(url: str, problem: str, fix: str) -> ConfigurationError:
+    return ConfigurationError(f"{url} is damaged ({problem}): {fix}.")
 
 
-def _row_count(url: str, storage_options: Mapping[str, Any] | None) -> int:
-    """The rows of an Arrow IPC stream file, from its batches' headers (local files are memory-mapped)."""
+def _read_json(url: str, fix: str, storage_options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The JSON object in ``url``.
+
+    Raises:
+        ConfigurationError: The file is missing or not a JSON object.
+    """
+    try:
+        with open_url(url, "rb", storage_options) as source:
+            content = json.load(source)
+    except FileNotFoundError:
+        raise ConfigurationError(f"{url} is missing: {fix}.") from None
+    except ValueError as exc:  # not JSON, or not UTF-8
+        raise _damaged(url, f"not JSON: {exc}", fix) from None
+    if not isinstance(content, dict):
+        raise _damaged(url, f"a JSON {type(content).__name__} where an object belongs", fix)
+    return content
+
+
+def _row_count(url: str, split: _Split, storage_options: Mapping[str, Any] | None) -> int:
+    """The rows of an Arrow IPC stream file, from its batches' headers (local files are memory-mapped).
+
+    Raises:
+        ConfigurationError: The file is missing, unreadable or cut short.
+    """
     fs, path = filesystem(url, storage_options)
-    source = pa.memory_map(path) if "file" in fs.protocol else fs.open(path, "rb")
-    with source, pa.ipc.open_stream(source) as reader:
-        return sum(batch.num_rows for batch in reader)
+    try:
+        source = pa.memory_map(path) if "file" in fs.protocol else fs.open(path, "rb")
+        with source:
+            with pa.ipc.open_stream(source) as reader:
+                rows = sum(batch.num_rows for batch in reader)
+            source.seek(-len(_END_OF_STREAM), os.SEEK_END)
+            if source.read(len(_END_OF_STREAM)) != _END_OF_STREAM:
+                raise _damaged(url, "it ends after a record batch, without the end of an Arrow stream", split.fix)
+    except FileNotFoundError:
+        raise ConfigurationError(f"{url} is missing, though {split.listed_in} lists it: {split.fix}.") from None
+    except (pa.ArrowInvalid, OSError) as exc:  # pyarrow raises OSError for unreadable messages
+        raise _damaged(url, f"not a whole Arrow stream: {exc}", split.fix) from None
+    return rows

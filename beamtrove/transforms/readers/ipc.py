@@ -40,6 +40,8 @@ class IpcParser(ParquetParser):
         index = file.first_index
         try:
             for batch in self._batches(stream):
+                # Damaged offsets would make converting the rows read outside the batch, and crash the worker.
+                batch.validate(full=True)
                 for start in range(0, batch.num_rows, self._batch_size):
                     for row in batch.slice(start, self._batch_size).to_pylist():
                         yield self._document(row, file, index, step)

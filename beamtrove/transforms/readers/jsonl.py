@@ -11,6 +11,7 @@ import orjson
 from beamtrove.dead_letter import DeadLetter
 from beamtrove.fs import InputFile
 from beamtrove.transforms.readers.base import FileReader, Outcome, RecordParser, RowError, RowFields
+from beamtrove.transforms.readers.compression import DamagedStream
 
 __all__ = ["JsonlParser", "ReadJsonl"]
 
@@ -19,7 +20,11 @@ class JsonlParser(RecordParser):
     """Turns each non-blank line of a JSONL file into a document.
 
     A line that is not a JSON object, or has no string text, becomes a dead
-    letter carrying its 1-based line number.
+    letter carrying its 1-based line number. A file that breaks off or is
+    corrupt (see :class:`~beamtrove.transforms.readers.compression.DamagedStream`)
+    gives its lines up to the damage, then one dead letter for the damage,
+    carrying the number of the first line lost; the piece of a line it cut
+    is part of that loss, not a line of its own.
     """
 
     suffixes = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".jsonl.bz2", ".jsonl.xz", ".json.gz")
@@ -30,24 +35,33 @@ class JsonlParser(RecordParser):
         self._fields = fields
 
     def parse(self, file: InputFile, stream: BinaryIO, step: str) -> Iterator[Outcome]:
-        # Some decompressors (zstd) cannot read lines themselves.
-        for index, line in enumerate(io.BufferedReader(stream, 1 << 20), start=file.first_index):
-            if not line.strip():
-                continue
-            try:
-                row = orjson.loads(line)
-            except orjson.JSONDecodeError as exc:
-                yield self._dead_letter(step, "malformed_json", str(exc), file, index, line)
-                continue
-            if not isinstance(row, dict):
-                yield self._dead_letter(
-                    step, "not_an_object", f"the line holds a {type(row).__name__}", file, index, line
-                )
-                continue
-            try:
-                yield self._fields.to_document(row, file, index)
-            except RowError as error:
-                yield error.dead_letter(step, file, index + 1, DeadLetter.excerpt_of(line))
+        index, start = file.first_index, file.start
+        try:
+            # On damage, the buffered reader drops the piece of a line it was reading: lines come whole.
+            for line in io.BufferedReader(stream, 1 << 20):
+                outcome = self._outcome(line, file, index, step)
+                if outcome is not None:
+                    yield outcome
+                index += 1
+                start += len(line)
+        except DamagedStream as damage:
+            message = f"{damage.message}; line {index + 1}, at byte {start} of the lines, and any after it are lost"
+            yield DeadLetter(step, damage.reason, message, file=file.url, offset=damage.offset, line=index + 1)
+
+    def _outcome(self, line: bytes, file: InputFile, index: int, step: str) -> Outcome | None:
+        """The document of the 0-based line ``index``, a dead letter, or None for a blank line."""
+        if not line.strip():
+            return None
+        try:
+            row = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            return self._dead_letter(step, "malformed_json", str(exc), file, index, line)
+        if not isinstance(row, dict):
+            return self._dead_letter(step, "not_an_object", f"the line holds a {type(row).__name__}", file, index, line)
+        try:
+            return self._fields.to_document(row, file, index)
+        except RowError as error:
+            return error.dead_letter(step, file, index + 1, DeadLetter.excerpt_of(line))
 
     @staticmethod
     def _dead_letter(step: str, reason: str, message: str, file: InputFile, index: int, line: bytes) -> DeadLetter:
@@ -66,7 +80,8 @@ class ReadJsonl(FileReader):
     ``errors.malformed_json``, ``errors.not_an_object``,
     ``errors.missing_text``, ``errors.text_not_a_string``,
     ``errors.malformed_media``, ``errors.nested_too_deep`` (metadata no
-    writer could store).
+    writer could store), and once per damaged file ``errors.truncated`` or
+    ``errors.corrupt_compression`` (the lines before the damage are read).
     """
 
     def __init__(

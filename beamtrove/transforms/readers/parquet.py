@@ -27,6 +27,10 @@ class ParquetParser(RecordParser):
     Parquet stores metadata as a struct whose fields are the union of all
     rows' keys, so a key a row lacked reads back as null; those nulls are
     dropped to give back the metadata that was written.
+
+    A damaged row group is a dead letter, and the other row groups are read.
+    A file cut short has lost its footer, the only index of its row groups,
+    so none of its rows can be found: it is one dead letter naming the file.
     """
 
     suffixes = (".parquet",)

@@ -91,3 +91,17 @@ def test_rows_with_values_json_cannot_store_are_dead_letters_and_the_run_complet
     dead = sorted(jsonl_rows(out / "dead_letters"), key=lambda letter: letter["line"])
     assert [(letter["reason"], letter["line"]) for letter in dead] == [("not_json", 2), ("not_json", 5)]
     assert dead[0]["message"] == "metadata['raw'] cannot be stored as JSON: Type is not JSON serializable: bytes"
+
+
+def test_a_parquet_file_cut_short_is_one_dead_letter_naming_it(tmp_path, udhr_texts):
+    # A Parquet file keeps its row index in its footer: cut short, none of its rows can be found, so the file is
+    # one dead letter (not a crash, not silence), and the run goes on.
+    languages = sorted(udhr_texts)[:40]
+    path = tmp_path / "cut.parquet"
+    pq.write_table(pa.table({"text": [udhr_texts[lang] for lang in languages]}), path, row_group_size=10)
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+    reader = ReadParquet(str(path))
+    (dead,) = reader.read_file(reader.files[0])
+    assert (dead.reason, dead.file) == ("corrupt_parquet", str(path))
+    assert "footer" in dead.message
