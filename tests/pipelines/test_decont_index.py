@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 
 import pytest
 
@@ -92,3 +93,60 @@ def test_bad_configuration_fails_before_running(tmp_path, capsys):
     assert main(["run", "decont_index", "--input", str(warc), "--output", str(tmp_path / "index")]) == 2
     assert "not WARC" in capsys.readouterr().err
     assert not (tmp_path / "out").exists() and not (tmp_path / "index").exists()
+
+
+def _filter(documents, index, output) -> int:
+    argv = ["run", "filter", "--input", str(documents), "--output", str(output), "--steps", "decont"]
+    return main([*argv, "--decont_index", str(index), "--progress_interval", "0"])
+
+
+@pytest.fixture(scope="module")
+def addresses(state_union, tmp_path_factory):
+    documents = tmp_path_factory.mktemp("addresses") / "addresses.jsonl"
+    documents.write_text("".join(json.dumps({"id": name, "text": text}) + "\n" for name, text in state_union.items()))
+    return documents
+
+
+KENNEDY = "kennedy/part-00000.index.hashes"
+
+
+@pytest.mark.parametrize(
+    ("damage", "named"),
+    [
+        # An emptied file would drop nothing: Johnson's and Nixon's quotations of Kennedy would be kept.
+        (lambda index: (index / KENNEDY).write_bytes(b""), f"{KENNEDY} is empty"),
+        (
+            lambda index: (index / KENNEDY).write_bytes((index / KENNEDY).read_bytes()[:-5]),
+            f"{KENNEDY} holds 5227 bytes",
+        ),
+        (
+            lambda index: (index / KENNEDY).write_bytes((index / KENNEDY).read_bytes()[:4000]),
+            f"{KENNEDY} holds 500 hashes",
+        ),
+        (lambda index: shutil.rmtree(index / "kennedy"), f"{KENNEDY} is missing"),
+    ],
+    ids=["emptied", "cut to an odd size", "hashes cut off", "task folder deleted"],
+)
+def test_a_damaged_index_is_refused_before_the_run(indexes, addresses, tmp_path, capsys, damage, named):
+    copy = tmp_path / "kennedy-index"
+    shutil.copytree(indexes[0], copy)
+    damage(copy)
+    capsys.readouterr()
+    assert _filter(addresses, copy, tmp_path / "out") == 2
+    (message,) = capsys.readouterr().err.strip().splitlines()
+    assert message.startswith(f"beamtrove: error: Decontamination index file {copy / named}")
+    assert "rebuild the index with `beamtrove run decont_index`" in message
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_file_damaged_in_place_fails_the_run_naming_it(indexes, addresses, tmp_path, capsys):
+    copy = tmp_path / "kennedy-index"
+    shutil.copytree(indexes[0], copy)
+    data = bytearray((copy / KENNEDY).read_bytes())
+    data[800:808] = bytes(8)
+    (copy / KENNEDY).write_bytes(bytes(data))
+    capsys.readouterr()
+    assert _filter(addresses, copy, tmp_path / "out") == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith(f"beamtrove: error: Decontamination index file {copy / KENNEDY} is damaged: its digest")
+    assert not (tmp_path / "out" / "documents").exists()

@@ -55,6 +55,8 @@ class NGramsDecontFilter(DocumentFilter):
     Raises:
         ValueError: No index given, or an index whose manifest cannot be used here.
         FileNotFoundError: A folder holds no index.
+        ConfigurationError: A damaged index (see :func:`~beamtrove.transforms.decont.read_manifest`); a file found
+            damaged when a worker loads it fails the run with the same error, naming it.
     """
 
     name = "decont"

@@ -28,14 +28,22 @@ with one JSON object per line, sorted, for each kind:
 * ``sentence``: ``{"key": hex}``, one per distinct span of sentences.
 
 The manifest says how the records were made, so a run using settings that
-would not match them fails before it starts::
+would not match them fails before it starts, and what each shard holds, so a
+damaged index is refused instead of silently removing less::
 
     {"format": "beamtrove-dedup-index", "version": 2, "name": "CC-MAIN-2024-10",
      "documents": 1000, "keep_by": null,
      "kinds": {"exact": {"records": 990, "files": ["exact/part-00000-of-00008.jsonl.gz", ...]},
                "minhash": {"records": 980, "files": [...], "n_grams": 5, "num_buckets": 14,
                            "hashes_per_bucket": 8, "seed": 1},
-               "sentence": {"records": 41230, "files": [...], "span_sentences": 3}}}
+               "sentence": {"records": 41230, "files": [...], "span_sentences": 3}},
+     "shards": {"exact/part-00000-of-00008.jsonl.gz": {"bytes": 5120, "records": 124}, ...}}
+
+Before a run, every shard the manifest lists must exist with the bytes it
+records (one listing of the folder); as a shard is read, gzip's checksum and
+its record count must hold. Either failing stops the run with one line naming
+the shard. An index written before ``shards`` was recorded is checked for
+its shards' presence only.
 
 Several indexes are merged by naming them all: a key several hold belongs
 to the first one named.
@@ -43,11 +51,14 @@ to the first one named.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gzip
 import hashlib
+import logging
 import posixpath
-from collections.abc import Mapping, Sequence
+import zlib
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import apache_beam as beam
@@ -56,10 +67,12 @@ import orjson
 from beamtrove.document import Document
 from beamtrove.fs import filesystem, join, open_url, write_atomically, write_json
 from beamtrove.metrics import StepMetrics
+from beamtrove.options import ConfigurationError
 from beamtrove.transforms.dedup.exact import key_digest, normalize_url
 from beamtrove.transforms.dedup.keep import KeepOrder, index_node
 from beamtrove.transforms.dedup.minhash import MinHashConfig, MinHasher
 from beamtrove.transforms.dedup.sentences import span_digests
+from beamtrove.transforms.manifests import file_sizes, is_count, load_manifest
 from beamtrove.transforms.writers import WrittenFile
 
 __all__ = [
@@ -79,7 +92,18 @@ INDEX_KINDS = ("exact", "url", "minhash", "sentence")
 _FORMAT = "beamtrove-dedup-index"
 # Version 2: MinHash band keys hold a digest of each band instead of its hashes.
 _VERSION = 2
-_MINHASH_FIELDS = ("n_grams", "num_buckets", "hashes_per_bucket", "seed")
+# The MinHash settings band keys depend on, each with the option of `beamtrove run dedup` that sets it.
+_MINHASH_OPTIONS = {
+    "n_grams": "minhash_ngrams",
+    "num_buckets": "minhash_buckets",
+    "hashes_per_bucket": "minhash_hashes_per_bucket",
+    "seed": "minhash_seed",
+}
+_MINHASH_FIELDS = tuple(_MINHASH_OPTIONS)
+_KIND_SETTINGS = {"exact": (), "url": (), "minhash": _MINHASH_FIELDS, "sentence": ("span_sentences",)}
+_REBUILD = "rebuild the index with `beamtrove run dedup_index`"
+
+_LOGGER = logging.getLogger(__name__)
 
 
 class IndexMatch(NamedTuple):
@@ -91,7 +115,7 @@ class IndexMatch(NamedTuple):
 
 @dataclasses.dataclass(frozen=True)
 class DedupIndexManifest:
-    """An index folder's manifest.
+    """An index folder's manifest, checked against the folder (see :func:`read_index_manifest`).
 
     Attributes:
         path: The index folder.
@@ -99,6 +123,8 @@ class DedupIndexManifest:
         keep_by: The keep order its documents were ranked with.
         documents: Documents it was built from.
         kinds: Kind -> its manifest entry (``records``, ``files`` and the kind's settings).
+        shards: Shard file (relative to ``path``) -> the ``bytes`` and ``records`` it holds; empty for an index
+            written before beamtrove recorded them.
     """
 
     path: str
@@ -106,38 +132,69 @@ class DedupIndexManifest:
     keep_by: str | None
     documents: int
     kinds: Mapping[str, Mapping[str, Any]]
+    shards: Mapping[str, Mapping[str, int]] = dataclasses.field(default_factory=dict)
 
     def files(self, kind: str) -> list[str]:
         """The URLs of a kind's record files."""
         return [join(self.path, file) for file in self.kinds[kind]["files"]]
 
+    def shard_records(self, kind: str) -> list[tuple[str, int | None]]:
+        """The URL of each of a kind's shards and the records it holds (None when the manifest does not say)."""
+        return [
+            (join(self.path, file), self.shards[file]["records"] if self.shards else None)
+            for file in self.kinds[kind]["files"]
+        ]
+
+    def entry(self, kind: str) -> Mapping[str, Any]:
+        """The manifest entry of ``kind``.
+
+        Raises:
+            ConfigurationError: The index holds no ``kind`` keys.
+        """
+        if kind not in self.kinds:
+            raise ConfigurationError(
+                f"Index {self.path} holds no {kind} keys (it has {', '.join(self.kinds)}): rebuild it with "
+                f"`beamtrove run dedup_index --dedup {kind},...`, or leave {kind} out of --dedup."
+            )
+        return self.kinds[kind]
+
     def check_minhash(self, config: MinHashConfig) -> None:
-        """Raises ValueError unless the index's band keys were made with ``config``'s shingles and hashes."""
-        built = {field: self.kinds["minhash"][field] for field in _MINHASH_FIELDS}
-        wanted = {field: getattr(config, field) for field in _MINHASH_FIELDS}
-        if built != wanted:
-            options = ", ".join(f"--minhash_{field} {value}" for field, value in built.items())
-            raise ValueError(
-                f"Index {self.path} was built with other MinHash settings ({built}) than this run's ({wanted}): "
+        """Raises ConfigurationError unless the index holds band keys made with ``config``'s shingles and hashes."""
+        built = self.entry("minhash")
+        differing = [field for field in _MINHASH_FIELDS if built[field] != getattr(config, field)]
+        if differing:
+            settings = ", ".join(f"{field} {built[field]}" for field in differing)
+            wanted = ", ".join(f"{field} {getattr(config, field)}" for field in differing)
+            options = " ".join(f"--{_MINHASH_OPTIONS[field]} {built[field]}" for field in differing)
+            raise ConfigurationError(
+                f"Index {self.path} was built with other MinHash settings ({settings}) than this run's ({wanted}): "
                 f"run with {options}, or rebuild the index with this run's settings."
             )
 
     def check_sentence(self, span_sentences: int) -> None:
-        """Raises ValueError unless the index's spans have ``span_sentences`` sentences."""
-        built = self.kinds["sentence"]["span_sentences"]
+        """Raises ConfigurationError unless the index holds spans of ``span_sentences`` sentences."""
+        built = self.entry("sentence")["span_sentences"]
         if built != span_sentences:
-            raise ValueError(
+            raise ConfigurationError(
                 f"Index {self.path} holds spans of {built} sentences, not {span_sentences}: run with "
                 f"--span_sentences {built}, or rebuild the index."
             )
 
 
 def read_index_manifest(path: str, storage_options: Mapping[str, Any] | None = None) -> DedupIndexManifest:
-    """The manifest of the dedup index at ``path``.
+    """The manifest of the dedup index at ``path``, checked against the shards its folder holds.
+
+    Every shard the manifest lists must be in the folder, with the bytes the
+    manifest records for it; what a shard holds is checked as it is read
+    (:class:`ReadIndexEntries`). Besides ``index.json`` this lists the folder
+    once and reads no shard: it costs the same for an index of any size.
 
     Raises:
         FileNotFoundError: ``path`` holds no ``index.json``.
-        ValueError: The manifest is not a dedup index this version reads.
+        ConfigurationError: The manifest is not a dedup index this version
+            reads, or the index is damaged (a manifest that is not JSON or
+            lacks a field, a shard missing, empty or of other bytes); the
+            message names the file.
     """
     fs, folder = filesystem(path, storage_options)
     manifest_path = posixpath.join(folder, MANIFEST_FILE)
@@ -145,16 +202,83 @@ def read_index_manifest(path: str, storage_options: Mapping[str, Any] | None = N
         raise FileNotFoundError(
             f"No dedup index at {path}: it has no {MANIFEST_FILE}. Build one with `beamtrove run dedup_index`."
         )
-    with fs.open(manifest_path, "rb") as stream:
-        manifest = orjson.loads(stream.read())
-    if manifest.get("format") != _FORMAT or manifest.get("version") != _VERSION:
-        raise ValueError(
-            f"{path}/{MANIFEST_FILE} is not a version {_VERSION} dedup index; rebuild it with `beamtrove run "
-            "dedup_index`."
-        )
-    return DedupIndexManifest(
-        path.rstrip("/"), manifest["name"], manifest["keep_by"], manifest["documents"], manifest["kinds"]
+    manifest = load_manifest(
+        join(path, MANIFEST_FILE),
+        fs,
+        manifest_path,
+        format_name=_FORMAT,
+        version=_VERSION,
+        index="dedup index",
+        rebuild=_REBUILD,
+        problem=_manifest_problem,
     )
+    index = DedupIndexManifest(
+        path.rstrip("/"),
+        manifest["name"],
+        manifest["keep_by"],
+        manifest["documents"],
+        manifest["kinds"],
+        manifest.get("shards", {}),
+    )
+    _check_shards(index, fs, folder)
+    return index
+
+
+def _manifest_problem(manifest: Mapping[str, Any]) -> str | None:
+    """What makes a manifest's fields unusable, or None."""
+    if not (isinstance(manifest.get("name"), str) and is_count(manifest.get("documents"))):
+        return "its name or documents is missing"
+    if not isinstance(manifest.get("keep_by", 0), str | None):
+        return "its keep_by is missing"
+    kinds, shards = manifest.get("kinds"), manifest.get("shards", {})
+    if not isinstance(kinds, dict) or not kinds or not set(kinds) <= set(INDEX_KINDS):
+        return f"its kinds must be some of {', '.join(INDEX_KINDS)}"
+    if not isinstance(shards, dict):
+        return "its shards are not an object"
+    for kind, entry in kinds.items():
+        files = entry.get("files") if isinstance(entry, dict) else None
+        if not (isinstance(files, list) and all(isinstance(file, str) for file in files)):
+            return f"its {kind} entry lists no files"
+        if not (is_count(entry.get("records")) and all(isinstance(entry.get(f), int) for f in _KIND_SETTINGS[kind])):
+            return f"its {kind} entry lacks its records or settings"
+        if not shards:
+            continue
+        held = [shards.get(file) for file in files]
+        if not all(isinstance(shard, dict) and is_count(shard.get("bytes")) for shard in held):
+            return f"its shards lack the bytes of a {kind} file"
+        if not all(is_count(shard.get("records")) for shard in held):
+            return f"its shards lack the records of a {kind} file"
+        total = sum(shard["records"] for shard in held)
+        if total != entry["records"]:
+            return f"its {kind} files hold {total} records, not {entry['records']}"
+    return None
+
+
+def _check_shards(index: DedupIndexManifest, fs, folder: str) -> None:
+    """Raises ConfigurationError naming the first shard the folder lacks, or holds empty or of other bytes."""
+    sizes = file_sizes(fs, folder)
+    for entry in index.kinds.values():
+        for file in entry["files"]:
+            url, size = join(index.path, file), sizes.get(file)
+            if size is None:
+                raise ConfigurationError(
+                    f"Dedup index shard {url} is missing ({MANIFEST_FILE} lists it): {_REBUILD}, or copy the "
+                    "whole index folder."
+                )
+            if index.shards and size != index.shards[file]["bytes"]:
+                raise ConfigurationError(
+                    f"Dedup index shard {url} holds {size} bytes, not the {index.shards[file]['bytes']} "
+                    f"{MANIFEST_FILE} records: it was changed or cut short; {_REBUILD}."
+                )
+            if not size:
+                raise ConfigurationError(f"Dedup index shard {url} is empty: {_REBUILD}.")
+    if not index.shards:
+        _LOGGER.warning(
+            "Dedup index %s records no shard sizes (an earlier beamtrove wrote it): only that its shards exist is "
+            "checked before the run; %s to have their sizes and records checked too.",
+            index.path,
+            _REBUILD,
+        )
 
 
 def _as_node(value: Any) -> Any:
@@ -163,7 +287,7 @@ def _as_node(value: Any) -> Any:
 
 
 class _IndexRecordsFn(beam.DoFn):
-    """Emits a document's keys, tagged by kind, each with the document's node."""
+    """Emits a document's keys, tagged by kind, each with the document's rank in the index's keep order."""
 
     def __init__(self, kinds: Sequence[str], order: KeepOrder, minhash: MinHashConfig, span_sentences: int):
         self._kinds = kinds
@@ -175,18 +299,18 @@ class _IndexRecordsFn(beam.DoFn):
         self._hasher = MinHasher(self._minhash)
 
     def process(self, document: Document):
-        node = self._order.node(document)
+        rank = self._order.rank(document)
         if "exact" in self._kinds:
-            yield beam.pvalue.TaggedOutput("exact", (key_digest(document.text), node))
+            yield beam.pvalue.TaggedOutput("exact", (key_digest(document.text), rank))
         url = document.metadata.get("url")
         if "url" in self._kinds and isinstance(url, str) and url.strip():
-            yield beam.pvalue.TaggedOutput("url", (key_digest(normalize_url(url)), node))
+            yield beam.pvalue.TaggedOutput("url", (key_digest(normalize_url(url)), rank))
         if "minhash" in self._kinds:
             signature = self._hasher.signature(document.text)
             if signature is not None:
                 record = {
                     "id": document.id,
-                    "node": node,
+                    "node": rank,
                     "sketch": MinHasher.sketch(signature).hex(),
                     "bands": [key.hex() for key in MinHasher.band_keys(signature)],
                 }
@@ -197,8 +321,8 @@ class _IndexRecordsFn(beam.DoFn):
 
 
 def _first_document(grouped) -> tuple[bytes, dict]:
-    key, nodes = grouped
-    return key, {"key": key.hex(), "id": KeepOrder.document_id(min(nodes))}
+    key, ranks = grouped
+    return key, {"key": key.hex(), "id": KeepOrder.ranked_id(min(ranks))}
 
 
 def _sentence_record(digest: bytes) -> tuple[bytes, dict]:
@@ -258,6 +382,7 @@ class _WriteManifestFn(beam.DoFn):
             "documents": documents,
             "keep_by": self._keep_by,
             "kinds": kinds,
+            "shards": {file.destination: {"bytes": file.size, "records": file.records} for file in written},
         }
         path = join(self._output_dir, MANIFEST_FILE)
         write_json(manifest, path, self._storage_options)
@@ -366,6 +491,36 @@ def _counted(document: Document, metrics: StepMetrics) -> Document:
     return document
 
 
+@contextlib.contextmanager
+def _shard_records(url: str, records: int | None, storage_options: Mapping[str, Any]) -> Iterator[Iterator[dict]]:
+    """The records of an index shard, to be read within the ``with``.
+
+    Raises:
+        ConfigurationError: The shard, or a record in it, is damaged (gzip's checksum fails, a line is not a record,
+            it holds other than ``records`` records); the message names the shard. A damaged index is bad
+            configuration, not bad input: it must not silently remove less.
+    """
+    try:
+        with open_url(url, "rb", storage_options) as raw, gzip.open(raw, "rb") as stream:
+            yield _counted_records(stream, url, records)
+    except ConfigurationError:
+        raise
+    except (OSError, EOFError, zlib.error, ValueError, KeyError, TypeError) as exc:
+        reason = f"{type(exc).__name__}: {exc}"
+        raise ConfigurationError(f"Dedup index shard {url} is damaged ({reason}): {_REBUILD}.") from None
+
+
+def _counted_records(lines: Iterable[bytes], url: str, records: int | None) -> Iterator[dict]:
+    read = 0
+    for line in lines:
+        read += 1
+        yield orjson.loads(line)
+    if records is not None and read != records:
+        raise ConfigurationError(
+            f"Dedup index shard {url} holds {read} records, not the {records} {MANIFEST_FILE} records: {_REBUILD}."
+        )
+
+
 class _ReadRecordsFn(beam.DoFn):
     """Reads one record file of an index and emits what a dedup step joins on."""
 
@@ -374,11 +529,10 @@ class _ReadRecordsFn(beam.DoFn):
         self._with_sketches = with_sketches
         self._storage_options = storage_options
 
-    def process(self, position_url: tuple[int, str]):
-        position, url = position_url
-        with open_url(url, "rb", self._storage_options) as raw, gzip.open(raw, "rb") as stream:
-            for line in stream:
-                record = orjson.loads(line)
+    def process(self, shard: tuple[int, str, int | None]):
+        position, url, records = shard
+        with _shard_records(url, records, self._storage_options) as shard_records:
+            for record in shard_records:
                 if self._kind == "minhash":
                     node = index_node(position, _as_node(record["node"]))
                     value = (node, bytes.fromhex(record["sketch"])) if self._with_sketches else node
@@ -405,7 +559,8 @@ class ReadIndexEntries(beam.PTransform):
         storage_options: fsspec filesystem options.
 
     Raises:
-        ValueError: An index does not hold ``kind``.
+        ConfigurationError: An index does not hold ``kind``. A shard found
+            damaged as it is read fails the run with the same error, naming it.
     """
 
     def __init__(
@@ -418,12 +573,12 @@ class ReadIndexEntries(beam.PTransform):
     ):
         super().__init__()
         for index in indexes:
-            if kind not in index.kinds:
-                raise ValueError(
-                    f"Index {index.path} holds no {kind} keys (it has {', '.join(index.kinds)}): rebuild it with "
-                    f"`beamtrove run dedup_index --dedup {kind},...`, or leave {kind} out of --dedup."
-                )
-        self._files = [(position, url) for position, index in enumerate(indexes) for url in index.files(kind)]
+            index.entry(kind)
+        self._shards = [
+            (position, url, records)
+            for position, index in enumerate(indexes)
+            for url, records in index.shard_records(kind)
+        ]
         self._kind = kind
         self._with_sketches = with_sketches
         self._storage_options = dict(storage_options or {})
@@ -431,7 +586,7 @@ class ReadIndexEntries(beam.PTransform):
     def expand(self, pipeline):
         return (
             pipeline
-            | "IndexFiles" >> beam.Create(self._files)
+            | "IndexFiles" >> beam.Create(self._shards)
             | "Spread" >> beam.Reshuffle()
             | "ReadRecords" >> beam.ParDo(_ReadRecordsFn(self._kind, self._with_sketches, self._storage_options))
         )
@@ -440,7 +595,8 @@ class ReadIndexEntries(beam.PTransform):
 class DedupIndexes:
     """The indexes a dedup run is checked against, in the order they take precedence.
 
-    Reads every manifest when constructed, so a missing or unreadable index
+    Reads every manifest when constructed and checks it against its folder
+    (:func:`read_index_manifest`), so a missing, unreadable or damaged index
     fails the run before it starts.
 
     Args:
@@ -449,6 +605,7 @@ class DedupIndexes:
 
     Raises:
         ValueError: No path, or two indexes with the same name.
+        ConfigurationError: A damaged index; the message names the file.
     """
 
     def __init__(self, paths: Sequence[str], storage_options: Mapping[str, Any] | None = None):

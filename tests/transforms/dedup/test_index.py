@@ -5,7 +5,10 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import json
+import logging
 import pathlib
+import re
+import shutil
 
 import apache_beam as beam
 import pytest
@@ -13,6 +16,8 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from beamtrove.document import Document
+from beamtrove.options import ConfigurationError, option_actions
+from beamtrove.pipelines import pipeline_spec
 from beamtrove.transforms.dedup import (
     BuildDedupIndex,
     DedupIndexes,
@@ -169,7 +174,7 @@ def test_several_indexes_merge_and_the_first_named_wins(dumps, index_a, tmp_path
 
 
 def test_an_index_that_would_not_match_fails_before_the_run(index_a, tmp_path):
-    with pytest.raises(ValueError, match="--minhash_n_grams 5"):
+    with pytest.raises(ValueError, match="--minhash_ngrams 5"):
         MinHashDedup(MinHashConfig(n_grams=7), against=DedupIndexes([str(index_a)]))
     with pytest.raises(ValueError, match="--span_sentences 3"):
         SentenceDedup(span_sentences=2, against=DedupIndexes([str(index_a)]))
@@ -181,3 +186,135 @@ def test_an_index_that_would_not_match_fails_before_the_run(index_a, tmp_path):
         DedupIndexes([str(index_a)]).read("url")
     with pytest.raises(ValueError, match="normalized"):
         ExactDedup(normalized=True, against=DedupIndexes([str(index_a)]))
+
+
+def test_every_option_an_index_message_suggests_is_one_dedup_takes(index_a):
+    index = DedupIndexes([str(index_a)]).manifests[0]
+    messages = []
+    for check in (
+        lambda: index.check_minhash(MinHashConfig(n_grams=7, num_buckets=20, hashes_per_bucket=4, seed=3)),
+        lambda: index.check_sentence(2),
+        lambda: index.entry("url"),
+    ):
+        with pytest.raises(ConfigurationError) as refused:
+            check()
+        messages.append(str(refused.value))
+    suggested = {flag for message in messages for flag in re.findall(r"--\w+", message)}
+    declared = {
+        flag for action in option_actions(pipeline_spec("dedup").option_classes) for flag in action.option_strings
+    }
+    assert suggested == {
+        "--minhash_ngrams",
+        "--minhash_buckets",
+        "--minhash_hashes_per_bucket",
+        "--minhash_seed",
+        "--span_sentences",
+        "--dedup",
+    }
+    assert suggested <= declared
+    assert "--minhash_ngrams 5 --minhash_buckets 14 --minhash_hashes_per_bucket 8 --minhash_seed 1" in messages[0]
+
+
+def test_the_manifest_records_what_each_shard_holds(index_a):
+    manifest = read_index_manifest(str(index_a))
+    files = [file for kind in manifest.kinds for file in manifest.kinds[kind]["files"]]
+    assert sorted(manifest.shards) == sorted(files) and len(files) == 9
+    for file, shard in manifest.shards.items():
+        with gzip.open(index_a / file) as stream:
+            records = len(stream.read().splitlines())
+        assert shard == {"bytes": (index_a / file).stat().st_size, "records": records}
+
+
+def _shard(folder: pathlib.Path, kind: str, number: int = 0) -> pathlib.Path:
+    return folder / kind / f"part-{number:05d}-of-00003.jsonl.gz"
+
+
+def _drop_lines(shard: pathlib.Path) -> None:
+    """Deletes every third line of a shard and compresses it again, as a user editing it would."""
+    lines = gzip.decompress(shard.read_bytes()).splitlines(keepends=True)
+    shard.write_bytes(gzip.compress(b"".join(lines[1::3] + lines[2::3])))
+
+
+def _edit_manifest(folder: pathlib.Path, edit) -> None:
+    manifest = json.loads((folder / "index.json").read_text())
+    edit(manifest)
+    (folder / "index.json").write_text(json.dumps(manifest))
+
+
+def _cut(path: pathlib.Path, size: int) -> None:
+    path.write_bytes(path.read_bytes()[:size])
+
+
+DAMAGES = {
+    "lines deleted from a shard": (lambda f: _drop_lines(_shard(f, "exact")), "exact/part-00000-of-00003.jsonl.gz"),
+    "a shard cut short": (lambda f: _cut(_shard(f, "minhash", 1), 900), "minhash/part-00001-of-00003.jsonl.gz"),
+    "a shard emptied": (lambda f: _cut(_shard(f, "sentence", 2), 0), "sentence/part-00002-of-00003.jsonl.gz"),
+    "a shard deleted": (lambda f: _shard(f, "minhash", 2).unlink(), "minhash/part-00002-of-00003.jsonl.gz"),
+    "a kind folder deleted": (lambda f: shutil.rmtree(f / "sentence"), "sentence/part-00000-of-00003.jsonl.gz"),
+    "index.json cut short": (lambda f: _cut(f / "index.json", 300), "index.json"),
+    "a kind's records edited": (
+        lambda f: _edit_manifest(f, lambda m: m["kinds"]["exact"].update(records=176)),
+        "index.json",
+    ),
+}
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
+def test_a_damaged_index_is_refused_before_the_run_naming_the_file(index_a, tmp_path, damage):
+    copy = tmp_path / "dump-a"
+    shutil.copytree(index_a, copy)
+    damage_index, named = DAMAGES[damage]
+    damage_index(copy)
+    with pytest.raises(ConfigurationError) as refused:
+        DedupIndexes([str(copy)])
+    message = str(refused.value)
+    assert str(copy / named) in message and "beamtrove run dedup_index" in message and "\n" not in message
+
+
+def test_an_index_lacking_a_kind_is_refused_by_the_step_that_needs_it(index_a, tmp_path):
+    copy = tmp_path / "dump-a"
+    shutil.copytree(index_a, copy)
+    _edit_manifest(copy, lambda manifest: [manifest["kinds"].pop(kind) for kind in ("minhash", "sentence")])
+    against = DedupIndexes([str(copy)])
+    with pytest.raises(ConfigurationError, match=f"Index {copy} holds no minhash keys .*--dedup minhash"):
+        MinHashDedup(THRESHOLD, against=against)
+    with pytest.raises(ConfigurationError, match=f"Index {copy} holds no sentence keys .*--dedup sentence"):
+        SentenceDedup(against=against)
+
+
+def _run_exact_against(index: pathlib.Path, documents: list[Document]) -> None:
+    with TestPipeline() as pipeline:
+        removed = pipeline | beam.Create(documents) | _ExactThenMinHash(DedupIndexes([str(index)]))
+        assert_that(removed | beam.Map(lambda row: row[1]), equal_to([document.id for document in documents]))
+
+
+def test_damage_that_keeps_the_size_fails_the_run_naming_the_shard(dumps, index_a, tmp_path):
+    probe = [dataclasses.replace(dumps[0][n], id=f"c-copy-of-a-{n:03d}") for n in range(3)]
+    garbage = tmp_path / "garbage"
+    shutil.copytree(index_a, garbage)
+    data = bytearray(_shard(garbage, "exact").read_bytes())
+    data[100:140] = b"x" * 40
+    _shard(garbage, "exact").write_bytes(bytes(data))
+    with pytest.raises(ConfigurationError, match=re.escape(f"Dedup index shard {_shard(garbage, 'exact')} is damaged")):
+        _run_exact_against(garbage, probe)
+    # Records deleted and the shard's size patched in index.json: its record count still tells.
+    fewer = tmp_path / "fewer"
+    shutil.copytree(index_a, fewer)
+    _drop_lines(_shard(fewer, "exact", 1))
+    size = _shard(fewer, "exact", 1).stat().st_size
+    _edit_manifest(fewer, lambda m: m["shards"]["exact/part-00001-of-00003.jsonl.gz"].update(bytes=size))
+    with pytest.raises(ConfigurationError, match=re.escape(f"Dedup index shard {_shard(fewer, 'exact', 1)} holds")):
+        _run_exact_against(fewer, probe)
+
+
+def test_an_index_from_before_shard_sizes_were_recorded_still_works(dumps, index_a, tmp_path, caplog):
+    old = tmp_path / "dump-a"
+    shutil.copytree(index_a, old)
+    _edit_manifest(old, lambda manifest: manifest.pop("shards"))
+    with caplog.at_level(logging.WARNING, logger="beamtrove.transforms.dedup.index"):
+        _run_exact_against(old, [dataclasses.replace(dumps[0][n], id=f"c-copy-of-a-{n:03d}") for n in range(3)])
+    assert f"Dedup index {old} records no shard sizes" in caplog.text
+    # Presence is still checked.
+    _shard(old, "exact").unlink()
+    with pytest.raises(ConfigurationError, match=re.escape(f"Dedup index shard {_shard(old, 'exact')} is missing")):
+        DedupIndexes([str(old)])
