@@ -15,7 +15,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import difflib
-from collections.abc import Iterable, Sequence
+import math
+import numbers
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from apache_beam.options.pipeline_options import (
@@ -30,9 +32,12 @@ if TYPE_CHECKING:
     from beamtrove.pipelines.spec import PipelineSpec
 
 __all__ = [
+    "FRACTION",
     "BeamtroveOptions",
     "ConfigurationError",
     "Option",
+    "OptionValue",
+    "Range",
     "ResumeOptions",
     "SuggestingParser",
     "declared",
@@ -40,7 +45,9 @@ __all__ = [
     "format_help",
     "option_actions",
     "parse",
+    "paths_read",
     "split_beam_options",
+    "value_type",
 ]
 
 
@@ -56,6 +63,58 @@ class ConfigurationError(ValueError):
 
 
 @dataclasses.dataclass(frozen=True)
+class Range:
+    """The numbers a setting takes: finite ones, between its bounds when it has them.
+
+    NaN and the infinities are in no range: NaN compares false with every
+    score, so a NaN threshold would drop (or keep) everything, silently.
+
+    Attributes:
+        minimum: The lowest number; None for no lower bound.
+        maximum: The highest number; None for no upper bound.
+        exclusive_minimum: The minimum itself is out of the range.
+        exclusive_maximum: The maximum itself is out of the range.
+    """
+
+    minimum: float | None = None
+    maximum: float | None = None
+    exclusive_minimum: bool = False
+    exclusive_maximum: bool = False
+
+    def __contains__(self, value: object) -> bool:
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+            return False
+        if self.minimum is not None and (value <= self.minimum if self.exclusive_minimum else value < self.minimum):
+            return False
+        return self.maximum is None or (value < self.maximum if self.exclusive_maximum else value <= self.maximum)
+
+    def describe(self, noun: str = "a number") -> str:
+        """The range in words: ``a number from 0 to 1``, or ``an integer of at least 1`` with ``noun="an integer"``."""
+        if None not in (self.minimum, self.maximum) and not (self.exclusive_minimum or self.exclusive_maximum):
+            return f"{noun} from {self.minimum} to {self.maximum}"
+        low = None if self.minimum is None else f"{'above' if self.exclusive_minimum else 'of at least'} {self.minimum}"
+        high = None if self.maximum is None else f"{'below' if self.exclusive_maximum else 'of at most'} {self.maximum}"
+        if low and high:
+            return f"{noun} {low} and {high.removeprefix('of ')}"
+        # Unbounded on one side, the range still excludes the infinity there.
+        return " ".join(filter(None, ("a finite number" if noun == "a number" else noun, low, high)))
+
+    def check(self, value: float, name: str) -> float:
+        """``value``, when it is in the range.
+
+        Raises:
+            ValueError: It is not; the message names ``name`` and the range.
+        """
+        if value not in self:
+            raise ValueError(f"{name} must be {self.describe()} (got {value!r}).")
+        return value
+
+
+#: Thresholds, ratios and probabilities.
+FRACTION = Range(0, 1)
+
+
+@dataclasses.dataclass(frozen=True)
 class Option:
     """One option: ``--name``, and ``--name-with-dashes`` when the name has underscores.
 
@@ -68,6 +127,15 @@ class Option:
         flag: A switch that takes no value and is True when given.
         repeatable: It may be given several times; its value is the list of them.
         const: Its value when it is given without one (``--name`` alone); it then takes a value optionally.
+        range: The numbers a numeric option takes; every ``int`` or ``float``
+            option without ``choices`` has one, so NaN, infinities and
+            nonsense are refused when the options are parsed.
+        check: For a text option holding numbers (``label:minimum`` pairs):
+            called with its value and the option's flag when the options are
+            parsed, it raises ValueError saying what is wrong, naming the flag.
+        reads: ``"path"`` when its value names a file or folder the run reads
+            (a model, a list, an index), ``"paths"`` when it names several,
+            comma-separated: none may overlap the run's output (:func:`paths_read`).
     """
 
     name: str
@@ -78,19 +146,66 @@ class Option:
     flag: bool = False
     repeatable: bool = False
     const: Any = None
+    range: Range | None = None
+    check: Callable[[str, str], Any] | None = None
+    reads: str | None = None
 
     def add_to(self, parser: argparse.ArgumentParser) -> None:
-        """Adds the option to an argparse parser (or argument group)."""
+        """Adds the option to an argparse parser (or argument group).
+
+        Its range and check apply in the parser of :func:`parse`; Beam's own
+        parsers (a worker reading the job's options again, ``PipelineOptions``
+        in library code) read the value as its ``type`` only.
+        """
         flags = [f"--{self.name}", *([f"--{self.name.replace('_', '-')}"] if "_" in self.name else [])]
         if self.flag:
             parser.add_argument(*flags, dest=self.name, action="store_true", help=self.help)
             return
-        settings = {"type": self.type, "default": self.default, "choices": self.choices, "const": self.const}
+        checked = isinstance(parser, _CheckingParser) and (self.range is not None or self.check is not None)
+        value_reader = OptionValue(self) if checked else self.type
+        settings = {"type": value_reader, "default": self.default, "choices": self.choices, "const": self.const}
         if self.const is not None:
             settings["nargs"] = "?"
         action = "append" if self.repeatable else "store"
         given = {key: value for key, value in settings.items() if value is not None}
         parser.add_argument(*flags, dest=self.name, action=action, help=self.help, **given)
+
+
+class OptionValue:
+    """The argparse ``type`` of an option with a range or a check: reads its value, refusing what they refuse.
+
+    A refusal is one line naming the option and what it takes, such as
+    ``--language_threshold must be a number from 0 to 1 (got 'nan').``
+
+    Attributes:
+        option: The option.
+    """
+
+    def __init__(self, option: Option):
+        self.option = option
+
+    def __call__(self, text: str) -> Any:
+        option, flag = self.option, f"--{self.option.name}"
+        if option.check is not None:
+            try:
+                option.check(text, flag)
+            except ValueError as exc:
+                raise argparse.ArgumentError(None, str(exc)) from None
+            return text
+        try:
+            value = option.type(text)
+        except ValueError:
+            value = None
+        if value is None or value not in option.range:
+            taken = option.range.describe("an integer" if option.type is int else "a number")
+            # An error for no argument is the message alone, with no "argument --x/--y:" before it.
+            raise argparse.ArgumentError(None, f"{flag} must be {taken} (got {text!r}).")
+        return value
+
+
+def value_type(action: argparse.Action) -> Any:
+    """The type an option's values are read as (``int``, ``float``; None for text), even behind its range."""
+    return action.type.option.type if isinstance(action.type, OptionValue) else action.type
 
 
 def declared(*options: Option) -> classmethod:
@@ -108,7 +223,21 @@ def declared(*options: Option) -> classmethod:
         for option in options:
             option.add_to(parser)
 
+    # The declarations themselves, for what the options name beyond their values (paths_read).
+    add_arguments.options = options
     return classmethod(add_arguments)
+
+
+def paths_read(options: PipelineOptions, option_classes: Iterable[type]) -> list[tuple[str, str]]:
+    """``(--name, path)`` for every file or folder the options name for a run to read (:attr:`Option.reads`)."""
+    found = []
+    for options_class in option_classes:
+        values = options.view_as(options_class)
+        for option in getattr(options_class._add_argparse_args, "options", ()):
+            value = getattr(values, option.name, None) if option.reads else None
+            paths = (value.split(",") if option.reads == "paths" else [value]) if value else []
+            found += [(f"--{option.name}", path.strip()) for path in paths if path.strip()]
+    return found
 
 
 class BeamtroveOptions(PipelineOptions):
@@ -125,6 +254,7 @@ class BeamtroveOptions(PipelineOptions):
             "input_ranges",
             "A JSON file listing input files, and byte ranges of plain JSONL files, to read instead of --input "
             "(what `beamtrove elastic worker` passes each shard).",
+            reads="path",
         ),
         Option(
             "output",
@@ -143,10 +273,11 @@ class BeamtroveOptions(PipelineOptions):
             "terminal gets one line updated every second. 0 shows no progress. Default: 10.",
             float,
             10.0,
+            range=Range(0),
         ),
-        Option("skip", "Documents to skip at the start of the input.", int, 0),
-        Option("limit", "Read at most this many documents.", int),
-        Option("max_file_size", "Start a new output file past this many bytes.", int),
+        Option("skip", "Documents to skip at the start of the input.", int, 0, range=Range(0)),
+        Option("limit", "Read at most this many documents.", int, range=Range(0)),
+        Option("max_file_size", "Start a new output file past this many bytes.", int, range=Range(1)),
     )
 
 

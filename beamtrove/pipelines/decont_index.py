@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beamtrove.fs import InputFile
-from beamtrove.options import Option, declared
+from beamtrove.options import Option, Range, declared
 from beamtrove.pipelines.common import reader_settings, required_inputs
 from beamtrove.pipelines.spec import PipelineSpec, Sink
 from beamtrove.text import WORD_SPLITTERS
@@ -44,7 +44,7 @@ class DecontIndexOptions(PipelineOptions):
             "its first dot. Default: task.",
             default="task",
         ),
-        Option("decont_ngrams", "Words per n-gram. Default: 12.", int, 12),
+        Option("decont_ngrams", "Words per n-gram. Default: 12.", int, 12, range=Range(1)),
         Option("decont_find_query_ngrams", "Also index n-grams of the query alone.", flag=True),
         Option(
             "decont_no_overlap_ngrams",
@@ -58,7 +58,13 @@ class DecontIndexOptions(PipelineOptions):
             default="beamtrove",
             choices=WORD_SPLITTERS,
         ),
-        Option("decont_index_shards", "Hash files per task, each written by its own worker. Default: 1.", int, 1),
+        Option(
+            "decont_index_shards",
+            "Hash files per task, each written by its own worker. Default: 1.",
+            int,
+            1,
+            range=Range(1),
+        ),
     )
 
 

@@ -37,8 +37,8 @@ from beamtrove.transforms.filters import (
     GopherQualityFilter,
     GopherRepetitionFilter,
 )
-from beamtrove.transforms.filters.classifier import FILTER_MODES, FastTextClassifierFilter
-from beamtrove.transforms.filters.unigram import UnigramLogProbFilter
+from beamtrove.transforms.filters.classifier import FILTER_MODES, FastTextClassifierFilter, label_thresholds
+from beamtrove.transforms.filters.unigram import LOGPROB_THRESHOLDS, UnigramLogProbFilter
 from beamtrove.transforms.formatters import FTFYFormatter, PIIFormatter, SymbolLinesFormatter
 
 __all__ = [
@@ -76,6 +76,7 @@ class C4BadWordsOptions(PipelineOptions):
             "badwords_dir",
             "Folder (path or fsspec URL) holding one LDNOOBW bad-words list per language code, e.g. <dir>/en. "
             "Needed by the c4_badwords step.",
+            reads="path",
         ),
         Option("badwords_languages", "Comma-separated languages whose lists to load. Default: en.", default="en"),
     )
@@ -97,6 +98,7 @@ class DecontOptions(PipelineOptions):
             "decont_index",
             "Comma-separated index folders written by `beamtrove run decont_index` (or DataTrove's "
             "NGramsDecontIndexer). Needed by the decont step.",
+            reads="paths",
         ),
     )
 
@@ -117,17 +119,20 @@ class ClassifierOptions(PipelineOptions):
             "classifier_model",
             "fastText classifier (.bin or .ftz, path or fsspec URL), e.g. from `beamtrove train-classifier`. "
             "Needed by the classifier step.",
+            reads="path",
         ),
         Option(
             "classifier_labels",
             "Comma-separated label:minimum pairs; a text is kept when one label scores at least its minimum. "
             "Default: hq:0.5.",
             default="hq:0.5",
+            check=label_thresholds,
         ),
         Option(
             "classifier_remove_labels",
             "Comma-separated label:minimum pairs; a text is removed when one label scores at least its minimum "
             "(instead of --classifier_labels).",
+            check=label_thresholds,
         ),
         Option(
             "classifier_mode",
@@ -143,23 +148,12 @@ class ClassifierOptions(PipelineOptions):
     )
 
 
-def _label_pairs(given: str, flag: str) -> list[tuple[str, float]]:
-    pairs = []
-    for pair in filter(None, (part.strip() for part in given.split(","))):
-        label, _, minimum = pair.rpartition(":")
-        try:
-            pairs.append((label, float(minimum)))
-        except ValueError:
-            raise ValueError(f"{flag} takes label:minimum pairs such as hq:0.5, not {pair!r}.") from None
-    return pairs
-
-
 def _classifier(options: PipelineOptions) -> DocumentStep:
     own = options.view_as(ClassifierOptions)
     if not own.classifier_model:
         raise ValueError("The classifier step needs --classifier_model, a fastText classifier.")
-    remove = _label_pairs(own.classifier_remove_labels or "", "--classifier_remove_labels")
-    keep = [] if remove else _label_pairs(own.classifier_labels, "--classifier_labels")
+    remove = label_thresholds(own.classifier_remove_labels or "", "--classifier_remove_labels")
+    keep = [] if remove else label_thresholds(own.classifier_labels, "--classifier_labels")
     return filter_step(
         FastTextClassifierFilter(
             own.classifier_model,
@@ -179,8 +173,15 @@ class UnigramOptions(PipelineOptions):
             "unigram_table",
             "word,count CSV table (path or fsspec URL), e.g. Google's 1T unigram_freq.csv that DataTrove downloads. "
             "Default: wordfreq's English frequencies (pip install 'beamtrove[unigram]').",
+            reads="path",
         ),
-        Option("unigram_threshold", "Average log probability a document must exceed. Default: -10.", float, -10.0),
+        Option(
+            "unigram_threshold",
+            "Average log probability a document must exceed. Default: -10.",
+            float,
+            -10.0,
+            range=LOGPROB_THRESHOLDS,
+        ),
     )
 
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beamtrove.fs import InputFile
-from beamtrove.options import Option, declared
+from beamtrove.options import Option, Range, declared
 from beamtrove.pipelines.common import ShardOptions, reader_settings, required_inputs, token_shards_sink
 from beamtrove.pipelines.spec import PipelineSpec, Sink
 from beamtrove.transforms.tokens import ChunkShuffle, ReadTokenShards, shard_tokenizer
@@ -41,6 +41,7 @@ class MergeTokensOptions(PipelineOptions):
             "context and its next token). Documents stay in input order before they are cut; the last, shorter "
             "window is dropped; the index keeps the document ends inside windows. Default: no windows.",
             int,
+            range=Range(1),
         ),
     )
 

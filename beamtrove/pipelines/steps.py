@@ -12,7 +12,7 @@ from collections.abc import Callable
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beamtrove.assets import default_lid_model, default_url_blocklist
-from beamtrove.options import Option, declared
+from beamtrove.options import FRACTION, Option, Range, declared
 from beamtrove.pipelines.common import ExtractionOptions
 from beamtrove.pipelines.spec import DocumentStep
 from beamtrove.text import WORD_SPLITTERS
@@ -52,6 +52,7 @@ class URLFilterOptions(PipelineOptions):
             "Folder with the UT1 domains/urls lists and banned word lists, path or fsspec URL. "
             "Default: the one `beamtrove assets fetch` stores in the asset cache.",
             default=default_url_blocklist(),
+            reads="path",
         ),
     )
 
@@ -65,13 +66,14 @@ class LanguageOptions(PipelineOptions):
             "fastText language-ID model (lid.176.ftz or .bin), path or fsspec URL. "
             "Default: the one `beamtrove assets fetch` stores in the asset cache.",
             default=default_lid_model(),
+            reads="path",
         ),
         Option(
             "languages",
             "Comma-separated ISO 639 codes of the languages to keep; 'all' keeps any language. Default: en.",
             default="en",
         ),
-        Option("language_threshold", "Minimum language score. Default: 0.65.", float, 0.65),
+        Option("language_threshold", "Minimum language score. Default: 0.65.", float, 0.65, range=FRACTION),
     )
 
 
@@ -87,6 +89,7 @@ class LanguageScreenOptions(PipelineOptions):
             f"{DEFAULT_SCREEN_THRESHOLD}. Default: no screen.",
             float,
             const=DEFAULT_SCREEN_THRESHOLD,
+            range=Range(0, 1, exclusive_minimum=True),
         ),
     )
 

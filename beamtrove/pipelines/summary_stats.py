@@ -16,7 +16,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from beamtrove.assets import default_lid_model
 from beamtrove.fs import InputFile, join
 from beamtrove.layout import SUMMARY_STATS_DIR
-from beamtrove.options import Option, declared
+from beamtrove.options import Option, Range, declared
 from beamtrove.pipelines.common import RowInputOptions, row_reader
 from beamtrove.pipelines.spec import PipelineSpec, Sink
 from beamtrove.text import WORD_SPLITTERS
@@ -67,17 +67,25 @@ class SummaryStatsOptions(PipelineOptions):
             f"Comma-separated groups among {', '.join(GROUPS)}. Default: {','.join(DEFAULT_GROUPS)}.",
             default=",".join(DEFAULT_GROUPS),
         ),
-        Option("summary_histogram_digits", "Decimal digits histogram values are rounded to. Default: 3.", int, 3),
+        Option(
+            "summary_histogram_digits",
+            "Decimal digits histogram values are rounded to. Default: 3.",
+            int,
+            3,
+            range=Range(0),
+        ),
         Option(
             "summary_top_k",
             f"Keys (hosts, suffixes) kept in the fqdn and suffix groups. Default: {DEFAULT_TOP_K}.",
             int,
             DEFAULT_TOP_K,
+            range=Range(1),
         ),
         Option(
             "summary_lid_model",
             "fastText lid.176 model of the lang statistics (path or URL). Default: the asset cache's.",
             default=default_lid_model(),
+            reads="path",
         ),
         Option("summary_language", "Language the lang statistics score. Default: en.", default="en"),
         Option(
@@ -91,6 +99,7 @@ class SummaryStatsOptions(PipelineOptions):
         Option(
             "summary_tokenizer",
             "tokenizer.json counting the tokens of documents without token_count metadata (token statistics).",
+            reads="path",
         ),
     )
 

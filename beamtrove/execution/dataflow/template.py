@@ -21,7 +21,7 @@ import dataclasses
 import re
 
 from beamtrove import __version__
-from beamtrove.options import option_actions
+from beamtrove.options import option_actions, value_type
 from beamtrove.pipelines import pipeline_spec
 
 __all__ = [
@@ -91,7 +91,7 @@ def _template_option(action: argparse.Action) -> TemplateOption:
     repeatable = isinstance(action, argparse._AppendAction)
     if action.choices is not None:
         return TemplateOption(name, text, "enum", tuple(str(choice) for choice in action.choices), repeatable)
-    kind = {int: "integer", float: "number"}.get(action.type, "text")
+    kind = {int: "integer", float: "number"}.get(value_type(action), "text")
     return TemplateOption(name, text, kind, repeatable=repeatable)
 
 

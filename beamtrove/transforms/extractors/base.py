@@ -18,6 +18,7 @@ import abc
 import dataclasses
 import gc
 import logging
+import math
 import multiprocessing
 import os
 import signal
@@ -387,8 +388,9 @@ class Extract(beam.PTransform):
 
     def __init__(self, extractor: Extractor, timeout: float | None = 1.0, step: str = "extract"):
         super().__init__()
-        if timeout is not None and timeout <= 0:
-            raise ValueError(f"timeout must be positive seconds or None, not {timeout!r}.")
+        # A NaN timeout would make every page a timeout.
+        if timeout is not None and not 0 < timeout < math.inf:
+            raise ValueError(f"timeout must be positive, finite seconds or None, not {timeout!r}.")
         self._extractor = extractor
         self._timeout = timeout
         self._step = step

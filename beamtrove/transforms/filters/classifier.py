@@ -16,10 +16,11 @@ import numpy as np
 
 from beamtrove.document import Document
 from beamtrove.fs import filesystem
+from beamtrove.options import FRACTION
 from beamtrove.transforms.filters.base import DocumentFilter, Drop, Verdict, load_once
 from beamtrove.transforms.filters.language import load_fasttext_model
 
-__all__ = ["FILTER_MODES", "FastTextClassifierFilter", "LabelThresholds"]
+__all__ = ["FILTER_MODES", "FastTextClassifierFilter", "LabelThresholds", "label_thresholds"]
 
 _LABEL_PREFIX = "__label__"
 # A label the model did not return for a unit: scores below any threshold, as in DataTrove.
@@ -32,12 +33,39 @@ FILTER_MODES = ("document", "paragraph", "sentence")
 LabelThresholds = tuple[str, float] | Iterable[tuple[str, float]]
 
 
+def label_thresholds(text: str, name: str = "label thresholds") -> list[tuple[str, float]]:
+    """The ``(label, minimum)`` pairs of comma-separated ``label:minimum`` text, such as ``hq:0.5,lq:0.2``.
+
+    Raises:
+        ValueError: A pair with no label, or whose minimum is not a score
+            from 0 to 1; the message names ``name`` (an option's flag) and the pair.
+    """
+    pairs = []
+    for pair in filter(None, (part.strip() for part in text.split(","))):
+        label, _, minimum = pair.rpartition(":")
+        try:
+            score = float(minimum)
+        except ValueError:
+            score = None
+        if not label or score not in FRACTION:
+            raise ValueError(
+                f"{name} takes label:minimum pairs such as hq:0.5, each minimum {FRACTION.describe()} (got {pair!r})."
+            )
+        pairs.append((label, score))
+    return pairs
+
+
 def _pairs(thresholds: LabelThresholds | None) -> tuple[tuple[str, float], ...]:
     if not thresholds:
         return ()
     if isinstance(thresholds, tuple) and len(thresholds) == 2 and isinstance(thresholds[0], str):
         thresholds = [thresholds]
-    return tuple((str(label).removeprefix(_LABEL_PREFIX), float(score)) for label, score in thresholds)
+    pairs = []
+    for given, score in thresholds:
+        label = str(given).removeprefix(_LABEL_PREFIX)
+        # fastText's scores are probabilities: a NaN minimum would clear no score, one above 1 none either.
+        pairs.append((label, FRACTION.check(float(score), f"The minimum score of label {label!r}")))
+    return tuple(pairs)
 
 
 def _paragraphs(text: str) -> list[str]:
@@ -108,9 +136,9 @@ class FastTextClassifierFilter(DocumentFilter):
 
     Raises:
         FileNotFoundError: There is no model at ``model_path``.
-        ValueError: Both ``keep_labels`` and ``remove_labels``, a label the
-            model does not have, an unknown ``filter_mode``, or sentence mode
-            without spaCy.
+        ValueError: Both ``keep_labels`` and ``remove_labels``, a minimum
+            score that is not from 0 to 1, a label the model does not have, an
+            unknown ``filter_mode``, or sentence mode without spaCy.
     """
 
     name = "classifier"

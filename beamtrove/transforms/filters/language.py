@@ -12,6 +12,7 @@ from fsspec.implementations.local import LocalFileSystem
 
 from beamtrove.document import Document
 from beamtrove.fs import filesystem, open_url
+from beamtrove.options import FRACTION
 from beamtrove.transforms.filters.base import DocumentFilter, Drop, Verdict, load_once
 
 __all__ = ["LanguageFilter", "UnknownLanguageError", "load_fasttext_model"]
@@ -64,11 +65,12 @@ class LanguageFilter(DocumentFilter):
             path or fsspec URL; ``beamtrove assets fetch`` provides one.
         languages: ISO 639 codes to keep (``"en"``, ...); ``None`` keeps any
             language predicted confidently enough.
-        language_threshold: Minimum probability.
+        language_threshold: Minimum probability, from 0 to 1.
         label_only: Label documents without dropping any.
 
     Raises:
         FileNotFoundError: There is no model at ``model_path``.
+        ValueError: ``language_threshold`` is not from 0 to 1.
         UnknownLanguageError: A code of ``languages`` is not one of the
             model's labels (``en``, ``fr``, ... for lid.176).
     """
@@ -91,7 +93,8 @@ class LanguageFilter(DocumentFilter):
             )
         self.model_path = model_path
         self.languages = None if languages is None else frozenset(languages)
-        self.language_threshold = language_threshold
+        # A NaN threshold would clear no score: every document dropped.
+        self.language_threshold = FRACTION.check(language_threshold, "language_threshold")
         self.label_only = label_only
         if self.languages is not None:
             _check_languages(self.languages, self._shared_model(), model_path)

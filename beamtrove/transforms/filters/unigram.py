@@ -23,15 +23,19 @@ import numpy as np
 
 from beamtrove.document import Document
 from beamtrove.fs import filesystem, open_url
+from beamtrove.options import Range
 from beamtrove.text import check_word_splitter, word_splitter
 from beamtrove.transforms.filters.base import DocumentFilter, Drop, Verdict, load_once
 
-__all__ = ["UnigramLogProbFilter", "read_unigram_table", "wordfreq_unigram_counts"]
+__all__ = ["LOGPROB_THRESHOLDS", "UnigramLogProbFilter", "read_unigram_table", "wordfreq_unigram_counts"]
 
 # The probability of a word the table lacks, as in DataTrove.
 _UNKNOWN_PROBABILITY = 1e-9
 # wordfreq's smallest English frequency is about 1e-8: scaled by this, every count keeps five significant digits.
 _WORDFREQ_SCALE = 1e12
+
+#: The thresholds that keep some documents: a score is an average of log probabilities, so at most 0.
+LOGPROB_THRESHOLDS = Range(maximum=0, exclusive_maximum=True)
 
 
 def wordfreq_unigram_counts() -> dict[str, int]:
@@ -59,7 +63,10 @@ def read_unigram_table(path: str) -> dict[str, int]:
 
     Raises:
         FileNotFoundError: There is no table at ``path``.
-        ValueError: The table lacks a ``word`` or ``count`` column, or a count is not an integer.
+        ValueError: The table lacks a ``word`` or ``count`` column, holds no
+            row, or a count is not a positive integer (zero, negative or NaN
+            counts would make the probabilities meaningless); the message
+            names the file and the line.
     """
     fs, local = filesystem(path)
     if not fs.exists(local):
@@ -69,11 +76,16 @@ def read_unigram_table(path: str) -> dict[str, int]:
         if not {"word", "count"}.issubset(rows.fieldnames or ()):
             raise ValueError(f"{path} is not a unigram table: its header must name word and count columns.")
         counts = {}
-        for line, row in enumerate(rows, start=2):
+        for row in rows:
             try:
-                counts[row["word"]] = int(row["count"])
+                count = int(row["count"])
             except (TypeError, ValueError):
-                raise ValueError(f"{path}, line {line}: the count {row['count']!r} is not an integer.") from None
+                count = 0
+            if count < 1:
+                raise ValueError(f"{path}, line {rows.line_num}: the count {row['count']!r} is not a positive integer.")
+            counts[row["word"]] = count
+    if not counts:
+        raise ValueError(f"{path} is not a unigram table: it holds no word,count rows after its header.")
     return counts
 
 
@@ -98,7 +110,8 @@ class UnigramLogProbFilter(DocumentFilter):
     the default splitter is beamtrove's, the one of the other quality filters.
 
     Args:
-        logprobs_threshold: The average log probability a document must exceed.
+        logprobs_threshold: The average log probability a document must
+            exceed, below 0 (:data:`LOGPROB_THRESHOLDS`).
         table: A ``word,count`` CSV table (path or fsspec URL; ``.gz`` and
             other compressions by name); ``None`` for wordfreq's English
             frequencies (``pip install 'beamtrove[unigram]'``).
@@ -107,15 +120,16 @@ class UnigramLogProbFilter(DocumentFilter):
 
     Raises:
         FileNotFoundError: There is no table at ``table``.
-        ValueError: An unreadable table, no wordfreq for the default table,
-            an unknown splitter, or ``spacy`` without spaCy installed.
+        ValueError: A threshold out of range, an unreadable table, no
+            wordfreq for the default table, an unknown splitter, or ``spacy``
+            without spaCy installed.
     """
 
     name = "unigram_logprob"
 
     def __init__(self, logprobs_threshold: float = -10.0, table: str | None = None, word_splitter: str = "beamtrove"):
         check_word_splitter(word_splitter)
-        self.logprobs_threshold = logprobs_threshold
+        self.logprobs_threshold = LOGPROB_THRESHOLDS.check(logprobs_threshold, "logprobs_threshold")
         self.table = table
         self.word_splitter = word_splitter
         # Reads the table now: a missing or malformed one fails before the run starts.

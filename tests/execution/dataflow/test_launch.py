@@ -28,8 +28,14 @@ DATAFLOW_ARGS = [
 ]
 
 
+# Values of the parameters whose options take neither 0.5 nor 3 nor a path: ranges beyond what a regex says.
+_SAMPLES = {"unigram_threshold": "-8.5", "classifier_labels": "hq:0.5", "classifier_remove_labels": "lq:0.75"}
+
+
 def _sample(parameter: dict) -> str:
-    """A value the parameter's spec accepts."""
+    """A value the parameter's spec accepts and its option takes."""
+    if parameter["name"] in _SAMPLES:
+        return _SAMPLES[parameter["name"]]
     if parameter["paramType"] == "ENUM":
         return parameter["enumOptions"][0]["value"]
     if parameter["paramType"] == "BOOLEAN":

@@ -117,9 +117,11 @@ def test_extractor_exceptions_are_dead_letters_in_process(benchmark):
     pipeline.run().wait_until_finish()
 
 
-def test_timeout_must_be_positive():
-    with pytest.raises(ValueError, match="timeout must be positive"):
-        Extract(Trafilatura(), timeout=0)
+@pytest.mark.parametrize("timeout", [0, -1, float("nan"), float("inf")])
+def test_timeout_must_be_positive(timeout):
+    # NaN compares false with every CPU time: every page would be a timeout.
+    with pytest.raises(ValueError, match=f"timeout must be positive, finite seconds or None, not {timeout!r}"):
+        Extract(Trafilatura(), timeout=timeout)
 
 
 def test_document_fields_other_than_text_are_kept(benchmark):

@@ -9,6 +9,8 @@ inaugural addresses) as ``hq`` against the gold text of real web articles
 
 from __future__ import annotations
 
+import math
+
 import apache_beam as beam
 import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
@@ -16,8 +18,10 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from beamtrove.cli.train_classifier import TrainingSettings, train_classifier
 from beamtrove.document import Document
+from beamtrove.options import parse
+from beamtrove.pipelines import pipeline_spec
 from beamtrove.transforms.filters import Drop, Filter
-from beamtrove.transforms.filters.classifier import FastTextClassifierFilter
+from beamtrove.transforms.filters.classifier import FastTextClassifierFilter, label_thresholds
 from tests.transforms.filters.conftest import outcomes
 
 
@@ -113,3 +117,29 @@ def test_refuses_bad_configuration(model, tmp_path):
         FastTextClassifierFilter(model, keep_labels=("edu", 0.5))
     with pytest.raises(ValueError, match="document, paragraph, sentence"):
         FastTextClassifierFilter(model, filter_mode="line")
+
+
+@pytest.mark.parametrize("minimum", [math.nan, math.inf, -math.inf, 2, -0.1, "nan"])
+@pytest.mark.parametrize("labels", ["keep_labels", "remove_labels"])
+def test_refuses_a_minimum_score_no_probability_can_meet(model, labels, minimum):
+    # fastText's scores are from 0 to 1: NaN or 2 as a minimum would keep (or remove) nothing.
+    refusal = rf"^The minimum score of label 'lq' must be a number from 0 to 1 \(got {float(minimum)!r}\)\.$"
+    with pytest.raises(ValueError, match=refusal):
+        FastTextClassifierFilter(model, **{labels: [("hq", 0.5), ("__label__lq", minimum)]})
+
+
+def test_label_thresholds_reads_label_minimum_pairs():
+    assert label_thresholds("hq:0.5, lq:0,,__label__x:1") == [("hq", 0.5), ("lq", 0.0), ("__label__x", 1.0)]
+    assert label_thresholds("") == []
+    with pytest.raises(ValueError, match=r"^--labels takes label:minimum pairs such as hq:0.5, each minimum a number"):
+        label_thresholds("hq:0.5,lq:1.5", "--labels")
+
+
+def test_the_filter_pipeline_builds_the_classifier_with_the_labels_given(model, review_jsonl, tmp_path):
+    filter_pipeline = pipeline_spec("filter")
+    argv = ["--steps", "classifier", "--classifier_model", model, "--input", str(review_jsonl), "--output",
+            str(tmp_path / "out")]  # fmt: skip
+    keeping = filter_pipeline.flow(parse(filter_pipeline, [*argv, "--classifier_labels", "hq:0.5,lq:0"]))
+    assert keeping.steps[0].fn._rule.keep_labels == (("hq", 0.5), ("lq", 0.0))
+    removing = filter_pipeline.flow(parse(filter_pipeline, [*argv, "--classifier_remove_labels=lq:1"]))
+    assert (removing.steps[0].fn._rule.keep_labels, removing.steps[0].fn._rule.remove_labels) == ((), (("lq", 1.0),))

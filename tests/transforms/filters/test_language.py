@@ -87,6 +87,13 @@ def test_codes_the_model_does_not_know_fail_at_construction_listing_those_it_doe
             LanguageFilter(model_path, languages=wrong)
 
 
+@pytest.mark.parametrize("threshold", [float("nan"), float("inf"), 2, -0.5])
+def test_a_threshold_no_probability_can_clear_fails_at_construction(model_path, threshold):
+    # NaN compares false with every score: each document would be dropped.
+    with pytest.raises(ValueError, match=rf"^language_threshold must be a number from 0 to 1 \(got {threshold!r}\)"):
+        LanguageFilter(model_path, language_threshold=threshold)
+
+
 def test_a_language_name_instead_of_a_code_fails_the_fineweb_run_before_any_work(
     model_path, data_dir, tmp_path, capsys
 ):

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import collections
 import csv
+import math
+import re
 
 import apache_beam as beam
 import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
+from beamtrove.cli import main
 from beamtrove.document import Document
 from beamtrove.text import split_words
 from beamtrove.transforms.filters import Drop, Filter
@@ -87,3 +90,40 @@ def test_refuses_bad_configuration(tmp_path):
         UnigramLogProbFilter(table=str(headless))
     with pytest.raises(ValueError, match="one of beamtrove, spacy"):
         UnigramLogProbFilter(word_splitter="nltk")
+
+
+@pytest.mark.parametrize("threshold", [math.nan, math.inf, -math.inf, 0, 0.5])
+def test_refuses_a_threshold_that_no_score_can_exceed(threshold):
+    # A score averages log probabilities, at most 0: from 0 up (or NaN) every document would be dropped.
+    refusal = rf"^logprobs_threshold must be a finite number below 0 \(got {threshold!r}\)\.$"
+    with pytest.raises(ValueError, match=refusal):
+        UnigramLogProbFilter(threshold)
+
+
+@pytest.mark.parametrize("count", ["0", "-3", "nan", "inf", "1.5", "many", ""])
+def test_refuses_a_table_with_a_count_that_is_no_positive_integer(review_table, tmp_path, count, review_jsonl, capsys):
+    # The reviews' table with its 5th row's count damaged: line 6 of the file, after the header.
+    with open(review_table, encoding="utf-8", newline="") as real:
+        rows = list(csv.reader(real))
+    assert len(rows) == 38_826
+    rows[5][1] = count
+    damaged = tmp_path / "damaged.csv"
+    with damaged.open("w", encoding="utf-8", newline="") as table:
+        csv.writer(table).writerows(rows)
+    message = f"{damaged}, line 6: the count {count!r} is not a positive integer."
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        UnigramLogProbFilter(table=str(damaged))
+    # On the command line: refused before the run, in one line, and nothing written.
+    output = tmp_path / "out"
+    argv = ["run", "filter", "--steps", "unigram_logprob", "--unigram_table", str(damaged), "--input",
+            str(review_jsonl), "--output", str(output)]  # fmt: skip
+    assert main(argv) == 2
+    assert capsys.readouterr().err == f"beamtrove: error: {message}\n"
+    assert not output.exists()
+
+
+def test_refuses_a_table_of_no_counts(tmp_path):
+    header_only = tmp_path / "header_only.csv"
+    header_only.write_text("word,count\n")
+    with pytest.raises(ValueError, match=r"header_only.csv is not a unigram table: it holds no word,count rows"):
+        UnigramLogProbFilter(table=str(header_only))
