@@ -11,6 +11,7 @@ import contextlib
 import dataclasses
 import hashlib
 import json
+import logging
 import os
 import pathlib
 import posixpath
@@ -24,12 +25,15 @@ import fsspec
 from fsspec.core import url_to_fs
 from fsspec.implementations.local import LocalFileSystem
 
+from beamtrove.layout import RUN_MARKS, SET_ASIDE_NAMES
+
 __all__ = [
     "InputFile",
     "file_sha256",
     "filesystem",
     "has_glob",
     "input_folder",
+    "is_glob",
     "is_hidden",
     "join",
     "match_inputs",
@@ -45,6 +49,7 @@ __all__ = [
 ]
 
 _GLOB_CHARS = "*?["
+_LOGGER = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass(frozen=True, order=True)
@@ -122,8 +127,16 @@ def _full_url(fs, path: str) -> str:
 
 
 def has_glob(path: str) -> bool:
-    """Whether ``path`` is a glob pattern."""
+    """Whether ``path`` holds glob characters (``*``, ``?``, ``[``); see :func:`is_glob`."""
     return any(char in path for char in _GLOB_CHARS)
+
+
+def is_glob(fs, path: str) -> bool:
+    """Whether ``path`` is read as a glob pattern on ``fs``: it holds glob characters and names nothing as it is.
+
+    A file or folder named outright, such as ``crawl[1].jsonl`` or ``run [old]/``, is read as that file or folder.
+    """
+    return has_glob(path) and not fs.exists(path)
 
 
 def _glob_base(path: str) -> str:
@@ -137,7 +150,7 @@ def input_folder(pattern: str, storage_options: Mapping[str, Any] | None = None)
     Returned as the filesystem's path, without protocol or trailing ``/``.
     """
     fs, path = filesystem(pattern, storage_options)
-    if has_glob(path):
+    if is_glob(fs, path):
         return _glob_base(path).rstrip("/") or "/"
     return path.rstrip("/") if fs.isdir(path) else None
 
@@ -155,62 +168,144 @@ def is_hidden(relative_path: str) -> bool:
     return any(part.startswith((".", "_")) for part in relative_path.split("/") if part)
 
 
-def _match_one(pattern: str, suffixes: tuple[str, ...], storage_options) -> list[InputFile]:
+def _set_aside_by_runs(names: Iterable[str]) -> tuple[set[str], dict[str, str]]:
+    """The beamtrove runs' output folders among ``names``, paths inside a folder, and what they set aside.
+
+    An output folder (one holding a :data:`~beamtrove.layout.RUN_MARKS` file) stands for the documents its run
+    kept, never for what it excluded, its dead letters or its statistics (:data:`~beamtrove.layout.SET_ASIDE_NAMES`).
+
+    Returns:
+        The runs' folders (``""`` for the folder itself), and each name set aside, with the run's output it is in
+        (``excluded``, ``CC-MAIN-2024-22/dead_letters``).
+    """
+    names = list(names)
+    runs = {posixpath.dirname(name) for name in names if posixpath.basename(name) in RUN_MARKS}
+    set_aside = {}
+    for name in names:
+        parts = name.split("/")
+        for depth, part in enumerate(parts):
+            if part in SET_ASIDE_NAMES and "/".join(parts[:depth]) in runs:
+                set_aside[name] = "/".join(parts[: depth + 1])
+                break
+    return runs, set_aside
+
+
+def _folder_files(fs, path: str, pattern: str, suffixes: tuple[str, ...], warn: bool) -> list[dict]:
+    """The data files under the folder ``path`` whose names end in ``suffixes``: not hidden, not set aside by a run.
+
+    Empty for a folder holding nothing but the outputs of runs that kept no document: an empty input, as a run's
+    output folder stands for the documents its run kept; said in a warning when ``warn``.
+
+    Raises:
+        FileNotFoundError: The folder holds no such file, and is not the output of runs that kept nothing.
+    """
+    base = path.rstrip("/") + "/"
+    listing = {_relative(name, base): entry for name, entry in fs.find(path, detail=True).items()}
+    runs, set_aside = _set_aside_by_runs(listing)
+    unset = [name for name in listing if name not in set_aside and not is_hidden(name)]
+    if runs and not unset:
+        if not warn:
+            return []
+        folders = sorted({folder for name, folder in set_aside.items() if name != folder})
+        unread = (
+            f": what it set aside ({', '.join(folder + '/' for folder in folders)}) is not read; name such a folder "
+            f"({join(pattern, folders[0])}) to read it"
+            if folders
+            else ""
+        )
+        _LOGGER.warning(
+            "Input %r %s that kept no document, so it is an empty input%s.",
+            pattern,
+            "is the output of a beamtrove run" if "" in runs else "holds only the outputs of beamtrove runs",
+            unread,
+        )
+        return []
+    kept = [listing[name] for name in unset if name.endswith(suffixes)]
+    if not kept:
+        raise FileNotFoundError(
+            f"No files ending in {', '.join(suffixes)} are under the directory {pattern!r}: check the path and the "
+            "pattern."
+        )
+    return kept
+
+
+def _match_one(pattern: str, suffixes: tuple[str, ...], storage_options, warn: bool) -> list[InputFile]:
+    """The files ``pattern`` names; none for the output folder of a run that kept no document.
+
+    Raises:
+        FileNotFoundError: As :func:`match_inputs`.
+    """
+    if not pattern.strip():
+        raise FileNotFoundError(
+            f"An input path is empty ({pattern!r}), which would read the current directory: pass a file, directory "
+            "or glob (an empty --input is often an unset shell variable)."
+        )
     fs, path = filesystem(pattern, storage_options)
-    if has_glob(path):
+    if is_glob(fs, path):
         base = _glob_base(path)
-        entries = fs.glob(path, detail=True).values()
-        where = f"files match {pattern!r}"
+        entries = [
+            entry
+            for entry in fs.glob(path, detail=True).values()
+            if entry.get("type", "file") == "file" and not is_hidden(_relative(entry["name"], base))
+        ]
+        if not entries:
+            raise FileNotFoundError(f"No files match {pattern!r}: check the path and the pattern.")
     elif fs.isdir(path):
         base = path.rstrip("/") + "/"
-        entries = [e for e in fs.find(path, detail=True).values() if e["name"].endswith(suffixes)]
-        where = f"files ending in {', '.join(suffixes)} are under the directory {pattern!r}"
+        entries = _folder_files(fs, path, pattern, suffixes, warn)
     elif fs.exists(path):
+        # A file named outright is read even when hidden; one found in a folder or by a pattern is not.
         base = posixpath.dirname(path) + "/"
         entries = [fs.info(path)]
-        where = ""
     else:
         raise FileNotFoundError(f"Input {pattern!r} does not exist: pass an existing file, directory or glob.")
-    files = [
-        InputFile(_full_url(fs, e["name"]), _relative(e["name"], base), int(e.get("size") or 0))
-        for e in entries
-        # A file named outright is read even when hidden; one found in a folder or by a pattern is not.
-        if e.get("type", "file") == "file" and (not where or not is_hidden(_relative(e["name"], base)))
-    ]
-    if not files:
-        raise FileNotFoundError(f"No {where}: check the path and the pattern.")
-    return files
+    return [InputFile(_full_url(fs, e["name"]), _relative(e["name"], base), int(e.get("size") or 0)) for e in entries]
 
 
 def match_inputs(
     patterns: str | Iterable[str],
     suffixes: tuple[str, ...] = (),
     storage_options: Mapping[str, Any] | None = None,
+    *,
+    warn_empty_runs: bool = True,
 ) -> list[InputFile]:
     """Expands input patterns into a sorted, de-duplicated list of files.
 
     Args:
         patterns: One or more files, directories (searched recursively for
-            names ending in ``suffixes``) or glob patterns, as paths or URLs;
-            entries found in directories or by patterns are skipped when
-            :func:`is_hidden`;
-            or already matched :class:`InputFile` entries, taken as they are.
+            names ending in ``suffixes``) or glob patterns (:func:`is_glob`),
+            as paths or URLs; entries found in directories or by patterns
+            are skipped when :func:`is_hidden`, and so is what a beamtrove
+            run's output folder found in a directory holds besides the
+            documents it kept; or already matched :class:`InputFile`
+            entries, taken as they are.
         suffixes: File name endings accepted when a pattern is a directory.
         storage_options: Passed to the fsspec filesystem (credentials, ...).
+        warn_empty_runs: Log a warning for each pattern that is the output
+            folder of a run that kept no document; False to match again
+            what a warning was given for.
+
+    Returns:
+        The files; none when every pattern is the output folder of a run
+        that kept no document (an empty input, with a warning).
 
     Raises:
-        FileNotFoundError: A pattern matches nothing or a path does not exist;
-            raised at pipeline construction, before any work starts.
+        FileNotFoundError: No pattern is given, one is empty or matches
+            nothing, or a path does not exist; raised at pipeline
+            construction, before any work starts.
     """
-    if isinstance(patterns, (str, InputFile)):
-        patterns = [patterns]
+    patterns = [patterns] if isinstance(patterns, (str, InputFile)) else list(patterns)
+    if not patterns:
+        raise FileNotFoundError("No input patterns were given.")
     found: dict[tuple[str, int], InputFile] = {}
     for pattern in patterns:
-        matched = [pattern] if isinstance(pattern, InputFile) else _match_one(pattern, suffixes, storage_options)
+        matched = (
+            [pattern]
+            if isinstance(pattern, InputFile)
+            else _match_one(pattern, suffixes, storage_options, warn_empty_runs)
+        )
         for file in matched:
             found.setdefault((file.url, file.start), file)
-    if not found:
-        raise FileNotFoundError("No input patterns were given.")
     return sorted(found.values())
 
 

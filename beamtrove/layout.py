@@ -15,11 +15,15 @@ An output folder holds::
     _completed/<stem>.json   resumable runs: an input's completion marker, written after its outputs
     _resume.json             resumable runs: the configuration the output was started with
     .beamtrove-staging/      everything still in flight: a run's outputs until it succeeds, the outputs
-                             of inputs still in progress; removed by the next run
+                             of inputs still in progress; removed by the next run, or, for a run
+                             stopped while publishing, moved into place by it
+    .beamtrove-lock/         the lock of the run that owns the folder while it runs
 
 Names starting with ``.`` or ``_`` are never data: readers skip them
-(:func:`beamtrove.fs.is_hidden`). A run stages its outputs and moves them into the
-output folder only when it succeeds (:mod:`beamtrove.execution.output`).
+(:func:`beamtrove.fs.is_hidden`); an output folder read as input stands for the
+documents its run kept, never for what it set aside (:data:`SET_ASIDE_NAMES`).
+A run stages its outputs and moves them into the output folder only when it
+succeeds (:mod:`beamtrove.execution.output`).
 
 ``<stem>`` is an input's path relative to its pattern, ``/`` replaced by
 ``--``, extensions dropped (:func:`input_stem`).
@@ -28,8 +32,11 @@ output folder only when it succeeds (:mod:`beamtrove.execution.output`).
 from __future__ import annotations
 
 import posixpath
+from typing import TYPE_CHECKING
 
-from beamtrove.fs import InputFile
+if TYPE_CHECKING:
+    # Only a type here: beamtrove.fs takes the names of a run's outputs from this module.
+    from beamtrove.fs import InputFile
 
 __all__ = [
     "CLUSTERS",
@@ -41,10 +48,13 @@ __all__ = [
     "EXCLUDED",
     "EXCLUDED_DIR",
     "KEPT",
+    "LOCK_DIR",
     "PART_FILES",
     "REPORT_FILE",
     "RESUME_CONFIG_FILE",
+    "RUN_MARKS",
     "RUN_OUTPUT_NAMES",
+    "SET_ASIDE_NAMES",
     "STAGING_DIR",
     "STATS_FILE",
     "SUMMARY_STATS_DIR",
@@ -72,6 +82,7 @@ SUMMARY_STATS_DIR = "summary_stats"
 COMPLETED_DIR = "_completed"
 RESUME_CONFIG_FILE = "_resume.json"
 STAGING_DIR = ".beamtrove-staging"
+LOCK_DIR = ".beamtrove-lock"
 WRITER_TEMP_PREFIX = ".beamtrove-tmp-"
 #: What a run's output folder holds besides bookkeeping: a file name template never renders them from a value.
 RUN_OUTPUT_NAMES = (
@@ -83,6 +94,10 @@ RUN_OUTPUT_NAMES = (
     REPORT_FILE,
     SUMMARY_STATS_DIR,
 )
+#: What a run's output folder holds besides the documents it kept: a folder read as input never yields them.
+SET_ASIDE_NAMES = tuple(name for name in RUN_OUTPUT_NAMES if name != DOCUMENTS_DIR)
+#: The files that make a folder the output folder of a beamtrove run.
+RUN_MARKS = (STATS_FILE, RESUME_CONFIG_FILE)
 #: The file names of documents, excluded documents and cluster maps written by a whole run.
 PART_FILES = "part-${shard}.jsonl.gz"
 

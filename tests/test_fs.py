@@ -1,11 +1,14 @@
-"""Input matching: globs, directories, URLs and errors before any work starts."""
+"""Input matching: globs, directories, URLs, names holding glob characters, run outputs and errors before any work."""
 
 from __future__ import annotations
+
+import json
+import logging
 
 import fsspec
 import pytest
 
-from beamtrove.fs import match_inputs
+from beamtrove.fs import input_folder, match_inputs
 
 
 def test_globs_directories_and_files_sorted_and_deduplicated(data_dir):
@@ -42,3 +45,113 @@ def test_errors_name_what_to_fix(tmp_path):
     (tmp_path / "notes.txt").write_text("not a dataset")
     with pytest.raises(FileNotFoundError, match=r"No files ending in \.jsonl are under the directory"):
         match_inputs(str(tmp_path), suffixes=(".jsonl",))
+
+
+def _review_lines(movie_reviews, count: int) -> str:
+    return "".join(json.dumps({"text": text}) + "\n" for text in list(movie_reviews.values())[:count])
+
+
+def test_a_file_or_folder_named_outright_is_read_as_named_whatever_its_name_holds(movie_reviews, tmp_path):
+    (tmp_path / "crawl[1].jsonl").write_text(_review_lines(movie_reviews, 3))
+    # What the names would match as globs: crawl1.jsonl, and "run o" ("[old]" being one of o, l, d).
+    (tmp_path / "crawl1.jsonl").write_text(_review_lines(movie_reviews, 1))
+    for folder in ("run [old]", "run o"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "part.jsonl").write_text(_review_lines(movie_reviews, 2))
+
+    [file] = match_inputs(str(tmp_path / "crawl[1].jsonl"))
+    assert (file.name, file.size) == ("crawl[1].jsonl", (tmp_path / "crawl[1].jsonl").stat().st_size)
+    [part] = match_inputs(str(tmp_path / "run [old]"), suffixes=(".jsonl",))
+    assert (part.url, part.name) == (str(tmp_path / "run [old]" / "part.jsonl"), "part.jsonl")
+    assert input_folder(str(tmp_path / "run [old]")) == str(tmp_path / "run [old]")
+
+    # A name that exists nowhere as it is stays a glob.
+    (tmp_path / "crawl[1].jsonl").unlink()
+    assert [f.name for f in match_inputs(str(tmp_path / "crawl[1].jsonl"))] == ["crawl1.jsonl"]
+    assert [f.name for f in match_inputs(str(tmp_path / "run [ox]" / "*.jsonl"))] == ["run o/part.jsonl"]
+
+
+@pytest.mark.parametrize("pattern", ["", " ", "\t\n"])
+def test_an_empty_input_path_is_refused_not_read_as_the_current_directory(
+    movie_reviews, tmp_path, monkeypatch, pattern
+):
+    (tmp_path / "reviews.jsonl").write_text(_review_lines(movie_reviews, 2))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(FileNotFoundError, match=r"An input path is empty .* would read the current directory"):
+        match_inputs(pattern, suffixes=(".jsonl",))
+    with pytest.raises(FileNotFoundError, match="An input path is empty"):
+        match_inputs([str(tmp_path / "reviews.jsonl"), pattern], suffixes=(".jsonl",))
+
+
+def _run_output(folder, kept: str | None, movie_reviews) -> None:
+    """What a beamtrove run leaves in ``folder``: its stats, what it set aside and, unless None, its documents."""
+    for name in ("excluded/c4_quality/part-00000.jsonl.gz", "dead_letters/part-00000.jsonl", kept):
+        if name:
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_text(_review_lines(movie_reviews, 2))
+    (folder / "stats.json").write_text("{}")
+    (folder / "summary_stats" / "doc").mkdir(parents=True)
+    (folder / "summary_stats" / "doc" / "metric.json.gz").write_text("{}")
+
+
+def test_a_run_output_inside_a_folder_stands_for_the_documents_its_run_kept(movie_reviews, tmp_path):
+    suffixes = (".jsonl", ".jsonl.gz", ".json.gz")
+    _run_output(tmp_path / "CC-MAIN-2024-10", "documents/part-00000.jsonl.gz", movie_reviews)
+    _run_output(tmp_path / "CC-MAIN-2024-18", None, movie_reviews)
+    _run_output(tmp_path / "converted", "part-00000.jsonl.gz", movie_reviews)
+    # Not a run's output (no stats.json beside it): a dataset's own excluded/ folder is data.
+    (tmp_path / "dataset" / "excluded").mkdir(parents=True)
+    (tmp_path / "dataset" / "excluded" / "rows.jsonl").write_text(_review_lines(movie_reviews, 1))
+
+    assert [f.name for f in match_inputs(str(tmp_path), suffixes)] == [
+        "CC-MAIN-2024-10/documents/part-00000.jsonl.gz",
+        "converted/part-00000.jsonl.gz",
+        "dataset/excluded/rows.jsonl",
+    ]
+    # Named outright, what a run set aside is read.
+    assert [f.name for f in match_inputs(str(tmp_path / "CC-MAIN-2024-18" / "excluded"), suffixes)] == [
+        "c4_quality/part-00000.jsonl.gz"
+    ]
+
+
+def test_a_run_output_that_kept_nothing_is_an_empty_input_with_a_warning(movie_reviews, tmp_path, caplog):
+    suffixes = (".jsonl", ".jsonl.gz")
+    kept_nothing = tmp_path / "CC-MAIN-2024-18"
+    _run_output(kept_nothing, None, movie_reviews)
+    # Runs that kept nothing in a folder, as --dump runs leave them: the folder is an empty input too.
+    _run_output(tmp_path / "dumps" / "CC-MAIN-2024-22", None, movie_reviews)
+    (tmp_path / "reviews.jsonl").write_text(_review_lines(movie_reviews, 2))
+
+    with caplog.at_level(logging.WARNING, logger="beamtrove.fs"):
+        assert match_inputs(str(kept_nothing), suffixes) == []
+        assert match_inputs(str(tmp_path / "dumps"), suffixes) == []
+        assert [f.name for f in match_inputs([str(kept_nothing), str(tmp_path / "reviews.jsonl")], suffixes)] == [
+            "reviews.jsonl"
+        ]
+        # Matching again what was said, as a run does when it starts.
+        assert match_inputs(str(kept_nothing), suffixes, warn_empty_runs=False) == []
+    said = (
+        f"Input {str(kept_nothing)!r} is the output of a beamtrove run that kept no document, so it is an empty input: "
+        f"what it set aside (dead_letters/, excluded/, summary_stats/) is not read; name such a folder "
+        f"({kept_nothing / 'dead_letters'}) to read it."
+    )
+    dumps = tmp_path / "dumps"
+    dump = "CC-MAIN-2024-22"
+    assert caplog.messages == [
+        said,
+        f"Input {str(dumps)!r} holds only the outputs of beamtrove runs that kept no document, so it is an empty "
+        f"input: what it set aside ({dump}/dead_letters/, {dump}/excluded/, {dump}/summary_stats/) is not read; "
+        f"name such a folder ({dumps / dump / 'dead_letters'}) to read it.",
+        said,
+    ]
+
+    # Only a run's output: an empty folder, or a glob matching nothing, is refused as before.
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match=r"No files ending in \.jsonl, \.jsonl\.gz are under the directory"):
+        match_inputs(str(tmp_path / "empty"), suffixes)
+    with pytest.raises(FileNotFoundError, match="No files match"):
+        match_inputs(str(tmp_path / "*.parquet"), suffixes)
+    # A run that kept documents of another format kept something: asked for Parquet, it holds none.
+    _run_output(tmp_path / "converted", "part-00000.jsonl.gz", movie_reviews)
+    with pytest.raises(FileNotFoundError, match=r"No files ending in \.parquet are under the directory"):
+        match_inputs(str(tmp_path / "converted"), (".parquet",))

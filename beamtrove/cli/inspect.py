@@ -26,7 +26,7 @@ import orjson
 from beamtrove.cli.parsing import command
 from beamtrove.dead_letter import DeadLetter
 from beamtrove.document import Document
-from beamtrove.fs import InputFile, filesystem, has_glob, is_hidden, join
+from beamtrove.fs import InputFile, filesystem, has_glob, is_glob, is_hidden, join
 from beamtrove.layout import DEAD_LETTERS_DIR, DOCUMENTS_DIR, EXCLUDED_DIR, STATS_FILE
 from beamtrove.options import ConfigurationError, did_you_mean
 from beamtrove.stats import read_stats
@@ -254,11 +254,10 @@ def _select(args: argparse.Namespace) -> _Selection:
             )
     first, *others = args.paths
     if not others and _is_run_output(first):
-        stats = _stats(first)
         if args.dead_letters:
-            return _dead_letters(first, stats)
+            return _dead_letters(first, _stats(first))
         if args.excluded is not None or args.reason is not None:
-            return _excluded(first, args.excluded or None, args.input_format, stats)
+            return _excluded(first, args.excluded or None, args.input_format, _stats(first))
         return _documents(first, args.input_format)
     if args.excluded is not None or args.dead_letters:
         option = "--dead-letters" if args.dead_letters else "--excluded"
@@ -276,7 +275,7 @@ def _named(paths: list[str]) -> str:
 
 def _is_run_output(url: str) -> bool:
     fs, path = filesystem(url)
-    return not has_glob(path) and fs.isdir(path) and any(fs.exists(join(path, name)) for name in _RUN_OUTPUT_MARKS)
+    return not is_glob(fs, path) and fs.isdir(path) and any(fs.exists(join(path, name)) for name in _RUN_OUTPUT_MARKS)
 
 
 def _documents(output: str, input_format: str) -> _Selection:
@@ -362,10 +361,13 @@ def _reader(paths: list[str], input_format: str) -> FileReader:
 
 
 def _stats(output: str) -> dict[str, Any]:
-    """The run's stats, or nothing when it has none it can read."""
+    """The run's stats, or nothing when it has none it can read: its records can still be shown, with a warning."""
     try:
         return read_stats(output)
-    except (OSError, ValueError):
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        print(f"beamtrove: warning: {exc}; the counts per step and reason are not shown", file=sys.stderr)
         return {}
 
 
@@ -388,7 +390,7 @@ def _size(size: int) -> str:
 
 def _is_folder(url: str) -> bool:
     fs, path = filesystem(url)
-    return not has_glob(path) and fs.isdir(path)
+    return not is_glob(fs, path) and fs.isdir(path)
 
 
 def _exists(url: str) -> bool:

@@ -1,10 +1,12 @@
 """Runs a pipeline and waits for it: build, run, wait, collect the stats, write ``stats.json``.
 
-A run that fails or is interrupted leaves the output folder as it was (see
-:mod:`beamtrove.execution.output`) and removes what it staged; an
-interrupted resumable run keeps the inputs it completed. ``stats.json`` is
-written only by a run that succeeded; a resumable run's stats total every
-input the output holds, whichever run completed it.
+A run that fails or is interrupted before it publishes leaves the output
+folder as it was (see :mod:`beamtrove.execution.output`) and removes what it
+staged; one interrupted while publishing leaves the publish for the next run
+into the folder to finish; an interrupted resumable run keeps the inputs it
+completed. ``stats.json`` is written only by a run that succeeded; a
+resumable run's stats total every input the output holds, whichever run
+completed it.
 
 What ``beamtrove run`` does, and what tests and elastic shard workers (through
 ``beamtrove run``) rely on. The runner is the one the options name, the
@@ -32,7 +34,7 @@ from beamtrove.execution.output import discard_staging
 from beamtrove.execution.resume import completed_totals, configuration
 from beamtrove.execution.runner_parts import use_local_runner_parts
 from beamtrove.fs import filesystem, join
-from beamtrove.layout import REPORT_FILE
+from beamtrove.layout import REPORT_FILE, STATS_FILE
 from beamtrove.options import BeamtroveOptions, ResumeOptions
 from beamtrove.pipelines.spec import PipelineSpec
 from beamtrove.progress import ProgressBoard
@@ -74,7 +76,12 @@ class RunResult:
 
 
 def run_pipeline(spec: PipelineSpec, options: PipelineOptions) -> RunResult:
-    """Builds, runs and waits for the pipeline, then writes ``stats.json`` into its output folder.
+    """Builds, runs and waits for the pipeline, then publishes its results with their ``stats.json``.
+
+    An ordinary run writes ``stats.json`` and ``report.html`` beside its
+    staged results and publishes them together; a resumable run writes them
+    into its output folder. The output folder is locked from the build to
+    the end of the run.
 
     Raises:
         ConfigurationError: The pipeline cannot be built with these options
@@ -82,43 +89,56 @@ def run_pipeline(spec: PipelineSpec, options: PipelineOptions) -> RunResult:
         RunInterrupted: The run was interrupted.
     """
     use_local_runner_parts(options)
-    built = build(spec, options)
+    built = build(spec, options, publish_in_pipeline=False)
+    plan = built.output
     started = time.monotonic()
     with _interrupts_noted() as interrupted, _progress_board(spec, built, options):
         try:
             result = built.pipeline.run()
             state = result.wait_until_finish()
+            stats = {
+                "beamtrove_version": __version__,
+                "pipeline": spec.name,
+                "runner": options.view_as(StandardOptions).runner or "DirectRunner",
+                "state": str(state),
+                "wall_seconds": round(time.monotonic() - started, 3),
+                "options": configuration(spec.name, options, spec.option_classes)["options"],
+                "funnel": list(built.flow.funnel),
+                "steps": collect_stats(result, built.pipeline, built.flow.funnel, built.flow.writers),
+            }
+            if state == PipelineState.DONE:
+                stats_path, report_path = _finish(built, stats, options)
         except BaseException:
-            built.output.abandon()
+            plan.abandon()
             # A runner reports an interrupt as the error of the step it stopped.
             if interrupted:
                 raise RunInterrupted(_interrupted(built)) from None
             raise
-    stats = {
-        "beamtrove_version": __version__,
-        "pipeline": spec.name,
-        "runner": options.view_as(StandardOptions).runner or "DirectRunner",
-        "state": str(state),
-        "wall_seconds": round(time.monotonic() - started, 3),
-        "options": configuration(spec.name, options, spec.option_classes)["options"],
-        "funnel": list(built.flow.funnel),
-        "steps": collect_stats(result, built.pipeline, built.flow.funnel, built.flow.writers),
-    }
     if state != PipelineState.DONE:
-        built.output.abandon()
+        plan.abandon()
         return RunResult(str(state), stats, "")
+    plan.release()
+    return RunResult(str(state), stats, stats_path, report_path)
+
+
+def _finish(built: Built, stats: dict[str, Any], options: PipelineOptions) -> tuple[str, str]:
+    """Writes the stats and the report of a run that succeeded and publishes them with its results; their paths."""
+    plan = built.output
     if options.view_as(ResumeOptions).resumable:
         # Each input removed its own staging folder; their common parent goes once all are done.
-        discard_staging(built.output.output, built.output.storage_options)
-        totals = completed_totals(built.output.output)
+        discard_staging(plan.output, plan.storage_options)
+        totals = completed_totals(plan.output)
         steps = order_steps(totals["steps"], built.flow.funnel, built.flow.writers)
         stats.update(inputs_completed=totals["inputs"], run_steps=stats["steps"], steps=steps)
-    stats_path = write_stats(stats, built.output.output)
-    return RunResult(str(state), stats, stats_path, _write_report(built.output.output))
+        return write_stats(stats, plan.output), _write_report(plan.output, plan.output)
+    write_stats(stats, plan.write_to, plan.storage_options)
+    report = _write_report(plan.write_to, plan.output)
+    plan.publish()
+    return join(plan.output, STATS_FILE), report and join(plan.output, REPORT_FILE)
 
 
-def _write_report(output: str) -> str:
-    """Writes ``report.html`` beside ``stats.json``; returns its path, or "" when it could not be drawn.
+def _write_report(folder: str, output: str) -> str:
+    """Writes ``report.html`` beside ``stats.json`` in ``folder``; returns its path, or "" when it could not be drawn.
 
     A report that cannot be drawn leaves none: the one an earlier run into a
     resumable output wrote would describe that run.
@@ -127,9 +147,9 @@ def _write_report(output: str) -> str:
     from beamtrove.report import write_report  # noqa: PLC0415
 
     try:
-        return write_report(output)
+        return write_report(folder)
     except Exception as exc:  # the run's results are in place: a report that cannot be drawn does not undo them
-        fs, path = filesystem(join(output, REPORT_FILE))
+        fs, path = filesystem(join(folder, REPORT_FILE))
         if fs.exists(path):
             fs.rm(path)
         _LOGGER.warning(
@@ -192,6 +212,11 @@ def _interrupts_noted() -> Iterator[list[int]]:
 
 def _interrupted(built: Built) -> str:
     output = built.output.output
+    if built.output.committed():
+        return (
+            f"interrupted while publishing into {output}: this run had finished, and the next `beamtrove run` with "
+            f"--output {output} finishes publishing its outputs."
+        )
     if built.output.staged:
         return f"interrupted: nothing was written to {output}; it is as it was before the run."
     done, total = completed_totals(output)["inputs"], len(built.flow.reader.files)

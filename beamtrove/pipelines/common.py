@@ -20,11 +20,10 @@ from beamtrove.layout import (
     DOCUMENTS_DIR,
     EXCLUDED_DIR,
     PART_FILES,
-    RESUME_CONFIG_FILE,
-    STATS_FILE,
+    RUN_MARKS,
     WRITE_DOCUMENTS,
 )
-from beamtrove.options import BeamtroveOptions, Option, declared
+from beamtrove.options import BeamtroveOptions, Option, Range, declared
 from beamtrove.pipelines.spec import Sink
 from beamtrove.transforms.readers import FileReader, ReadHuggingFace, ReadWarc, reader_for
 from beamtrove.transforms.tokens import ChunkShuffle, WriteTokenShards
@@ -97,8 +96,9 @@ class ExtractionOptions(PipelineOptions):
             "extractor in the worker with no limit. Default: 1.",
             float,
             1.0,
+            range=Range(0),
         ),
-        Option("max_payload_bytes", "Skip WARC payloads larger than this (skipped.too_large).", int),
+        Option("max_payload_bytes", "Skip WARC payloads larger than this (skipped.too_large).", int, range=Range(1)),
         Option(
             "no_include_tables",
             "Leave the text of HTML tables out (trafilatura). By default tables are kept, as trafilatura, "
@@ -112,17 +112,22 @@ class ShardOptions(PipelineOptions):
     """How token shards are laid out."""
 
     _add_argparse_args = declared(
-        Option("num_shards", "Shards to spread documents over; one worker writes each. Default: 1.", int, 1),
+        Option(
+            "num_shards", "Shards to spread documents over; one worker writes each. Default: 1.", int, 1, range=Range(1)
+        ),
         Option(
             "shuffle_seed",
             "Shuffle documents with this seed (the same seed gives the same files). "
             "Default: no shuffle; documents stay in id order, which is input order for files read without an id field.",
             int,
+            # numpy's default_rng takes no negative seed.
+            range=Range(0),
         ),
         Option(
             "max_tokens_per_file",
             "Split shards so that no file holds more tokens (unless one document does). Default: no limit.",
             int,
+            range=Range(1),
         ),
         Option("file_prefix", "Start of the shard file names. Default: tokens.", default="tokens"),
     )
@@ -150,12 +155,19 @@ def documents_of_run(pattern: str) -> str:
     """The ``documents/`` folder of a beamtrove run's output given as input, else the input as given.
 
     A run's output also holds what it excluded and its dead letters, which
-    are not the documents it produced.
+    are not the documents it produced: a folder read as input never yields
+    them (:func:`~beamtrove.fs.match_inputs`), so the output of a run that
+    kept nothing is an empty input, with a warning.
     """
-    fs, path = filesystem(pattern)
-    if not fs.isdir(path) or not fs.isdir(join(path, DOCUMENTS_DIR)):
+    if not pattern.strip():
+        # Refused by match_inputs; as a path, it would be the current directory.
         return pattern
-    if not (fs.exists(join(path, STATS_FILE)) or fs.exists(join(path, RESUME_CONFIG_FILE))):
+    fs, path = filesystem(pattern)
+    if not fs.isdir(path) or not any(fs.exists(join(path, mark)) for mark in RUN_MARKS):
+        return pattern
+    if not fs.isdir(join(path, DOCUMENTS_DIR)):
+        # A run that kept nothing (match_inputs says so), or one writing its documents into the folder itself
+        # (convert): what it kept is what the folder holds besides what it set aside.
         return pattern
     documents = join(pattern, DOCUMENTS_DIR)
     _LOGGER.warning("%s is the output of a beamtrove run: reading its documents only, from %s", pattern, documents)

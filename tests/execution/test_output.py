@@ -8,13 +8,17 @@ import os
 import random
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
 
+import fsspec
 import pytest
 
 from beamtrove.cli import main
+from beamtrove.execution.output import LOCK_TIMEOUT_SECONDS, OutputPlan, plan_output, recover_output
+from beamtrove.fs import filesystem, is_hidden
 from tests.conftest import jsonl_rows, make_warc_set, require
 
 _FAST_EXTRACTION = ("--extractor", "resiliparse", "--extract_timeout", "0")
@@ -253,3 +257,231 @@ def test_ctrl_c_is_one_line_and_exit_130_with_extraction_processes_running(data_
     )
     # The run made the folder, and took it away again.
     assert not output.exists()
+
+
+# --- publishing stopped at each of its steps, then the next command ---
+
+
+def _folder(output) -> dict[str, bytes]:
+    """What a reader of the folder sees: every file not hidden, by name, with its bytes but for the run's times."""
+    seen = {}
+    for name in _files(output):
+        if is_hidden(name):
+            continue
+        data = (output / name).read_bytes()
+        if name == "stats.json":
+            data = json.dumps(json.loads(data)["steps"]["Read"]["counters"]).encode()
+        elif name == "report.html":
+            data = b"drawn"  # its figures show the seconds the run took
+        seen[name] = data
+    return seen
+
+
+@pytest.fixture(scope="module")
+def publish_runs(review_jsonl, tmp_path_factory):
+    """The old output (every review) and the new one (one input file) of an overwrite, each made uninterrupted."""
+    folder = tmp_path_factory.mktemp("publish")
+    old, new = _convert(review_jsonl, folder / "old"), _convert(review_jsonl / "reviews-1.jsonl", folder / "new")
+    assert old.returncode == new.returncode == 0, old.stderr + new.stderr
+    # Both hold a folder (dead_letters/: the malformed row) and files, and every name is in both.
+    assert {name.split("/")[0] for name in _folder(folder / "old")} == {
+        "dead_letters", "part-00000.jsonl.gz", "report.html", "stats.json",
+    }  # fmt: skip
+    assert _folder(folder / "old").keys() == _folder(folder / "new").keys()
+    assert _folder(folder / "old") != _folder(folder / "new")
+    return folder / "old", folder / "new"
+
+
+def _convert(inputs, output, *extra: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    command = ["run", "convert", "--input", str(inputs), "--input_format", "jsonl", "--output", str(output),
+               "--progress_interval", "0", *extra]  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "beamtrove", *command],
+        capture_output=True, text=True, timeout=600, check=False, env={**os.environ, **(env or {})},
+    )  # fmt: skip
+
+
+_FINISHED = "finished publishing the outputs of a run stopped while publishing them"
+_UNDONE = "removed what a run that did not finish had staged; the folder holds what it held before that run"
+
+
+@pytest.mark.parametrize(
+    ("step", "signal_name"),
+    [
+        ("sealing", "SIGKILL"),
+        ("sealed", "SIGKILL"),
+        ("moved_aside dead_letters", "SIGKILL"),
+        ("moved_aside part-00000.jsonl.gz noted", "SIGKILL"),
+        ("moved_in dead_letters", "SIGKILL"),
+        ("moved_in part-00000.jsonl.gz noted", "SIGKILL"),
+        ("published", "SIGKILL"),
+        ("sealing", "SIGINT"),
+        ("moved_aside stats.json", "SIGINT"),
+        ("moved_in report.html noted", "SIGINT"),
+    ],
+)
+def test_an_overwrite_stopped_at_any_step_of_its_publish_is_finished_or_undone_by_the_next_command(
+    review_jsonl, publish_runs, tmp_path, step, signal_name
+):
+    old, new = publish_runs
+    output = tmp_path / "out"
+    shutil.copytree(old, output)
+    stopped = _convert(
+        review_jsonl / "reviews-1.jsonl", output, "--overwrite",
+        env={"BEAMTROVE_TEST_PUBLISH_STOP_AT": step, "BEAMTROVE_TEST_PUBLISH_STOP_WITH": signal_name},
+    )  # fmt: skip
+    committed = step != "sealing"
+    if signal_name == "SIGKILL":
+        assert stopped.returncode == -signal.SIGKILL, stopped.stderr
+    else:
+        assert stopped.returncode == 130, stopped.stderr
+        assert "Traceback" not in stopped.stderr
+        assert stopped.stderr.strip().splitlines()[-1] == (
+            f"beamtrove: interrupted while publishing into {output}: this run had finished, and the next "
+            f"`beamtrove run` with --output {output} finishes publishing its outputs."
+            if committed
+            else f"beamtrove: interrupted: nothing was written to {output}; it is as it was before the run."
+        )
+    # The next command into the folder, even one refused for it, finishes or undoes the publish, and says which.
+    following = _convert(review_jsonl / "reviews-1.jsonl", output)
+    assert following.returncode == 2
+    if committed:
+        assert f"WARNING beamtrove.execution.output: {output}: {_FINISHED}" in following.stderr
+        assert _folder(output) == _folder(new)
+    else:
+        assert _folder(output) == _folder(old)
+        if signal_name == "SIGKILL":
+            assert f"{output}: {_UNDONE}" in following.stderr
+    assert "already holds dead_letters, part-00000.jsonl.gz, report.html, stats.json" in following.stderr
+    assert sorted(path.name for path in output.iterdir()) == sorted(path.name for path in new.iterdir())
+
+
+class _Stopped(Exception):
+    pass
+
+
+def _memory_output(root: str) -> tuple[OutputPlan, dict[str, bytes], dict[str, bytes]]:
+    """An output on an object store holding an old run, and a new run staged to replace it."""
+    fs = fsspec.filesystem("memory")
+    old = {"documents/part-00000.jsonl.gz": b"old 0", "documents/part-00001.jsonl.gz": b"old 1",
+           "excluded/gopher/part-00000.jsonl.gz": b"old excluded", "stats.json": b"{}"}  # fmt: skip
+    new = {"documents/part-00000.jsonl.gz": b"new 0", "dead_letters/part-00000.jsonl": b"new letters",
+           "stats.json": b"{\"new\": 1}"}  # fmt: skip
+    for name, data in old.items():
+        fs.pipe(f"{root}/{name}", data)
+    plan = plan_output(f"memory://{root}", overwrite=True)
+    plan.stage()
+    _, staging = filesystem(plan.write_to)
+    for name, data in new.items():
+        fs.pipe(f"{staging}/{name}", data)
+    return plan, old, new
+
+
+def _memory_files(root: str) -> dict[str, bytes]:
+    fs = fsspec.filesystem("memory")
+    return {path[len(root) + 1 :]: fs.cat_file(path) for path in fs.find(root) if not is_hidden(path[len(root) + 1 :])}
+
+
+def test_a_publish_on_an_object_store_stopped_at_any_step_is_finished_or_undone(monkeypatch):
+    steps = []
+    monkeypatch.setattr("beamtrove.execution.output._reached", steps.append)
+    plan, _, new = _memory_output("/steps")
+    plan.publish()
+    plan.release()
+    assert _memory_files("/steps") == new
+    assert fsspec.filesystem("memory").ls("/steps", detail=False) == ["/steps/dead_letters", "/steps/documents",
+                                                                      "/steps/stats.json"]  # fmt: skip
+    # Copies then deletes, each noted in between: every step of a move, for the folders and the file.
+    assert "moved_aside excluded" in steps and "moved_in dead_letters noted" in steps and len(steps) == 15
+
+    for number, step in enumerate(steps):
+        root = f"/stopped-{number}"
+
+        def stop(reached, at=step):
+            if reached == at:
+                raise _Stopped
+
+        monkeypatch.setattr("beamtrove.execution.output._reached", stop)
+        plan, old, new = _memory_output(root)
+        with pytest.raises(_Stopped):
+            plan.publish()
+        assert plan.committed() == (step != "sealing"), step
+        plan.release()  # the process is gone: nothing else of it runs
+        _, staging = filesystem(plan.write_to)
+        half_copied = {
+            "moved_aside documents": f"{staging}/_replaced/documents/part-00001.jsonl.gz",
+            "moved_in documents": f"{root}/documents/part-00000.jsonl.gz",
+        }
+        if step in half_copied:  # a copy cut short: the entry is in both places, one of them in part
+            fsspec.filesystem("memory").rm(half_copied[step])
+        monkeypatch.setattr("beamtrove.execution.output._reached", lambda reached: None)
+        said = recover_output(f"memory://{root}")
+        if step == "sealing":
+            assert said == [f"memory://{root}: {_UNDONE}"], step
+            assert _memory_files(root) == old, step
+        else:
+            assert len(said) == 1 and _FINISHED in said[0], step
+            assert _memory_files(root) == new, step
+        assert fsspec.filesystem("memory").find(f"{root}/.beamtrove-staging") == [], step
+
+
+# --- one run owns an output folder at a time ---
+
+
+def test_a_second_run_into_an_output_in_use_is_refused_naming_the_owner(review_jsonl, publish_runs, tmp_path):
+    _, new = publish_runs
+    output = tmp_path / "out"
+    command = [sys.executable, "-m", "beamtrove", "run", "convert", "--input", str(review_jsonl / "reviews-1.jsonl"),
+               "--input_format", "jsonl", "--output", str(output), "--progress_interval", "0"]  # fmt: skip
+    first = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    owner = output / ".beamtrove-lock" / "owner.json"
+    try:
+        while not (owner.exists() and owner.read_bytes()):
+            assert first.poll() is None, first.communicate()
+            time.sleep(0.01)
+        # Held still while the second starts: the two runs overlap whatever the machine's load.
+        os.kill(first.pid, signal.SIGSTOP)
+        claim = json.loads(owner.read_text())
+        second = _convert(review_jsonl, output, "--overwrite")
+    finally:
+        os.kill(first.pid, signal.SIGCONT)
+    _, err = first.communicate(timeout=600)
+    assert first.returncode == 0, err.decode()
+    assert second.returncode == 2
+    assert second.stderr.strip().splitlines() == [
+        f"beamtrove: error: --output {output} is in use by another run (host {socket.gethostname()}, pid "
+        f"{first.pid}, started {claim['started']}): wait until it ends or choose another --output; its lock "
+        f"{output / '.beamtrove-lock'} is taken over once that run is gone (120 s without heartbeat)."
+    ]
+    assert _folder(output) == _folder(new)
+    assert sorted(path.name for path in output.iterdir()) == sorted(path.name for path in new.iterdir())
+
+
+def test_the_lock_of_a_run_that_is_gone_is_taken_over(review_jsonl, tmp_path, caplog):
+    output = tmp_path / "out"
+    (output / ".beamtrove-lock").mkdir(parents=True)
+    dead = subprocess.Popen(["true"])  # a pid that ran on this host and has exited
+    dead.wait()
+    owner = output / ".beamtrove-lock" / "owner.json"
+    started = "2026-01-01T00:00:00+00:00"
+    claim = {"host": socket.gethostname(), "pid": dead.pid, "started": started, "token": "x", "heartbeat": time.time()}
+    owner.write_text(json.dumps(claim))
+    argv = ["run", "convert", "--input", str(review_jsonl / "reviews-1.jsonl"), "--input_format", "jsonl",
+            "--output", str(output), "--progress_interval", "0"]  # fmt: skip
+    assert main(argv) == 0
+    assert (
+        f"took over the lock of {output} from host {socket.gethostname()}, pid {dead.pid}, started {started}: "
+        "its process is gone" in caplog.text
+    )
+    assert not (output / ".beamtrove-lock").exists()
+
+    # Another host's lock: stale only once its heartbeat is older than the timeout.
+    (output / ".beamtrove-lock").mkdir()
+    claim = {**claim, "host": "elsewhere", "pid": 1}
+    owner.write_text(json.dumps(claim))
+    assert main([*argv, "--overwrite"]) == 2
+    assert json.loads(owner.read_text()) == claim, "a live owner's lock is left alone"
+    owner.write_text(json.dumps({**claim, "heartbeat": time.time() - LOCK_TIMEOUT_SECONDS - 1}))
+    assert main([*argv, "--overwrite"]) == 0
+    assert "from host elsewhere, pid 1, started 2026-01-01T00:00:00+00:00: no heartbeat for 120 s" in caplog.text
+    assert not (output / ".beamtrove-lock").exists()

@@ -11,8 +11,11 @@ import time
 import uuid
 from typing import Any
 
-from beamtrove.execution.elastic.jobdir import ElasticError, JobDir, read_json, write_atomically
-from beamtrove.execution.elastic.status import output_damage
+from beamtrove.execution.elastic.jobdir import ElasticError, JobDir, read_json
+from beamtrove.execution.elastic.status import DamagedRecord, output_damage, read_done
+from beamtrove.execution.output import OutputPlan, lock_output, recover_output
+from beamtrove.layout import STAGING_DIR
+from beamtrove.options import ConfigurationError
 from beamtrove.stats import merge_stats
 
 __all__ = ["format_verification", "merge_job", "verify_job"]
@@ -73,7 +76,11 @@ def verify_job(job_dir: str | os.PathLike, expect_hosts: int | None = None) -> d
     manifest = job.manifest()
     missing, failed, problems, mismatches, hosts, documents = [], [], [], [], {}, 0
     for shard in manifest["shards"]:
-        done = read_json(job.done_path(shard["id"]))
+        try:
+            done = read_done(job, shard["id"])
+        except DamagedRecord as exc:
+            problems.append(str(exc))
+            continue
         if done is None:
             (failed if job.failed_path(shard["id"]).exists() else missing).append(shard["id"])
             continue
@@ -103,21 +110,24 @@ def merge_job(job_dir: str | os.PathLike, output: str | os.PathLike, overwrite: 
     """Verifies every shard, then concatenates their documents in manifest order into ``output``.
 
     ``output`` is gzip-compressed when its name ends in ``.gz``. The shards'
-    stats are added up into ``<output>.stats.json``. Both appear only when
-    complete (written under temporary names, then renamed).
+    stats are added up into ``<output>.stats.json``. Both are written in the
+    staging folder of the folder that holds them and published together, as
+    a run publishes its outputs (:mod:`beamtrove.execution.output`): with
+    ``overwrite``, an existing ``output`` (a file or a folder) and its stats
+    are replaced, and an interrupted merge leaves the old ones or the new
+    ones, which the next merge into that folder finishes publishing.
 
     Returns:
         The verification report, with the output paths.
 
     Raises:
-        ElasticError: Shards are not all done, an output fails its check, or
-            ``output`` exists and ``overwrite`` is off.
+        ElasticError: Shards are not all done, an output fails its check,
+            ``output`` exists and ``overwrite`` is off, or another merge or
+            run is writing into the folder.
     """
     job = JobDir(job_dir)
     target = pathlib.Path(output).absolute()
     stats_target = target.with_name(f"{target.name}.stats.json")
-    if not overwrite and (target.exists() or stats_target.exists()):
-        raise ElasticError(f"{target} already exists: pass --overwrite to replace it.")
     report = verify_job(job_dir)
     if not report["complete"]:
         raise ElasticError(
@@ -135,10 +145,24 @@ def merge_job(job_dir: str | os.PathLike, output: str | os.PathLike, overwrite: 
         )
     manifest = job.manifest()
     dones = [read_json(job.done_path(shard["id"])) for shard in manifest["shards"]]
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
+    folder = str(target.parent)
     try:
-        with open(temporary, "wb") as raw:
+        lock = lock_output(folder)
+    except ConfigurationError as exc:
+        raise ElasticError(str(exc)) from None
+    try:
+        recover_output(folder)
+        replaces = tuple(path.name for path in (target, stats_target) if path.exists())
+        if replaces and not overwrite:
+            raise ElasticError(f"{target} already exists: pass --overwrite to replace it.")
+    except BaseException:
+        lock.release()
+        raise
+    plan = OutputPlan(folder, os.path.join(folder, STAGING_DIR, uuid.uuid4().hex), replaces, lock=lock)
+    try:
+        plan.stage()
+        staged = pathlib.Path(plan.write_to)
+        with open(staged / target.name, "wb") as raw:
             out = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) if target.suffix == ".gz" else raw
             with out:
                 for done in dones:
@@ -153,10 +177,12 @@ def merge_job(job_dir: str | os.PathLike, output: str | os.PathLike, overwrite: 
             "merged_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "steps": stats,
         }
-        write_atomically(stats_target, (json.dumps(summary, indent=2) + "\n").encode())
-        os.replace(temporary, target)
-    finally:
-        temporary.unlink(missing_ok=True)
+        (staged / stats_target.name).write_text(json.dumps(summary, indent=2) + "\n")
+        plan.publish()
+    except BaseException:
+        plan.abandon()
+        raise
+    plan.release()
     return {**report, "output": str(target), "stats": str(stats_target)}
 
 

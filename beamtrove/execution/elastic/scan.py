@@ -140,6 +140,11 @@ def scan_inputs(patterns: list[str]) -> tuple[str, list[dict[str, Any]], dict[st
         files = match_inputs(patterns, WarcParser.suffixes + JsonlParser.suffixes)
     except FileNotFoundError as exc:
         raise ElasticError(str(exc)) from None
+    if not files:
+        raise ElasticError(
+            f"The input ({', '.join(patterns)}) is the output of runs that kept no document, an empty input: "
+            "an elastic job needs files to cut into shards, so there is nothing to prepare."
+        )
     kinds = {
         "warc" if f.url.endswith(WarcParser.suffixes) else "jsonl" if f.url.endswith(JsonlParser.suffixes) else None
         for f in files

@@ -1,6 +1,6 @@
 """Beam sources that read crawl and dataset files into documents."""
 
-from beamtrove.fs import filesystem, has_glob, match_inputs
+from beamtrove.fs import filesystem, is_glob, match_inputs
 from beamtrove.transforms.readers.base import FileReader, RecordParser, RowError, RowFields, Skip
 from beamtrove.transforms.readers.csv import CsvParser, ReadCsv
 from beamtrove.transforms.readers.hf import ReadHuggingFace, is_saved_dataset
@@ -50,7 +50,9 @@ def reader_for(input_format: str, paths: str | list[str]) -> type[FileReader]:
             ``hf`` or ``auto``.
         paths: The input paths, used by ``auto``: a folder holding a saved
             Hugging Face dataset is ``hf``; another folder's format is the
-            one of the data files under it.
+            one of the data files under it. Output folders of runs that kept
+            no document, an empty input, are JSONL, as the documents runs
+            keep are.
 
     Raises:
         ValueError: The format is unknown, or ``auto`` cannot tell it.
@@ -63,6 +65,8 @@ def reader_for(input_format: str, paths: str | list[str]) -> type[FileReader]:
     if any(is_saved_dataset(path) for path in paths):
         return ReadHuggingFace
     names = [name for path in paths for name in _file_names(path)]
+    if paths and not names:
+        return ReadJsonl
     found = {fmt for name in names for fmt, parser in _PARSERS.items() if name.rstrip("/*").endswith(parser.suffixes)}
     if len(found) != 1:
         which = f"files of several formats ({', '.join(sorted(found))})" if found else "no file name it knows"
@@ -75,7 +79,8 @@ def reader_for(input_format: str, paths: str | list[str]) -> type[FileReader]:
 def _file_names(path: str) -> list[str]:
     """The names of the data files under ``path`` when it is a folder, else ``path`` itself."""
     fs, fs_path = filesystem(path)
-    if has_glob(fs_path) or not fs.isdir(fs_path):
+    if is_glob(fs, fs_path) or not fs.isdir(fs_path):
         return [path]
     suffixes = tuple(suffix for parser in _PARSERS.values() for suffix in parser.suffixes)
-    return [file.name for file in match_inputs(path, suffixes)]
+    # The reader matches the folder again, and says when it is a run's output that kept nothing.
+    return [file.name for file in match_inputs(path, suffixes, warn_empty_runs=False)]
