@@ -1,7 +1,9 @@
 """The record every beamtrove step consumes and produces.
 
 A :class:`Document` is one piece of text with a stable id and free-form
-metadata (URL, dump, language, scores, ...). :class:`DocumentCoder` is
+metadata (URL, dump, language, scores, ...), and the :class:`Origin` it was
+read from: its identity inside a step, since users' ids can repeat across
+(and within) inputs. :class:`DocumentCoder` is
 registered with Beam's coder registry, so any ``PCollection`` typed as
 ``Document`` crosses shuffles in a compact, deterministic byte form instead of
 pickles. :func:`check_storable` tells whether the coder and every writer can
@@ -14,12 +16,12 @@ import base64
 import dataclasses
 import re
 import struct
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 from apache_beam import coders
 
-__all__ = ["MAX_NESTING", "Document", "DocumentCoder", "Media", "UnstorableDocument", "check_storable"]
+__all__ = ["MAX_NESTING", "Document", "DocumentCoder", "Media", "Origin", "UnstorableDocument", "check_storable"]
 
 
 @dataclasses.dataclass(slots=True)
@@ -68,6 +70,20 @@ class Media:
         return cls(**row)
 
 
+class Origin(NamedTuple):
+    """Where a document was read: no two records of one run's input share one.
+
+    Attributes:
+        file: The URL of the input file (``InputFile.url``).
+        record: The record's place in that file: the 0-based line or row
+            index of table formats, the byte offset of a WARC record. A read
+            of a byte range gives the same values as a read of the whole file.
+    """
+
+    file: str
+    record: int
+
+
 @dataclasses.dataclass(slots=True)
 class Document:
     """A text document flowing through a beamtrove pipeline.
@@ -78,16 +94,23 @@ class Document:
             dedup and resumed runs can rely on it.
         media: Media items that belong to the document.
         metadata: JSON-compatible attributes such as ``url`` or ``language``.
+        origin: Where a reader read it; ``None`` for a document made in code.
+            Steps that compare documents tell them apart by it, never by
+            ``id``. Writers do not store it, and equality ignores it: two
+            documents are equal when what they hold is.
     """
 
     text: str
     id: str
     media: list[Media] = dataclasses.field(default_factory=list)
     metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
+    origin: Origin | None = dataclasses.field(default=None, compare=False)
 
 
-# id, text, metadata and media lengths, then the four byte strings.
-_HEADER = struct.Struct("<IIII")
+# id, text, metadata, media and origin file lengths and the origin record, then the five byte strings.
+_HEADER = struct.Struct("<IIIIIq")
+# The origin file length of a document without an origin.
+_NO_ORIGIN = 0xFFFFFFFF
 # Sorted keys make equal documents encode to equal bytes, whatever the order
 # in which their metadata was filled in.
 _JSON_OPTIONS = orjson.OPT_SORT_KEYS
@@ -213,9 +236,10 @@ def _unencodable_entry(value: dict | list) -> str:
 class DocumentCoder(coders.Coder):
     """Deterministic binary coder for :class:`Document`.
 
-    Text and id are stored as UTF-8 (lone surrogates survive), metadata and
-    media as JSON with sorted keys. Metadata must therefore be JSON-compatible:
-    string keys; str, int, float, bool, None, lists and dicts as values.
+    Text, id and origin are stored as UTF-8 (lone surrogates survive),
+    metadata and media as JSON with sorted keys. Metadata must therefore be
+    JSON-compatible: string keys; str, int, float, bool, None, lists and dicts
+    as values.
     """
 
     def encode(self, value: Document) -> bytes:
@@ -229,21 +253,35 @@ class DocumentCoder(coders.Coder):
                 "store strings, numbers, booleans, None, lists or dicts with string keys."
             ) from exc
         media_bytes = _media_to_json(value.media)
-        header = _HEADER.pack(len(id_bytes), len(text_bytes), len(metadata_bytes), len(media_bytes))
-        return b"".join((header, id_bytes, text_bytes, metadata_bytes, media_bytes))
+        origin = value.origin
+        origin_bytes = b"" if origin is None else origin.file.encode("utf-8", "surrogatepass")
+        header = _HEADER.pack(
+            len(id_bytes),
+            len(text_bytes),
+            len(metadata_bytes),
+            len(media_bytes),
+            _NO_ORIGIN if origin is None else len(origin_bytes),
+            0 if origin is None else origin.record,
+        )
+        return b"".join((header, id_bytes, text_bytes, metadata_bytes, media_bytes, origin_bytes))
 
     def decode(self, encoded: bytes) -> Document:
-        id_len, text_len, metadata_len, media_len = _HEADER.unpack_from(encoded)
+        id_len, text_len, metadata_len, media_len, origin_len, record = _HEADER.unpack_from(encoded)
         view = memoryview(encoded)
         start = _HEADER.size
         id_end = start + id_len
         text_end = id_end + text_len
         metadata_end = text_end + metadata_len
+        media_end = metadata_end + media_len
+        origin = None
+        if origin_len != _NO_ORIGIN:
+            origin = Origin(str(view[media_end : media_end + origin_len], "utf-8", "surrogatepass"), record)
         return Document(
             text=str(view[id_end:text_end], "utf-8", "surrogatepass"),
             id=str(view[start:id_end], "utf-8", "surrogatepass"),
             metadata=orjson.loads(view[text_end:metadata_end]),
-            media=_media_from_json(bytes(view[metadata_end : metadata_end + media_len])),
+            media=_media_from_json(bytes(view[metadata_end:media_end])),
+            origin=origin,
         )
 
     def is_deterministic(self) -> bool:

@@ -83,12 +83,26 @@ class _WorkerLogs(logging.Filter):
         return True
 
 
+class _PrintedErrors(logging.Filter):
+    """Leaves out a runner's log of a failure that the command prints itself as one line: bad configuration
+    found while the run reads a file (a damaged index), which the runner logs with its traceback first."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        while error is not None:
+            if isinstance(error, ConfigurationError):
+                return False
+            error = error.__cause__ or error.__context__
+        return True
+
+
 def _configure_logging() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     _LOGGER.setLevel(logging.INFO)
     for handler in logging.getLogger().handlers:
-        if not any(isinstance(f, _PrismChatter) for f in handler.filters):
-            handler.addFilter(_PrismChatter())
+        for quiet in (_PrismChatter, _PrintedErrors):
+            if not any(isinstance(f, quiet) for f in handler.filters):
+                handler.addFilter(quiet())
     relayed = logging.getLogger(_RELAYED_WORKER_LOGS)
     relayed.setLevel(logging.INFO)
     if not any(isinstance(f, _WorkerLogs) for f in relayed.filters):

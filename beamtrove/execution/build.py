@@ -26,7 +26,7 @@ from collections.abc import Sequence
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beamtrove.execution.output import OutputPlan, Publish, check_separate, plan_output
+from beamtrove.execution.output import OutputPlan, Publish, check_auxiliary_inputs, check_separate, plan_output
 from beamtrove.execution.resume import configuration, pending_inputs
 from beamtrove.execution.runner_checks import check_runner_options
 from beamtrove.fs import InputFile, join
@@ -38,10 +38,11 @@ from beamtrove.layout import (
     write_clusters,
     write_excluded,
 )
-from beamtrove.options import BeamtroveOptions, ConfigurationError, ResumeOptions
+from beamtrove.options import BeamtroveOptions, ConfigurationError, ResumeOptions, paths_read
 from beamtrove.pipelines.common import dead_letters_writer, excluded_writer
 from beamtrove.pipelines.spec import Flow, PipelineSpec
 from beamtrove.pipelines.summary_stats import SUMMARY_STATS_STEP, summary_stats_transform
+from beamtrove.transforms.ids import SHARED_IDS_STEP, ReportSharedIds
 from beamtrove.transforms.per_input import ProcessInputs
 
 __all__ = ["Built", "build"]
@@ -69,13 +70,18 @@ class Built:
     inputs: tuple[InputFile, ...]
 
 
-def build(spec: PipelineSpec, options: PipelineOptions, *, inspect_output: bool = True) -> Built:
+def build(
+    spec: PipelineSpec, options: PipelineOptions, *, inspect_output: bool = True, publish_in_pipeline: bool = True
+) -> Built:
     """Builds the pipeline ``spec`` declares for ``options``, without running it.
 
     Construction checks everything it can before any work: inputs are
     matched, models and lists found, the output folder checked against the
     inputs and cleared of what killed runs left (unless ``inspect_output``
-    is off: a graph built offline or a dry run never looks at it).
+    is off: a graph built offline or a dry run never looks at it). The
+    output is locked for the run until ``built.output`` is released or
+    abandoned. With ``publish_in_pipeline`` off, an ordinary run's last step
+    does not publish: its caller calls ``built.output.publish()``.
 
     Raises:
         ConfigurationError: The options, inputs or assets do not let the
@@ -83,6 +89,7 @@ def build(spec: PipelineSpec, options: PipelineOptions, *, inspect_output: bool 
     """
     pipeline = beam.Pipeline(options=options)
     resume = options.view_as(ResumeOptions)
+    plan = None
     try:
         check_runner_options(options)
         plan = plan_output(
@@ -95,6 +102,7 @@ def build(spec: PipelineSpec, options: PipelineOptions, *, inspect_output: bool 
         flow = spec.flow(options, plan.write_to)
         if inspect_output:
             check_separate(flow.reader.patterns, flow.reader.files, flow.output)
+            check_auxiliary_inputs(paths_read(options, spec.option_classes), flow.output)
         summary = (
             summary_stats_transform(options, join(plan.write_to, SUMMARY_STATS_DIR)) if spec.summary_stats else None
         )
@@ -107,22 +115,33 @@ def build(spec: PipelineSpec, options: PipelineOptions, *, inspect_output: bool 
             inputs = _apply_per_input(pipeline, spec, flow, options)
         else:
             inputs = flow.reader.files
-            written = _apply(pipeline, flow, options, summary)
-            written | "FlattenWritten" >> beam.Flatten() | "Publish" >> Publish(plan)
-    except ConfigurationError:
+            written = _apply(pipeline, flow, options, summary, report_shared_ids=spec.compares_documents)
+            flattened = written | "FlattenWritten" >> beam.Flatten()
+            if publish_in_pipeline:
+                flattened | "Publish" >> Publish(plan)
+        if inspect_output:
+            plan.stage()
+    except BaseException as exc:
+        if plan is not None:
+            plan.abandon()
+        if isinstance(exc, _CONSTRUCTION_ERRORS) and not isinstance(exc, ConfigurationError):
+            raise ConfigurationError(str(exc)) from exc
         raise
-    except _CONSTRUCTION_ERRORS as exc:
-        raise ConfigurationError(str(exc)) from exc
-    if inspect_output:
-        plan.stage()
     return Built(pipeline, flow, plan, tuple(inputs))
 
 
 def _apply(
-    pipeline: beam.Pipeline, flow: Flow, options: PipelineOptions, summary: beam.PTransform | None
+    pipeline: beam.Pipeline,
+    flow: Flow,
+    options: PipelineOptions,
+    summary: beam.PTransform | None,
+    *,
+    report_shared_ids: bool = False,
 ) -> list[beam.PCollection]:
     """Applies the flow, and ``summary`` to what it keeps; returns what every writer wrote."""
     records, read_errors = pipeline | flow.read_label >> flow.reader.with_dead_letters()
+    if report_shared_ids:
+        records | SHARED_IDS_STEP >> ReportSharedIds()
     dead_letters = [read_errors]
     written = []
     for step in flow.steps:

@@ -22,7 +22,7 @@ from __future__ import annotations
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beamtrove.layout import PART_FILES, TOKENS_AFTER_DEDUP, TOKENS_BEFORE_DEDUP
-from beamtrove.options import Option, declared
+from beamtrove.options import FRACTION, Option, Range, declared
 from beamtrove.pipelines.common import RowInputOptions, documents_sink, row_reader
 from beamtrove.pipelines.spec import DocumentStep, GlobalStep, PipelineSpec
 from beamtrove.text import WORD_SPLITTERS
@@ -62,21 +62,25 @@ class DedupOptions(PipelineOptions):
             "leading '-' (e.g. date, -score). Default: the smallest id.",
         ),
         Option("cluster_map", "Write removed id, kept id and cluster size.", flag=True),
-        Option("minhash_ngrams", "Words per MinHash shingle. Default: 5.", int, 5),
-        Option("minhash_buckets", "MinHash LSH buckets. Default: 14.", int, 14),
-        Option("minhash_hashes_per_bucket", "Hashes per bucket. Default: 8.", int, 8),
-        Option("minhash_seed", "Seed of the MinHash permutations. Default: 1.", int, 1),
+        Option("minhash_ngrams", "Words per MinHash shingle. Default: 5.", int, 5, range=Range(1)),
+        # A band key holds its bucket number in two bytes.
+        Option("minhash_buckets", "MinHash LSH buckets. Default: 14.", int, 14, range=Range(1, 0xFFFF)),
+        Option("minhash_hashes_per_bucket", "Hashes per bucket. Default: 8.", int, 8, range=Range(1)),
+        # The seed of numpy's RandomState.
+        Option("minhash_seed", "Seed of the MinHash permutations. Default: 1.", int, 1, range=Range(0, 2**32 - 1)),
         Option(
             "minhash_threshold",
             "Only link documents whose signatures agree on at least this fraction of hashes (an estimate of "
             "their Jaccard similarity), e.g. 0.85. Default: link every pair sharing a bucket, as DataTrove does.",
             float,
+            range=Range(0, 1, exclusive_minimum=True),
         ),
         Option(
             "max_cc_rounds",
             "Connected-components rounds to unroll (a 10,000-document chain needs 15). Default: 30.",
             int,
             30,
+            range=Range(1),
         ),
         Option(
             "bloom_fpr",
@@ -84,14 +88,16 @@ class DedupOptions(PipelineOptions):
             "rate; 0 shuffles every shingle. Default: 0.01.",
             float,
             0.01,
+            range=Range(0, 1, exclusive_maximum=True),
         ),
-        Option("bloom_ngrams", "Words per bloom shingle. Default: 13 (DataTrove's).", int, 13),
+        Option("bloom_ngrams", "Words per bloom shingle. Default: 13 (DataTrove's).", int, 13, range=Range(1)),
         Option(
             "bloom_threshold",
             "bloom removes a document when more than this fraction of its shingles occurred in earlier documents. "
             "Default: 0.8 (DataTrove's).",
             float,
             0.8,
+            range=FRACTION,
         ),
         Option(
             "bloom_expected_shingles",
@@ -99,8 +105,9 @@ class DedupOptions(PipelineOptions):
             "slices of the key space. Default: 10000000.",
             int,
             10_000_000,
+            range=Range(1),
         ),
-        Option("bloom_filter_bytes", "Size bloom's filter in bytes instead of from --bloom_fpr.", int),
+        Option("bloom_filter_bytes", "Size bloom's filter in bytes instead of from --bloom_fpr.", int, range=Range(1)),
         Option(
             "bloom_word_splitter",
             "What splits bloom's words: beamtrove, or spacy (DataTrove's words; pip install 'beamtrove[spacy]'). "
@@ -108,25 +115,45 @@ class DedupOptions(PipelineOptions):
             default="beamtrove",
             choices=WORD_SPLITTERS,
         ),
-        Option("bloom_partitions", "Slices of the shingle key space bloom searches. Default: from the expected.", int),
-        Option("span_sentences", "Sentences per span (sentence). Default: 3.", int, 3),
-        Option("min_doc_words", "Drop documents left with fewer words after sentence dedup. Default: 50.", int, 50),
+        Option(
+            "bloom_partitions",
+            "Slices of the shingle key space bloom searches. Default: from the expected.",
+            int,
+            range=Range(1),
+        ),
+        Option("span_sentences", "Sentences per span (sentence). Default: 3.", int, 3, range=Range(1)),
+        Option(
+            "min_doc_words",
+            "Drop documents left with fewer words after sentence dedup. Default: 50.",
+            int,
+            50,
+            range=Range(0),
+        ),
         Option(
             "min_doc_sentences",
             "Drop documents left with fewer sentences after sentence dedup (0: no minimum). Default: 3.",
             int,
             3,
+            range=Range(0),
         ),
         Option(
             "substring_tokenizer",
             "A tokenizer.json whose tokens the substring step counts (DataTrove uses GPT-2's). Required by substring.",
+            reads="path",
         ),
-        Option("substring_min_tokens", "Tokens of the shortest repeated run substring cuts. Default: 50.", int, 50),
+        Option(
+            "substring_min_tokens",
+            "Tokens of the shortest repeated run substring cuts. Default: 50.",
+            int,
+            50,
+            range=Range(1),
+        ),
         Option(
             "substring_min_doc_words",
             "Drop documents left with fewer words after substring dedup (0: keep them all). Default: 50.",
             int,
             50,
+            range=Range(0),
         ),
         Option(
             "against",
@@ -134,11 +161,13 @@ class DedupOptions(PipelineOptions):
             "dumps: their documents count as coming before this input's, so whatever they hold is removed with "
             "reason <step>_duplicate_in_<index name> (spans are cut) by the exact, url, minhash and sentence steps; "
             "bloom and substring compare the input with itself only. The first index named wins a key several hold.",
+            reads="paths",
         ),
         Option(
             "count_tokens",
             "A tokenizer.json: count every document's tokens before dedup (step tokens_before_dedup) and after "
             "it (tokens_after_dedup), setting its token_count metadata; the dedup ratio is after / before.",
+            reads="path",
         ),
     )
 
@@ -279,5 +308,6 @@ SPEC = PipelineSpec(
     ),
     sink=documents_sink,
     global_steps="every dedup step compares documents across the whole input",
+    compares_documents=True,
     summary_stats=True,
 )

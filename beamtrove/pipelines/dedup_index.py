@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beamtrove.fs import InputFile
-from beamtrove.options import BeamtroveOptions, Option, declared
+from beamtrove.options import BeamtroveOptions, Option, Range, declared
 from beamtrove.pipelines.common import RowInputOptions, row_reader
 from beamtrove.pipelines.dedup import DedupOptions, minhash_config
 from beamtrove.pipelines.spec import PipelineSpec, Sink
@@ -36,7 +36,9 @@ class DedupIndexOptions(PipelineOptions):
             "The index's name, in the reasons of what it removes (e.g. the dump, CC-MAIN-2024-10). Default: the "
             "output folder's name.",
         ),
-        Option("index_shards", "Record files per kind, each written by its own worker. Default: 8.", int, 8),
+        Option(
+            "index_shards", "Record files per kind, each written by its own worker. Default: 8.", int, 8, range=Range(1)
+        ),
     )
 
 
@@ -81,4 +83,5 @@ SPEC = PipelineSpec(
     steps=(),
     sink=_sink,
     global_steps="an index holds the distinct keys of the whole input",
+    compares_documents=True,
 )

@@ -189,6 +189,9 @@ class PipelineSpec:
         summary_stats: Whether it takes ``--summary_stats``: DataTrove's
             summary statistics of the documents it keeps, written to
             ``<output>/summary_stats/``.
+        compares_documents: Whether its steps compare documents with each
+            other (dedup, a token order): it then reports the ids several
+            documents share (:class:`~beamtrove.transforms.ids.ReportSharedIds`).
     """
 
     name: str
@@ -202,6 +205,7 @@ class PipelineSpec:
     global_steps: str | None = None
     resumable: bool = False
     summary_stats: bool = False
+    compares_documents: bool = False
 
     @property
     def shard_safe(self) -> bool:

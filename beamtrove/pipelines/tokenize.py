@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beamtrove.fs import InputFile
-from beamtrove.options import Option, declared
+from beamtrove.options import Option, Range, declared
 from beamtrove.pipelines.common import RowInputOptions, ShardOptions, row_reader, token_shards_sink
 from beamtrove.pipelines.spec import DocumentStep, PipelineSpec, Sink
 from beamtrove.transforms.tokens import (
@@ -34,7 +34,7 @@ class TokenizeOptions(PipelineOptions):
     """Options of the tokenize pipeline."""
 
     _add_argparse_args = declared(
-        Option("tokenizer", "Path or URL of a HuggingFace tokenizer.json (required)."),
+        Option("tokenizer", "Path or URL of a HuggingFace tokenizer.json (required).", reads="path"),
         Option(
             "eos_token",
             f"Token appended to every document; '' for none. Default: {DEFAULT_EOS_TOKEN}.",
@@ -46,7 +46,7 @@ class TokenizeOptions(PipelineOptions):
             "Write .ds.loss files, masking the character ranges in each document's no_loss_ranges metadata.",
             flag=True,
         ),
-        Option("tokenize_batch_size", "Documents encoded together. Default: 1000.", int, 1000),
+        Option("tokenize_batch_size", "Documents encoded together. Default: 1000.", int, 1000, range=Range(1)),
         Option(
             "format",
             "Token files to write: ds (DataTrove's .ds shards) or megatron (Megatron-LM's .bin + .idx datasets, "
@@ -61,6 +61,7 @@ class TokenizeOptions(PipelineOptions):
             "each shard's documents are shuffled, cut into chunks (the last, shorter one is dropped) and the "
             "chunks shuffled, both with --shuffle_seed, which it needs. Default: shuffle whole documents.",
             int,
+            range=Range(1),
         ),
     )
 
@@ -109,4 +110,5 @@ SPEC = PipelineSpec(
     steps=(_tokenize,),
     sink=_sink,
     global_steps="token shards are cut, and optionally shuffled, across the whole input",
+    compares_documents=True,
 )

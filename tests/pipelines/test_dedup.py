@@ -104,10 +104,13 @@ def test_minhash_alone_reads_the_input_twice_and_agrees(corpus, tmp_path):
     [
         (["--dedup", "minhash,fuzzy"], "--dedup takes"),
         (["--keep_by", "-"], "keep_by must name"),
-        (["--minhash_threshold", "2"], "threshold must be in"),
+        (["--minhash_threshold", "2"], "--minhash_threshold must be a number above 0 and at most 1 (got '2')."),
         (["--against", "/nonexistent/index"], "No dedup index at /nonexistent/index"),
         (["--dedup", "substring"], "--dedup substring needs --substring_tokenizer"),
-        (["--dedup", "bloom", "--bloom_fpr", "1.5"], "Bloom dedup fpr must be in (0, 1)"),
+        (
+            ["--dedup", "bloom", "--bloom_fpr", "1.5"],
+            "--bloom_fpr must be a number of at least 0 and below 1 (got '1.5').",
+        ),
     ],
 )
 def test_bad_options_fail_before_running(corpus, tmp_path, capsys, option, message):
@@ -204,3 +207,115 @@ def test_bloom_removes_documents_whose_ngrams_mostly_occurred_before(corpus, tmp
     assert counters["unshared_candidates"] < 0.01 * (counters["shingles"] - counters["candidates"])
     # Nothing is left for MinHash to remove.
     assert "dropped.minhash_duplicate" not in steps["minhash_remove"]["counters"]
+
+
+# Two datasets that each number their rows from "0": every id names one document of each. Every dedup step must
+# remove what it removes when the ids are unique, since documents are told apart by where they were read.
+_EVERY_STEP = "exact,url,bloom,minhash,sentence,substring"
+_INDEXED_STEPS = ("exact", "url", "minhash", "sentence")
+
+
+def _numbered_rows(texts: list[str], urls: dict[int, str]) -> list[dict]:
+    return [
+        {"id": str(number), "text": text, **({"metadata": {"url": urls[number]}} if number in urls else {})}
+        for number, text in enumerate(texts)
+    ]
+
+
+@pytest.fixture(scope="module")
+def shared_id_datasets(reviews) -> dict[str, list[dict]]:
+    """Three datasets of real reviews, rows numbered from "0" in each, with duplicates within and across them."""
+    texts = [review.text for review in reviews]
+    first = [*texts[0:30], texts[1], near_copy(texts[2], 0.01, seed=2), BOILERPLATE + texts[5], texts[100]]
+    second = [
+        *texts[30:50],
+        near_copy(texts[10], 0.01, seed=10),
+        texts[35],
+        BOILERPLATE + texts[36],
+        texts[3],
+        near_copy(texts[12], 0.02, seed=12),
+    ]
+    third = [texts[7], near_copy(texts[40], 0.01, seed=40), BOILERPLATE + texts[101], texts[102], texts[102]]
+    return {
+        "first": _numbered_rows(first, {3: "https://a.example/3", 33: "https://a.example/3/"}),
+        "second": _numbered_rows(second, {0: "https://b.example/0", 23: "https://www.b.example/0"}),
+        "third": _numbered_rows(third, {3: "https://b.example/0"}),
+    }
+
+
+def _write_dataset(folder: pathlib.Path, rows: list[dict], tag: str | None) -> None:
+    """``rows`` as ``folder/rows.jsonl``; with ``tag``, every id made unique as ``<id>-<tag>``.
+
+    ``<id>-<tag>`` sorts as (id, tag) does for these ids ('-' sorts before every digit), so the keep order of the
+    unique ids is the order of the shared ids broken by the file each was read from.
+    """
+    folder.mkdir(parents=True)
+    with (folder / "rows.jsonl").open("w", encoding="utf-8") as out:
+        for row in rows:
+            out.write(json.dumps({**row, "id": row["id"] if tag is None else f"{row['id']}-{tag}"}) + "\n")
+
+
+def _removed(output: pathlib.Path, steps) -> dict[str, list[tuple[str, str]]]:
+    """Per step, the sorted (text, duplicate_of without its tag) of what it removed."""
+    return {
+        step: sorted(
+            (row["text"], str(row["metadata"].get("duplicate_of", "")).split("-")[0])
+            for row in jsonl_rows(output / "excluded" / step)
+        )
+        for step in steps
+    }
+
+
+@pytest.fixture(scope="module")
+def shared_id_runs(shared_id_datasets, gpt2_path, tmp_path_factory) -> dict[str, pathlib.Path]:
+    """dedup (every step), dedup_index and dedup --against, once with the shared ids and once with unique ones."""
+    root = tmp_path_factory.mktemp("shared-ids")
+    outputs = {}
+    for variant in ("shared", "unique"):
+        for name, rows in shared_id_datasets.items():
+            _write_dataset(root / variant / name, rows, None if variant == "shared" else name)
+        both = ["--input", str(root / variant / "first"), "--input", str(root / variant / "second")]
+        common = ["--input_format", "jsonl", "--progress_interval", "0"]
+        outputs[variant] = root / variant / "dedup"
+        argv = ["run", "dedup", *both, "--output", str(outputs[variant]), *common, "--dedup", _EVERY_STEP]
+        assert main([*argv, "--substring_tokenizer", gpt2_path, "--cluster_map"]) == 0
+        index = root / variant / "index"
+        indexed = ",".join(_INDEXED_STEPS)
+        assert main(["run", "dedup_index", *both, "--output", str(index), *common, "--dedup", indexed]) == 0
+        outputs[f"{variant}-against"] = root / variant / "against"
+        third = ["--input", str(root / variant / "third"), "--output", str(outputs[f"{variant}-against"])]
+        assert main(["run", "dedup", *third, *common, "--dedup", indexed, "--against", str(index)]) == 0
+    return outputs
+
+
+def test_ids_shared_across_inputs_change_nothing_any_dedup_step_removes(shared_id_runs):
+    shared, unique = shared_id_runs["shared"], shared_id_runs["unique"]
+    steps = _EVERY_STEP.split(",")
+    removed = _removed(shared, steps)
+    assert removed == _removed(unique, steps)
+    # The copies within and across the two datasets. Ids compare as strings: "23" comes before "3" and keeps its
+    # text; the boilerplate-led copies come before the reviews they hold, which bloom removes; the 2 % near copy
+    # keeps too many distinct 13-grams for bloom and goes to MinHash. Sentence and substring only cut text.
+    assert {step: len(rows) for step, rows in removed.items()} == {
+        "exact": 3,
+        "url": 1,
+        "bloom": 4,
+        "minhash": 1,
+        "sentence": 0,
+        "substring": 0,
+    }
+    assert sorted(row["text"] for row in jsonl_rows(shared / "documents")) == sorted(
+        row["text"] for row in jsonl_rows(unique / "documents")
+    )
+    stats = json.loads((shared / "stats.json").read_text())["steps"]
+    assert stats["shared_ids"]["counters"] == {"ids": 25, "documents": 50}
+    assert "shared_ids" not in json.loads((unique / "stats.json").read_text())["steps"]
+
+
+def test_ids_shared_in_an_index_and_its_new_input_change_nothing_it_removes(shared_id_runs):
+    removed = _removed(shared_id_runs["shared-against"], _INDEXED_STEPS)
+    assert removed == _removed(shared_id_runs["unique-against"], _INDEXED_STEPS)
+    # A copy of an indexed text and one of its own, a URL and a near copy the index holds; spans are cut, not removed.
+    assert {step: len(rows) for step, rows in removed.items()} == {"exact": 2, "url": 1, "minhash": 1, "sentence": 0}
+    kept = {row["id"]: row["text"] for row in jsonl_rows(shared_id_runs["shared-against"] / "documents")}
+    assert set(kept) == {"2"} and not kept["2"].startswith("Subscribe")

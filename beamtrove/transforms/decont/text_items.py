@@ -6,7 +6,7 @@ import io
 from collections.abc import Iterable, Iterator
 from typing import Any, BinaryIO
 
-from beamtrove.document import Document
+from beamtrove.document import Document, Origin
 from beamtrove.fs import InputFile
 from beamtrove.transforms.readers import FileReader, RecordParser
 
@@ -26,7 +26,12 @@ class _TextLinesParser(RecordParser):
         lines = io.TextIOWrapper(io.BufferedReader(stream, 1 << 20), encoding="utf-8", errors="replace")
         for index, line in enumerate(lines):
             if line.strip():
-                yield Document(text=line.rstrip("\r\n"), id=f"{file.name}/{index}", metadata={"file_path": file.url})
+                yield Document(
+                    text=line.rstrip("\r\n"),
+                    id=f"{file.name}/{index}",
+                    metadata={"file_path": file.url},
+                    origin=Origin(file.url, index),
+                )
 
 
 class ReadTextItems(FileReader):

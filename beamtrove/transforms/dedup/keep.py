@@ -2,17 +2,22 @@
 
 Every dedup transform orders documents the same way: by a metadata field
 when ``keep_by`` names one (``"date"`` keeps the earliest, ``"-score"`` the
-highest), then by id. The order is a plain sortable value, the *node* of the
-document, so groups and graph components pick their survivor with ``min``.
+highest), then by id, then by where the document was read (its
+:class:`~beamtrove.document.Origin`). The order is a plain sortable value, the
+*node* of the document, so groups and graph components pick their survivor with
+``min``. A node names one document: users' ids repeat (two datasets that each
+number their rows from 0), so documents are joined and told apart by node,
+never by id; the id stays what users see and what the order breaks ties on first.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import math
 from typing import Any, NamedTuple
 
-from beamtrove.document import Document
+from beamtrove.document import Document, DocumentCoder
 
 __all__ = ["INDEX", "INPUT", "ClusterMember", "DedupOutputs", "KeepOrder", "index_node", "input_node"]
 
@@ -40,8 +45,23 @@ class KeepOrder:
         if self.keep_by is not None and not self.keep_by.lstrip("-"):
             raise ValueError(f"keep_by must name a metadata field, optionally after '-' (got {self.keep_by!r}).")
 
-    def node(self, document: Document) -> Any:
-        """The document's sort key: its id, or ``(kind, value, id)`` with ``keep_by``."""
+    def node(self, document: Document) -> tuple:
+        """The document's place in the order, unique to it: ``(rank, (origin file, origin record))``.
+
+        A document made in code, with no origin, is told apart by a digest of
+        its content instead, so only documents equal in every field share a node.
+        """
+        origin = document.origin
+        if origin is None:
+            origin = ("content:" + hashlib.blake2b(DocumentCoder().encode(document), digest_size=16).hexdigest(), 0)
+        return self.rank(document), (origin[0], origin[1])
+
+    def rank(self, document: Document) -> Any:
+        """Where the order puts the document, before its origin breaks ties: its id, or ``(kind, value, id)``.
+
+        Dedup indexes store ranks: their documents are only ordered among themselves, and an origin would
+        tie an index to the paths its input was read from.
+        """
         if self.keep_by is None:
             return document.id
         descending = self.keep_by.startswith("-")
@@ -55,18 +75,26 @@ class KeepOrder:
         return (_NUMBER, -value if descending else value, document.id)
 
     @staticmethod
-    def document_id(node: Any) -> str:
-        """The id inside a node."""
-        return node[-1] if isinstance(node, tuple) else node
+    def document_id(node: tuple) -> str:
+        """The id inside a :meth:`node`."""
+        return KeepOrder.ranked_id(node[0])
+
+    @staticmethod
+    def ranked_id(rank: Any) -> str:
+        """The id inside a :meth:`rank`."""
+        return rank[-1] if isinstance(rank, tuple) else rank
 
 
 #: The first item of an indexed document's node in a run against dedup indexes; an input document's is INPUT.
 INDEX, INPUT = 0, 1
 
 
-def index_node(position: int, node: Any) -> tuple:
-    """A dedup index document's node in a run against indexes: before every input document, in the order named."""
-    return (INDEX, position, node)
+def index_node(position: int, rank: Any) -> tuple:
+    """A dedup index document's node in a run against indexes: before every input document, in the order named.
+
+    ``rank`` is the :meth:`KeepOrder.rank` the index stored.
+    """
+    return (INDEX, position, rank)
 
 
 def input_node(node: Any) -> tuple:

@@ -362,13 +362,13 @@ class _RemoveClusteredFn(beam.DoFn):
         self._metrics = metrics
 
     def process(self, joined):
-        _, sides = joined
+        node, sides = joined
         components = list(sides[_COMPONENT])
         component = components[0] if components else None
         for document in sides[_DOCUMENTS]:
-            yield from self._decide(document, component)
+            yield from self._decide(document, node, component)
 
-    def _decide(self, document: Document, component: tuple | None):
+    def _decide(self, document: Document, node: tuple, component: tuple | None):
         self._metrics.received()
         self._metrics.chars("in", document.text)
         if component is None:
@@ -378,19 +378,19 @@ class _RemoveClusteredFn(beam.DoFn):
             yield dataclasses.replace(document, metadata={**document.metadata, "minhash_cluster_size": 1})
             return
         root, size = component
-        reason = self._reason
-        if self._index_reasons is not None:
-            if root[0] == INDEX:
-                _, position, root = root
-                reason = self._index_reasons[position]
-            else:
-                root = root[1]
-        kept_id = KeepOrder.document_id(root)
-        if kept_id == document.id and reason == self._reason:
+        if root == node:
             self._metrics.emitted()
             self._metrics.chars("out", document.text)
             yield dataclasses.replace(document, metadata={**document.metadata, "minhash_cluster_size": size})
             return
+        reason = self._reason
+        if self._index_reasons is None:
+            kept_id = KeepOrder.document_id(root)
+        elif root[0] == INDEX:
+            _, position, rank = root
+            reason, kept_id = self._index_reasons[position], KeepOrder.ranked_id(rank)
+        else:
+            kept_id = KeepOrder.document_id(root[1])
         self._metrics.dropped(reason)
         yield beam.pvalue.TaggedOutput(CLUSTERS, ClusterMember(document.id, kept_id, size))
         yield excluded_output(document, reason, duplicate_of=kept_id, minhash_cluster_size=size)

@@ -26,7 +26,7 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.bufferedreaders import BUFF_SIZE, DecompressingBufferedReader
 
 from beamtrove.dead_letter import DeadLetter
-from beamtrove.document import Document
+from beamtrove.document import Document, Origin
 from beamtrove.fs import InputFile
 from beamtrove.transforms.readers.base import FileReader, Outcome, RecordParser, Skip
 from beamtrove.transforms.readers.charset import decode_payload
@@ -257,7 +257,9 @@ class WarcParser(RecordParser):
             metadata["warc_truncated"] = truncated
         metadata["file_path"] = file.url
         metadata["offset"] = offset
-        return Document(text=text, id=record_id or f"{file.name}/{offset}", metadata=metadata)
+        return Document(
+            text=text, id=record_id or f"{file.name}/{offset}", metadata=metadata, origin=Origin(file.url, offset)
+        )
 
 
 class ReadWarc(FileReader):

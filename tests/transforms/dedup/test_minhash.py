@@ -19,6 +19,7 @@ from beamtrove.pipelines import pipeline_spec
 from beamtrove.stats import collect_stats
 from beamtrove.transforms.dedup import (
     ClusterMember,
+    KeepOrder,
     MinHashClusters,
     MinHashConfig,
     MinHashDedup,
@@ -169,7 +170,13 @@ def test_copies_of_one_signature_link_to_its_first_document_and_clusters_equal_e
     pipeline = TestPipeline()
     components = pipeline | beam.Create(documents) | MinHashClusters()
     assert_that(
-        components | beam.Map(lambda component: (component.node, (component.root, component.size))),
+        components
+        | beam.Map(
+            lambda component: (
+                KeepOrder.document_id(component.node),
+                (KeepOrder.document_id(component.root), component.size),
+            )
+        ),
         equal_to(sorted(expected.items())),
     )
     result = pipeline.run()
