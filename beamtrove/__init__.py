@@ -12,6 +12,6 @@ os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 from beamtrove.dead_letter import DeadLetter
 from beamtrove.document import Document, DocumentCoder, Media
 
-__version__ = "0.12.1"
+__version__ = "0.13.0"
 
 __all__ = ["DeadLetter", "Document", "DocumentCoder", "Media", "__version__"]
