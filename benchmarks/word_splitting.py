@@ -146,9 +146,9 @@ def _measure_before(checkout: pathlib.Path, sizes: list[int]) -> dict:
 def _print_figures(title: str, figures: dict) -> None:
     sizes = sorted(next(iter(figures.values())))
     print(f"\n{title}: CPU seconds per MB (split alone / FineWeb filters chained / each filter on its own)")
-    print(f"{'text':<12}" + "".join(f"{size:>28,}" for size in sizes) + f"{'growth':>22}")
+    print(f"{'text':<12}" + "".join(f"{size:>32,}" for size in sizes) + f"{'growth':>22}")
     for kind, rows in figures.items():
-        cells = "".join(f"{' / '.join(f'{figure:.3f}' for figure in rows[size]):>28}" for size in sizes)
+        cells = "".join(f"{' / '.join(f'{figure:.3f}' for figure in rows[size]):>32}" for size in sizes)
         small, large = rows[sizes[0]], rows[sizes[-1]]
         # Per MB figures: the total grows by the size ratio times the per-MB ratio.
         ratio = sizes[-1] / sizes[0]
