@@ -10,8 +10,8 @@ import os
 os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 
 from beamtrove.dead_letter import DeadLetter
-from beamtrove.document import Document, DocumentCoder, Media
+from beamtrove.document import Document, DocumentCoder, Media, Origin
 
 __version__ = "0.13.0"
 
-__all__ = ["DeadLetter", "Document", "DocumentCoder", "Media", "__version__"]
+__all__ = ["DeadLetter", "Document", "DocumentCoder", "Media", "Origin", "__version__"]

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import apache_beam as beam
 import pytest
 from apache_beam import coders
 from apache_beam.testing.util import assert_that, equal_to
 
-from beamtrove.document import Document, DocumentCoder, Media
+from beamtrove.document import Document, DocumentCoder, Media, Origin
 from tests.conftest import run_and_collect
 
 
@@ -24,6 +26,22 @@ def test_round_trip_is_exact(udhr_texts):
     coder = DocumentCoder()
     doc = _document(udhr_texts)
     assert coder.decode(coder.encode(doc)) == doc
+
+
+@pytest.mark.parametrize(
+    "origin",
+    [
+        None,
+        Origin("gs://bucket/crawl [1]/part-00000.jsonl.gz", 0),
+        # A file name that is not UTF-8, as os.fsdecode gives it, and a WARC record far into a large file.
+        Origin("/data/r\udcfcckblick.warc.gz", 2**40 + 7),
+    ],
+)
+def test_the_origin_crosses_the_coder_but_equality_ignores_it(udhr_texts, origin):
+    coder = DocumentCoder()
+    doc = dataclasses.replace(_document(udhr_texts), origin=origin)
+    decoded = coder.decode(coder.encode(doc))
+    assert decoded.origin == origin and decoded == _document(udhr_texts)
 
 
 def test_equal_documents_encode_to_equal_bytes(udhr_texts):
