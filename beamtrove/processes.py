@@ -1,4 +1,4 @@
-"""Child processes that do not outlive the process that started them."""
+"""Processes and signals: children that do not outlive their parent, and stop signals that act as Ctrl-C."""
 
 from __future__ import annotations
 
@@ -6,8 +6,10 @@ import contextlib
 import ctypes
 import os
 import signal
+import threading
+from collections.abc import Iterator
 
-__all__ = ["die_with_parent"]
+__all__ = ["die_with_parent", "stops_interrupt"]
 
 _PR_SET_PDEATHSIG = 1
 
@@ -28,3 +30,27 @@ def die_with_parent(parent_pid: int | None = None) -> None:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if parent_pid is not None and os.getppid() != parent_pid:
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+@contextlib.contextmanager
+def stops_interrupt() -> Iterator[list[int]]:
+    """Within the block, SIGINT and SIGTERM (kill, a scheduler's stop) interrupt as Ctrl-C does.
+
+    Yields the list of the signals received, filled in as they come. Signal
+    handlers belong to the main thread: elsewhere the block changes nothing.
+    """
+    received: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+
+    def interrupt(signum, frame):
+        received.append(signum)
+        raise KeyboardInterrupt
+
+    previous = {signum: signal.signal(signum, interrupt) for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield received
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)

@@ -24,14 +24,13 @@ import random
 import shutil
 import signal
 import tempfile
-import threading
 from collections.abc import Iterator, Sequence
 
 from beamtrove.cli.parsing import command
 from beamtrove.dead_letter import DeadLetter
 from beamtrove.options import ConfigurationError
 from beamtrove.pipelines.common import documents_of_run
-from beamtrove.processes import die_with_parent
+from beamtrove.processes import die_with_parent, stops_interrupt
 from beamtrove.transforms.readers import ReadWarc, reader_for
 
 __all__ = ["LabelScores", "TrainingSettings", "add_commands", "train_classifier"]
@@ -331,7 +330,7 @@ def _train(args: argparse.Namespace, _: list[str]) -> int:
         f"{len(negative)} {settings.negative_label} ({negative_unreadable} unreadable records)"
     )
     try:
-        with _sigterm_interrupts():
+        with stops_interrupt():
             scores = train_classifier(positive, negative, model_path, settings, quantized_path)
     except ValueError as exc:
         raise ConfigurationError(str(exc)) from None
@@ -361,23 +360,6 @@ def _model_paths(output: str, quantize: bool) -> tuple[pathlib.Path, pathlib.Pat
     if not folder.is_dir():
         raise ConfigurationError(f"--output {output} cannot be written: {folder} is a file, not a folder")
     return model_path, quantized_path
-
-
-@contextlib.contextmanager
-def _sigterm_interrupts() -> Iterator[None]:
-    """Within the block SIGTERM (kill, a scheduler's stop) interrupts as Ctrl-C does: training's folder is removed."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def add_commands(commands) -> None:

@@ -19,8 +19,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-import signal
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -37,6 +35,7 @@ from beamtrove.fs import filesystem, join
 from beamtrove.layout import REPORT_FILE, STATS_FILE
 from beamtrove.options import BeamtroveOptions, ResumeOptions
 from beamtrove.pipelines.spec import PipelineSpec
+from beamtrove.processes import stops_interrupt
 from beamtrove.progress import ProgressBoard
 from beamtrove.stats import collect_stats, order_steps, write_stats
 
@@ -187,27 +186,16 @@ class _AfterInterrupt(logging.Filter):
 @contextlib.contextmanager
 def _interrupts_noted() -> Iterator[list[int]]:
     """Within the block, SIGINT and SIGTERM interrupt as Ctrl-C does, and the signals received are listed."""
-    received: list[int] = []
-    if threading.current_thread() is not threading.main_thread():
-        yield received
-        return
-
-    def interrupt(signum, frame):
-        received.append(signum)
-        raise KeyboardInterrupt
-
-    previous = {signum: signal.signal(signum, interrupt) for signum in (signal.SIGINT, signal.SIGTERM)}
-    quiet = _AfterInterrupt(received)
-    handlers = logging.getLogger().handlers
-    for handler in handlers:
-        handler.addFilter(quiet)
-    try:
-        yield received
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+    with stops_interrupt() as received:
+        quiet = _AfterInterrupt(received)
+        handlers = logging.getLogger().handlers
         for handler in handlers:
-            handler.removeFilter(quiet)
+            handler.addFilter(quiet)
+        try:
+            yield received
+        finally:
+            for handler in handlers:
+                handler.removeFilter(quiet)
 
 
 def _interrupted(built: Built) -> str:

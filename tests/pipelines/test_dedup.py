@@ -278,7 +278,7 @@ def shared_id_runs(shared_id_datasets, gpt2_path, tmp_path_factory) -> dict[str,
         common = ["--input_format", "jsonl", "--progress_interval", "0"]
         outputs[variant] = root / variant / "dedup"
         argv = ["run", "dedup", *both, "--output", str(outputs[variant]), *common, "--dedup", _EVERY_STEP]
-        assert main([*argv, "--substring_tokenizer", gpt2_path, "--cluster_map"]) == 0
+        assert main([*argv, "--substring_tokenizer", gpt2_path]) == 0
         index = root / variant / "index"
         indexed = ",".join(_INDEXED_STEPS)
         assert main(["run", "dedup_index", *both, "--output", str(index), *common, "--dedup", indexed]) == 0
