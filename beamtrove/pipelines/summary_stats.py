@@ -153,8 +153,6 @@ def summary_stats_transform(
         return None
     blocks = [_block(name, own) for name in _names(chosen, BLOCKS, "summary_stats")]
     groups = _names(own.summary_groups, GROUPS, "summary_groups")
-    if own.summary_histogram_digits < 0:
-        raise ValueError(f"--summary_histogram_digits must be 0 or more (got {own.summary_histogram_digits}).")
     return SummaryStats(
         output_dir, blocks, groups, own.summary_histogram_digits, own.summary_top_k, step=SUMMARY_STATS_STEP
     )

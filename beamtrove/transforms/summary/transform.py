@@ -140,7 +140,7 @@ class SummaryStats(beam.PTransform):
         step: Stats name of the step.
 
     Raises:
-        ValueError: No block, an unknown or repeated group, or ``top_k`` < 1.
+        ValueError: No block, an unknown or repeated group, ``histogram_round_digits`` < 0, or ``top_k`` < 1.
     """
 
     def __init__(
@@ -160,6 +160,8 @@ class SummaryStats(beam.PTransform):
         unknown = [group for group in self._groups if group not in GROUPS]
         if unknown or not self._groups or len(set(self._groups)) != len(self._groups):
             raise ValueError(f"Summary groups are one or more of {', '.join(GROUPS)}, each once (got {self._groups}).")
+        if histogram_round_digits < 0:
+            raise ValueError(f"histogram_round_digits must be 0 or more (got {histogram_round_digits}).")
         if top_k < 1:
             raise ValueError(f"top_k must be at least 1 (got {top_k}).")
         self._extract = _ExtractStatsFn(self._blocks, self._groups, histogram_round_digits, step)
