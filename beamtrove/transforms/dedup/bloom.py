@@ -71,6 +71,7 @@ from beamtrove.text import check_word_splitter, word_splitter
 from beamtrove.transforms.dedup.keep import DedupOutputs, KeepOrder
 from beamtrove.transforms.dedup.shingles import normalize_text, shingle_hashes
 from beamtrove.transforms.filters.base import excluded_output
+from beamtrove.transforms.stages import KEYED, SAME, Stage, StagedForm, applied_outputs
 
 __all__ = ["BloomDedup", "BloomDedupConfig", "bloom_shingles"]
 
@@ -413,29 +414,93 @@ class BloomDedup(beam.PTransform):
         self._order = KeepOrder(keep_by)
         self._metrics = StepMetrics(step)
 
-    def expand(self, documents):
-        config = self._config
-        shingled = documents | "Shingles" >> beam.ParDo(_ShinglesFn(config, self._order, self._metrics)).with_outputs(
+    def staged_form(self) -> StagedForm:
+        """The step as stages: shingles, the filter (one task), candidates, each slice's repeats, the decisions.
+
+        Without a filter the candidates are every shingle, sent on by the
+        stage that makes them. The documents wait for their repeats keyed by
+        node, the key the repeats come back with, so each document meets all
+        its repeats in one join.
+        """
+        shingles = {"by_node": KEYED, "unshingled": SAME}
+        if self._config.exact:
+            head = (
+                Stage("Shingles", {"documents": ("documents",)}, self._shingles, {**shingles, "candidates": KEYED}),
+            )
+        else:
+            head = (
+                Stage("Shingles", {"documents": ("documents",)}, self._shingles, {**shingles, "shingled": SAME}),
+                # One accumulator of fixed size, every shingled document streamed through it.
+                Stage("Filter", {"shingled": ("shingled",)}, self._filter, {"twice": SAME}, whole=True),
+                Stage(
+                    "Candidates",
+                    {"shingled": ("shingled",)},
+                    self._candidates,
+                    {"candidates": KEYED},
+                    sides={"twice": "twice"},
+                ),
+            )
+        return StagedForm(
+            (
+                *head,
+                Stage("Repeats", {"candidates": ("candidates",)}, self._repeats, {"repeats": KEYED}),
+                Stage(
+                    "Decide",
+                    {"documents": ("by_node",), "repeats": ("repeats",)},
+                    self._decide,
+                    {"decided": SAME, EXCLUDED: SAME},
+                ),
+            ),
+            input="documents",
+            kept=("decided", "unshingled"),
+            excluded=(EXCLUDED,),
+        )
+
+    def _shingles(self, pipeline, inputs, sides):
+        fn = _ShinglesFn(self._config, self._order, self._metrics)
+        outputs = inputs["documents"] | "Shingles" >> beam.ParDo(fn).with_outputs(
             "documents", "unshingled", main="shingled"
         )
-        candidates_fn = _CandidatesFn(config.bits, config.hashes, config.shingle_partitions, self._metrics)
-        if config.exact:
-            candidates = shingled.shingled | "Candidates" >> beam.ParDo(candidates_fn)
+        written = {"by_node": outputs.documents, "unshingled": outputs.unshingled}
+        if self._config.exact:
+            written["candidates"] = self._candidates_of(outputs.shingled)
         else:
-            twice = (
-                shingled.shingled
-                | "Filter" >> beam.CombineGlobally(_SharedBitsFn(config.bits, config.hashes))
-                | "FilterStats" >> beam.ParDo(_FilterStatsFn(self._metrics))
-            )
-            candidates = shingled.shingled | "Candidates" >> beam.ParDo(candidates_fn, beam.pvalue.AsSingleton(twice))
+            written["shingled"] = outputs.shingled
+        return written
+
+    def _filter(self, pipeline, inputs, sides):
+        config = self._config
+        twice = (
+            inputs["shingled"]
+            | "Filter" >> beam.CombineGlobally(_SharedBitsFn(config.bits, config.hashes))
+            | "FilterStats" >> beam.ParDo(_FilterStatsFn(self._metrics))
+        )
+        return {"twice": twice}
+
+    def _candidates(self, pipeline, inputs, sides):
+        return {"candidates": self._candidates_of(inputs["shingled"], beam.pvalue.AsSingleton(sides["twice"]))}
+
+    def _candidates_of(self, shingled, *twice):
+        config = self._config
+        fn = _CandidatesFn(config.bits, config.hashes, config.shingle_partitions, self._metrics)
+        return shingled | "Candidates" >> beam.ParDo(fn, *twice)
+
+    def _repeats(self, pipeline, inputs, sides):
         repeats = (
-            candidates | "GroupByPartition" >> beam.GroupByKey() | "Repeats" >> beam.ParDo(_RepeatsFn(self._metrics))
+            inputs["candidates"]
+            | "GroupByPartition" >> beam.GroupByKey()
+            | "Repeats" >> beam.ParDo(_RepeatsFn(self._metrics))
         )
+        return {"repeats": repeats}
+
+    def _decide(self, pipeline, inputs, sides):
         decided = (
-            {"documents": shingled.documents, "repeats": repeats}
+            {"documents": inputs["documents"], "repeats": inputs["repeats"]}
             | "JoinRepeats" >> beam.CoGroupByKey()
-            | "Decide" >> beam.ParDo(_DecideFn(config.threshold, self._metrics)).with_outputs(EXCLUDED, main="kept")
+            | "Decide"
+            >> beam.ParDo(_DecideFn(self._config.threshold, self._metrics)).with_outputs(EXCLUDED, main="kept")
         )
-        kept = (decided.kept, shingled.unshingled) | "Kept" >> beam.Flatten()
-        clusters = documents.pipeline | "NoClusters" >> beam.Create([])
-        return DedupOutputs(kept, decided.excluded, clusters)
+        return {"decided": decided.kept, EXCLUDED: decided[EXCLUDED]}
+
+    def expand(self, documents):
+        return DedupOutputs(*applied_outputs(self.staged_form(), documents))

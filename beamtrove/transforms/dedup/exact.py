@@ -19,6 +19,7 @@ from beamtrove.metrics import StepMetrics
 from beamtrove.transforms.dedup.keep import ClusterMember, DedupOutputs, KeepOrder
 from beamtrove.transforms.dedup.shingles import normalize_text
 from beamtrove.transforms.filters.base import excluded_output
+from beamtrove.transforms.stages import KEYED, SAME, Stage, StagedForm, applied_outputs
 
 if TYPE_CHECKING:
     from beamtrove.transforms.dedup.index import DedupIndexes
@@ -134,25 +135,45 @@ class _KeepFirstPerKey(beam.PTransform):
         self._kind = kind
         self._against = against
 
-    def expand(self, documents):
-        unkeyed, keyed = documents | "Key" >> beam.ParDo(_KeyDocumentsFn(self._key_of, self._metrics)).with_outputs(
-            "keyed", main="unkeyed"
+    def staged_form(self) -> StagedForm:
+        """The step as stages: key each document, then keep the first of each key's group."""
+        against = self._against is not None
+        index = (Stage("ReadIndex", {}, self._read_index, {"indexed": KEYED}, whole=True),) if against else ()
+        keyed = ("keyed", "indexed") if against else ("keyed",)
+        return StagedForm(
+            (
+                Stage("Key", {"documents": ("documents",)}, self._key, {"keyed": KEYED, "unkeyed": SAME}),
+                *index,
+                Stage("KeepFirst", {"keyed": keyed}, self._keep_first, {"first": SAME, EXCLUDED: SAME, CLUSTERS: SAME}),
+            ),
+            input="documents",
+            kept=("first", "unkeyed"),
+            excluded=(EXCLUDED,),
+            clusters=(CLUSTERS,),
         )
+
+    def _key(self, pipeline, inputs, sides):
+        fn = _KeyDocumentsFn(self._key_of, self._metrics)
+        outputs = inputs["documents"] | "Key" >> beam.ParDo(fn).with_outputs("keyed", main="unkeyed")
+        return {"keyed": outputs.keyed, "unkeyed": outputs.unkeyed}
+
+    def _read_index(self, pipeline, inputs, sides):
+        return {"indexed": pipeline | "ReadIndex" >> self._against.read(self._kind)}
+
+    def _keep_first(self, pipeline, inputs, sides):
         index_reasons = []
         if self._against is not None:
-            indexed = documents.pipeline | "ReadIndex" >> self._against.read(self._kind)
-            keyed = (keyed, indexed) | "WithIndex" >> beam.Flatten()
             index_reasons = [self._against.reason(self._reason, n) for n in range(len(self._against.names))]
+        fn = _KeepFirstFn(self._order, self._reason, index_reasons, self._metrics)
         first = (
-            keyed
+            inputs["keyed"]
             | "GroupByKey" >> beam.GroupByKey()
-            | "KeepFirst"
-            >> beam.ParDo(_KeepFirstFn(self._order, self._reason, index_reasons, self._metrics)).with_outputs(
-                EXCLUDED, CLUSTERS, main="kept"
-            )
+            | "KeepFirst" >> beam.ParDo(fn).with_outputs(EXCLUDED, CLUSTERS, main="kept")
         )
-        kept = (first.kept, unkeyed) | "Kept" >> beam.Flatten()
-        return DedupOutputs(kept, first.excluded, first.clusters)
+        return {"first": first.kept, EXCLUDED: first[EXCLUDED], CLUSTERS: first[CLUSTERS]}
+
+    def expand(self, documents):
+        return DedupOutputs(*applied_outputs(self.staged_form(), documents))
 
 
 class ExactDedup(_KeepFirstPerKey):

@@ -43,6 +43,7 @@ from beamtrove.transforms.dedup.components import ConnectedComponents
 from beamtrove.transforms.dedup.keep import INDEX, ClusterMember, DedupOutputs, KeepOrder, input_node
 from beamtrove.transforms.dedup.shingles import normalize_text, shingle_hashes
 from beamtrove.transforms.filters.base import excluded_output
+from beamtrove.transforms.stages import KEYED, SAME, Stage, StagedForm, applied_outputs, apply_stages, flatten
 
 if TYPE_CHECKING:
     from beamtrove.transforms.dedup.index import DedupIndexes
@@ -319,26 +320,46 @@ class MinHashClusters(beam.PTransform):
         self._components = ConnectedComponents(max_rounds, step=self._components_step)
         self._metrics = StepMetrics(step)
 
-    def expand(self, documents):
-        threshold = self._config.threshold
-        link = _LinkToFirstFn(self._metrics) if threshold is None else _LinkVerifiedFn(threshold, self._metrics)
+    def link_stages(self) -> tuple[Stage, ...]:
+        """Stages from the ``documents`` dataset to the near duplicates' links: ``band_links`` and ``copy_links``."""
         against = self._against is not None
+        index = (Stage("ReadIndex", {}, self._read_index, {"indexed": KEYED}, whole=True),) if against else ()
+        return (
+            Stage("Signatures", {"documents": ("documents",)}, self._signatures, {"signatures": KEYED}),
+            Stage("BandKeys", {"signatures": ("signatures",)}, self._band_keys, {"bands": KEYED, _COPY_LINKS: SAME}),
+            *index,
+            Stage("Link", {"bands": ("bands", "indexed") if against else ("bands",)}, self._link, {"band_links": SAME}),
+        )
+
+    def components(self, links):
+        """The components of ``links`` (node pairs)."""
+        return links | self._components_step >> self._components
+
+    def _signatures(self, pipeline, inputs, sides):
+        fn = _SignatureFn(self._config, self._order, self._against is not None, self._metrics)
+        return {"signatures": inputs["documents"] | "Signatures" >> beam.ParDo(fn)}
+
+    def _band_keys(self, pipeline, inputs, sides):
         representatives = (
-            documents
-            | "Signatures" >> beam.ParDo(_SignatureFn(self._config, self._order, against, self._metrics))
+            inputs["signatures"]
             | "GroupBySignature" >> beam.GroupByKey()
             | "BandKeys" >> beam.ParDo(_BandKeysOfFirstFn(self._metrics)).with_outputs(_COPY_LINKS, main="bands")
         )
-        bands = representatives.bands
-        if against:
-            indexed = documents.pipeline | "ReadIndex" >> self._against.read("minhash", with_sketches=bool(threshold))
-            bands = (bands, indexed) | "WithIndex" >> beam.Flatten()
-        band_links = bands | "GroupByBand" >> beam.GroupByKey() | "Link" >> beam.ParDo(link)
-        return (
-            (band_links, representatives[_COPY_LINKS])
-            | "AllLinks" >> beam.Flatten()
-            | self._components_step >> self._components
-        )
+        return {"bands": representatives.bands, _COPY_LINKS: representatives[_COPY_LINKS]}
+
+    def _read_index(self, pipeline, inputs, sides):
+        with_sketches = bool(self._config.threshold)
+        return {"indexed": pipeline | "ReadIndex" >> self._against.read("minhash", with_sketches=with_sketches)}
+
+    def _link(self, pipeline, inputs, sides):
+        threshold = self._config.threshold
+        link = _LinkToFirstFn(self._metrics) if threshold is None else _LinkVerifiedFn(threshold, self._metrics)
+        return {"band_links": inputs["bands"] | "GroupByBand" >> beam.GroupByKey() | "Link" >> beam.ParDo(link)}
+
+    def expand(self, documents):
+        datasets = apply_stages(StagedForm(self.link_stages(), "documents", kept=()), documents)
+        links = flatten(documents.pipeline, [datasets["band_links"], datasets[_COPY_LINKS]], "AllLinks")
+        return self.components(links)
 
 
 class _KeyByNodeFn(beam.DoFn):
@@ -443,20 +464,28 @@ class RemoveClustered(beam.PTransform):
             None if against is None else [against.reason(reason, n) for n in range(len(against.names))]
         )
 
-    def expand(self, documents):
+    def key_by_node(self, documents):
+        """``documents`` keyed by their node, as the components name it."""
+        return documents | "KeyByNode" >> beam.ParDo(_KeyByNodeFn(self._order, self._index_reasons is not None))
+
+    def by_node(self, components):
+        """The components of the input's documents, keyed by node: ``(node, (root, size))``."""
         if self._index_reasons is None:
-            components = self._components | "ByNode" >> beam.Map(_by_node)
-        else:
-            components = self._components | "ByNode" >> beam.FlatMap(_input_components)
-        against = self._index_reasons is not None
-        keyed = documents | "KeyByNode" >> beam.ParDo(_KeyByNodeFn(self._order, against))
+            return components | "ByNode" >> beam.Map(_by_node)
+        return components | "ByNode" >> beam.FlatMap(_input_components)
+
+    def remove(self, keyed_documents, keyed_components) -> DedupOutputs:
+        """Joins documents and components keyed by node and decides each document."""
         remove = _RemoveClusteredFn(self._reason, self._index_reasons, self._metrics)
         outputs = (
-            {_DOCUMENTS: keyed, _COMPONENT: components}
+            {_DOCUMENTS: keyed_documents, _COMPONENT: keyed_components}
             | "JoinByNode" >> beam.CoGroupByKey()
             | "Remove" >> beam.ParDo(remove).with_outputs(EXCLUDED, CLUSTERS, main="kept")
         )
-        return DedupOutputs(outputs.kept, outputs.excluded, outputs.clusters)
+        return DedupOutputs(outputs.kept, outputs[EXCLUDED], outputs[CLUSTERS])
+
+    def expand(self, documents):
+        return self.remove(self.key_by_node(documents), self.by_node(self._components))
 
 
 class MinHashDedup(beam.PTransform):
@@ -480,9 +509,44 @@ class MinHashDedup(beam.PTransform):
     ):
         super().__init__()
         self._clusters = MinHashClusters(config, keep_by, max_rounds, against=against)
-        self._keep_by = keep_by
-        self._against = against
+        # Its components arrive through the stages, not the constructor.
+        self._remove = RemoveClustered(None, keep_by, against=against)
+
+    def staged_form(self) -> StagedForm:
+        """The step as stages: signatures, band groups, links, components (one task), then the removal."""
+        return StagedForm(
+            (
+                *self._clusters.link_stages(),
+                Stage("KeyByNode", {"documents": ("documents",)}, self._key_by_node, {"by_node": KEYED}),
+                Stage(
+                    "Components",
+                    {"links": ("band_links", _COPY_LINKS)},
+                    self._components,
+                    {"components": KEYED},
+                    whole=True,
+                ),
+                Stage(
+                    "Remove",
+                    {_DOCUMENTS: ("by_node",), _COMPONENT: ("components",)},
+                    self._removal,
+                    {"kept": SAME, EXCLUDED: SAME, CLUSTERS: SAME},
+                ),
+            ),
+            input="documents",
+            kept=("kept",),
+            excluded=(EXCLUDED,),
+            clusters=(CLUSTERS,),
+        )
+
+    def _key_by_node(self, pipeline, inputs, sides):
+        return {"by_node": self._remove.key_by_node(inputs["documents"])}
+
+    def _components(self, pipeline, inputs, sides):
+        return {"components": self._remove.by_node(self._clusters.components(inputs["links"]))}
+
+    def _removal(self, pipeline, inputs, sides):
+        removed = self._remove.remove(inputs[_DOCUMENTS], inputs[_COMPONENT])
+        return {"kept": removed.kept, EXCLUDED: removed.excluded, CLUSTERS: removed.clusters}
 
     def expand(self, documents):
-        components = documents | "Clusters" >> self._clusters
-        return documents | "minhash_remove" >> RemoveClustered(components, self._keep_by, against=self._against)
+        return DedupOutputs(*applied_outputs(self.staged_form(), documents))

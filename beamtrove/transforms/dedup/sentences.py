@@ -26,9 +26,10 @@ from beamtrove.document import Document
 from beamtrove.layout import EXCLUDED
 from beamtrove.metrics import StepMetrics
 from beamtrove.text import TERMINAL_PUNCTUATION
-from beamtrove.transforms.dedup.keep import INDEX, KeepOrder, input_node
+from beamtrove.transforms.dedup.keep import INDEX, DedupOutputs, KeepOrder, input_node
 from beamtrove.transforms.dedup.shingles import normalize_text
 from beamtrove.transforms.filters.base import excluded_output
+from beamtrove.transforms.stages import KEYED, SAME, Stage, StagedForm, applied_outputs
 
 if TYPE_CHECKING:
     from beamtrove.transforms.dedup.index import DedupIndexes
@@ -183,7 +184,7 @@ class _CutRepeatsFn(beam.DoFn):
 class SentenceDedup(beam.PTransform):
     """Cuts sentence spans repeated across documents out of all but their first occurrence.
 
-    Returns a ``DoOutputsTuple``: ``.kept`` (documents, shortened where spans
+    Returns :class:`DedupOutputs` (``clusters`` empty): ``.kept`` (documents, shortened where spans
     were cut) and ``.excluded`` (cut documents left empty, with fewer than
     ``min_doc_words`` words or with fewer than ``min_doc_sentences``
     sentences, reason ``sentence_dedup_too_short``). Documents with nothing
@@ -227,21 +228,56 @@ class SentenceDedup(beam.PTransform):
         self._order = KeepOrder(keep_by)
         self._metrics = StepMetrics(step)
 
-    def expand(self, documents):
-        spans, keyed_documents = documents | "SpanKeys" >> beam.ParDo(
-            _SpanKeysFn(self._span_sentences, self._order)
-        ).with_outputs("documents", main="spans")
-        index_names = []
-        if self._against is not None:
-            indexed = documents.pipeline | "ReadIndex" >> self._against.read("sentence")
-            spans = (spans, indexed) | "WithIndex" >> beam.Flatten()
-            index_names = self._against.names
-        repeated = spans | "GroupBySpan" >> beam.GroupByKey() | "Repeats" >> beam.FlatMap(_repeats)
+    def staged_form(self) -> StagedForm:
+        """The step as stages: span keys, the repeats of each span, then the cuts of each document."""
+        against = self._against is not None
+        index = (Stage("ReadIndex", {}, self._read_index, {"indexed": KEYED}, whole=True),) if against else ()
+        return StagedForm(
+            (
+                Stage("SpanKeys", {"documents": ("documents",)}, self._span_keys, {"spans": KEYED, "by_node": KEYED}),
+                *index,
+                Stage(
+                    "Repeats",
+                    {"spans": ("spans", "indexed") if against else ("spans",)},
+                    self._repeats,
+                    {"repeats": KEYED},
+                ),
+                Stage(
+                    "CutRepeats",
+                    {"documents": ("by_node",), "repeats": ("repeats",)},
+                    self._cut_repeats,
+                    {"kept": SAME, EXCLUDED: SAME},
+                ),
+            ),
+            input="documents",
+            kept=("kept",),
+            excluded=(EXCLUDED,),
+        )
+
+    def _span_keys(self, pipeline, inputs, sides):
+        fn = _SpanKeysFn(self._span_sentences, self._order)
+        spans, keyed_documents = inputs["documents"] | "SpanKeys" >> beam.ParDo(fn).with_outputs(
+            "documents", main="spans"
+        )
+        return {"spans": spans, "by_node": keyed_documents}
+
+    def _read_index(self, pipeline, inputs, sides):
+        return {"indexed": pipeline | "ReadIndex" >> self._against.read("sentence")}
+
+    def _repeats(self, pipeline, inputs, sides):
+        return {"repeats": inputs["spans"] | "GroupBySpan" >> beam.GroupByKey() | "Repeats" >> beam.FlatMap(_repeats)}
+
+    def _cut_repeats(self, pipeline, inputs, sides):
+        index_names = self._against.names if self._against is not None else []
         cut = _CutRepeatsFn(
             self._span_sentences, self._min_doc_words, self._min_doc_sentences, index_names, self._metrics
         )
-        return (
-            (keyed_documents, repeated)
+        outputs = (
+            (inputs["documents"], inputs["repeats"])
             | "JoinRepeats" >> beam.CoGroupByKey()
             | "CutRepeats" >> beam.ParDo(cut).with_outputs(EXCLUDED, main="kept")
         )
+        return {"kept": outputs.kept, EXCLUDED: outputs[EXCLUDED]}
+
+    def expand(self, documents):
+        return DedupOutputs(*applied_outputs(self.staged_form(), documents))

@@ -61,9 +61,10 @@ from beamtrove.metrics import StepMetrics
 from beamtrove.resources import load_once
 from beamtrove.text import split_words
 from beamtrove.transforms.batching import BatchDoFn
-from beamtrove.transforms.dedup.keep import KeepOrder
+from beamtrove.transforms.dedup.keep import DedupOutputs, KeepOrder
 from beamtrove.transforms.dedup.shingles import mix64, powers
 from beamtrove.transforms.filters.base import excluded_output
+from beamtrove.transforms.stages import KEYED, SAME, Stage, StagedForm, applied_outputs
 from beamtrove.transforms.tokens.tokenize import TokenizerSpec
 
 __all__ = ["SubstringDedup", "cut_token_spans", "merge_spans"]
@@ -372,7 +373,7 @@ class _CutSpansFn(beam.DoFn):
 class SubstringDedup(beam.PTransform):
     """Cuts every run of ``min_tokens`` tokens out of all but its first occurrence.
 
-    Returns a ``DoOutputsTuple``: ``.kept`` (documents, shortened where spans
+    Returns :class:`DedupOutputs` (``clusters`` empty): ``.kept`` (documents, shortened where spans
     were cut) and ``.excluded`` (documents left with fewer than
     ``min_doc_words`` words once cut, reason ``substring_dedup_too_short``).
     A document left with no word is excluded whatever ``min_doc_words``.
@@ -418,22 +419,55 @@ class SubstringDedup(beam.PTransform):
         self._order = KeepOrder(keep_by)
         self._metrics = StepMetrics(step)
 
-    def expand(self, documents):
+    def staged_form(self) -> StagedForm:
+        """The step as stages: anchored runs of windows, the repeated spans of each anchor, then the cuts."""
+        return StagedForm(
+            (
+                Stage(
+                    "AnchoredWindows",
+                    {"documents": ("documents",)},
+                    self._anchored_windows,
+                    {"runs": KEYED, "by_node": KEYED},
+                ),
+                Stage("RepeatedSpans", {"runs": ("runs",)}, self._repeated_spans, {"spans": KEYED}),
+                Stage(
+                    "CutSpans",
+                    {"documents": ("by_node",), "spans": ("spans",)},
+                    self._cut_spans,
+                    {"kept": SAME, EXCLUDED: SAME},
+                ),
+            ),
+            input="documents",
+            kept=("kept",),
+            excluded=(EXCLUDED,),
+        )
+
+    def _anchored_windows(self, pipeline, inputs, sides):
         runs, keyed_documents = (
-            documents
+            inputs["documents"]
             | "AnchoredWindows"
             >> beam.ParDo(_AnchoredWindowsFn(self._spec, self._min_tokens, self._order, self._metrics))
             | "SplitRuns" >> beam.ParDo(_SplitRunsFn()).with_outputs("documents", main="runs")
         )
+        return {"runs": runs, "by_node": keyed_documents}
+
+    def _repeated_spans(self, pipeline, inputs, sides):
         spans = (
-            runs
+            inputs["runs"]
             | "GroupByAnchor" >> beam.GroupByKey()
             | "RepeatedSpans" >> beam.ParDo(_RepeatedSpansFn(self._min_tokens))
             | "FlattenSpans" >> beam.FlatMap(lambda spans: spans)
         )
-        return (
-            (keyed_documents, spans)
+        return {"spans": spans}
+
+    def _cut_spans(self, pipeline, inputs, sides):
+        outputs = (
+            (inputs["documents"], inputs["spans"])
             | "JoinSpans" >> beam.CoGroupByKey()
             | "CutSpans"
             >> beam.ParDo(_CutSpansFn(self._min_doc_words, self._metrics)).with_outputs(EXCLUDED, main="kept")
         )
+        return {"kept": outputs.kept, EXCLUDED: outputs[EXCLUDED]}
+
+    def expand(self, documents):
+        return DedupOutputs(*applied_outputs(self.staged_form(), documents))

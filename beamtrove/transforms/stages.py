@@ -1,0 +1,130 @@
+"""A global step declared once as stages between shuffles, run in one pipeline or as file-backed tasks.
+
+A step that compares documents across the input (dedup) is a chain of
+per-element work and ``GroupByKey`` s. Declared as :class:`Stage` s, each
+stage reads named *datasets*, groups what it needs to itself, and writes
+datasets of its own, each with a :data:`KEYED` or :data:`SAME` placement:
+
+* in one pipeline (:func:`apply_stages`, what a step's ``expand`` does), a
+  dataset is just a PCollection, so the graph is the ordinary one;
+* in a staged run (:mod:`beamtrove.execution.staged`), every stage runs as
+  tasks, one per partition of the data (or one for the whole of it), each a
+  small Beam pipeline whose datasets are files: a :data:`KEYED` dataset's
+  ``(key, value)`` records go to the partition of their key, so the next
+  stage's ``GroupByKey`` in the task for that partition sees every value of
+  its keys, and a task holds one partition, not the input.
+
+Both run the same DoFns: a rule (which document is first, which pairs link)
+exists once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import apache_beam as beam
+
+__all__ = ["KEYED", "SAME", "SPREAD", "Stage", "StagedForm", "applied_outputs", "apply_stages", "flatten"]
+
+#: Records are ``(key, value)`` pairs; a staged run sends each to the partition of its key.
+KEYED = "keyed"
+#: Records stay in the partition of the task that wrote them.
+SAME = "same"
+#: Records are dealt over every partition in turn: what reads an input of a few large files writes them so.
+SPREAD = "spread"
+
+
+@dataclasses.dataclass(frozen=True)
+class Stage:
+    """One stage of a step: datasets in, a piece of Beam graph, datasets out.
+
+    Attributes:
+        name: Unique within its step; the prefix of its task names.
+        reads: Input tag -> the datasets flattened into it; ``run`` gets one
+            PCollection per tag. Empty for a stage that reads on its own (an index).
+        run: ``run(pipeline, inputs, sides)`` applies the stage and returns
+            its datasets by name; ``sides`` are the :attr:`sides` as PCollections.
+        writes: Dataset -> :data:`KEYED`, :data:`SAME` or :data:`SPREAD`.
+        sides: Tag -> a dataset of one element, read whole by every task.
+        whole: Run as one task over every partition: for what is small (the
+            links between near duplicates) or only streamed (an index read,
+            a combine).
+    """
+
+    name: str
+    reads: Mapping[str, Sequence[str]]
+    run: Callable[[beam.Pipeline, Mapping[str, Any], Mapping[str, Any]], Mapping[str, Any]]
+    writes: Mapping[str, str]
+    sides: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    whole: bool = False
+
+    def __post_init__(self):
+        placements = set(self.writes.values()) - {KEYED, SAME, SPREAD}
+        if placements:
+            raise ValueError(f"Stage {self.name}: placements are KEYED, SAME or SPREAD (got {sorted(placements)}).")
+
+
+@dataclasses.dataclass(frozen=True)
+class StagedForm:
+    """A step as stages.
+
+    Attributes:
+        stages: In the order they run; each reads only the step's input and what earlier stages wrote.
+        input: The dataset the step's documents arrive as.
+        kept: The datasets that hold the kept documents.
+        excluded: The datasets that hold the excluded documents.
+        clusters: The datasets that hold the cluster map (``ClusterMember`` s).
+    """
+
+    stages: tuple[Stage, ...]
+    input: str
+    kept: tuple[str, ...]
+    excluded: tuple[str, ...] = ()
+    clusters: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        known = {self.input}
+        for stage in self.stages:
+            needed = {name for names in stage.reads.values() for name in names} | set(stage.sides.values())
+            if needed - known:
+                raise ValueError(f"Stage {stage.name} reads {sorted(needed - known)} before any stage writes them.")
+            known |= set(stage.writes)
+        if set(self.kept + self.excluded + self.clusters) - known:
+            raise ValueError(f"The step's outputs name datasets no stage writes: {sorted(set(self.kept) - known)}.")
+
+
+def flatten(pipeline: beam.Pipeline, collections: Sequence[Any], label: str):
+    """``collections`` as one PCollection: the one itself, an empty one, or their ``Flatten``."""
+    if len(collections) == 1:
+        return collections[0]
+    if not collections:
+        return pipeline | label >> beam.Create([])
+    return tuple(collections) | label >> beam.Flatten()
+
+
+def apply_stages(form: StagedForm, documents) -> dict[str, Any]:
+    """Applies every stage of ``form`` to ``documents`` in one graph; returns every dataset by name."""
+    pipeline = documents.pipeline
+    datasets: dict[str, Any] = {form.input: documents}
+    for stage in form.stages:
+        inputs = {
+            tag: flatten(pipeline, [datasets[name] for name in names], f"{stage.name}{tag.title()}")
+            for tag, names in stage.reads.items()
+        }
+        sides = {tag: datasets[name] for tag, name in stage.sides.items()}
+        written = stage.run(pipeline, inputs, sides)
+        if set(written) != set(stage.writes):
+            raise TypeError(f"Stage {stage.name} wrote {sorted(written)}, it declares {sorted(stage.writes)}.")
+        datasets.update(written)
+    return datasets
+
+
+def applied_outputs(form: StagedForm, documents) -> tuple:
+    """``(kept, excluded, clusters)`` of ``form`` applied to ``documents`` in one graph, each one PCollection."""
+    datasets = apply_stages(form, documents)
+    return tuple(
+        flatten(documents.pipeline, [datasets[name] for name in names], f"All{part}")
+        for part, names in (("Kept", form.kept), ("Excluded", form.excluded), ("Clusters", form.clusters))
+    )
