@@ -33,6 +33,7 @@ __all__ = [
     "filesystem",
     "has_glob",
     "input_folder",
+    "input_ranges_json",
     "is_glob",
     "is_hidden",
     "join",
@@ -360,10 +361,15 @@ def read_lines(url: str, storage_options: Mapping[str, Any] | None = None) -> li
         return raw.read().decode("utf-8", "replace").splitlines()
 
 
+def input_ranges_json(files: Iterable[InputFile]) -> bytes:
+    """The content of an ``--input_ranges`` file listing ``files`` (and their byte ranges)."""
+    return json.dumps([dataclasses.asdict(file) for file in files], indent=1).encode()
+
+
 def write_input_ranges(files: Iterable[InputFile], url: str) -> None:
     """Writes the input files (and their byte ranges) that ``--input_ranges`` reads back."""
-    with open_url(url, "w") as out:
-        json.dump([dataclasses.asdict(file) for file in files], out, indent=1)
+    with open_url(url, "wb") as out:
+        out.write(input_ranges_json(files))
 
 
 def read_input_ranges(url: str, storage_options: Mapping[str, Any] | None = None) -> list[InputFile]:

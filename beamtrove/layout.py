@@ -55,6 +55,7 @@ __all__ = [
     "RUN_MARKS",
     "RUN_OUTPUT_NAMES",
     "SET_ASIDE_NAMES",
+    "STAGED_JOB_DIR",
     "STAGING_DIR",
     "STATS_FILE",
     "SUMMARY_STATS_DIR",
@@ -83,6 +84,8 @@ COMPLETED_DIR = "_completed"
 RESUME_CONFIG_FILE = "_resume.json"
 STAGING_DIR = ".beamtrove-staging"
 LOCK_DIR = ".beamtrove-lock"
+#: The job directory of a --staged run in its output folder: its tasks' files, kept until the run is published.
+STAGED_JOB_DIR = ".beamtrove-staged"
 WRITER_TEMP_PREFIX = ".beamtrove-tmp-"
 #: What a run's output folder holds besides bookkeeping: a file name template never renders them from a value.
 RUN_OUTPUT_NAMES = (

@@ -39,6 +39,7 @@ __all__ = [
     "OptionValue",
     "Range",
     "ResumeOptions",
+    "StagedOptions",
     "SuggestingParser",
     "declared",
     "did_you_mean",
@@ -297,6 +298,29 @@ class ResumeOptions(PipelineOptions):
             "With --resumable: start the output over, deleting what it holds, when it was made with another "
             "configuration or by a run that was not resumable, instead of refusing it.",
             flag=True,
+        ),
+    )
+
+
+class StagedOptions(PipelineOptions):
+    """Staged runs."""
+
+    _add_argparse_args = declared(
+        Option(
+            "staged",
+            "Run the steps that compare documents across the input (dedup) as file-backed tasks on local worker "
+            "processes, each holding one partition of the data (see --memory) rather than the whole input, with "
+            "the same output. Rerunning the same command after a kill goes on from the tasks already done.",
+            flag=True,
+        ),
+        Option("workers", "Worker processes of a --staged run. Default: 2.", int, 2, range=Range(1, 1024)),
+        Option(
+            "memory",
+            "Bytes of data one task of a --staged run holds at most: the input is cut into as many partitions as "
+            "that takes. Default: 1073741824 (1 GiB).",
+            int,
+            1 << 30,
+            range=Range(1 << 20),
         ),
     )
 

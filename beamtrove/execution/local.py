@@ -33,13 +33,13 @@ from beamtrove.execution.resume import completed_totals, configuration
 from beamtrove.execution.runner_parts import use_local_runner_parts
 from beamtrove.fs import filesystem, join
 from beamtrove.layout import REPORT_FILE, STATS_FILE
-from beamtrove.options import BeamtroveOptions, ResumeOptions
+from beamtrove.options import BeamtroveOptions, ResumeOptions, StagedOptions
 from beamtrove.pipelines.spec import PipelineSpec
 from beamtrove.processes import stops_interrupt
 from beamtrove.progress import ProgressBoard
 from beamtrove.stats import collect_stats, order_steps, write_stats
 
-__all__ = ["RunInterrupted", "RunResult", "run_pipeline"]
+__all__ = ["RunInterrupted", "RunResult", "run_pipeline", "write_run_report"]
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -87,6 +87,11 @@ def run_pipeline(spec: PipelineSpec, options: PipelineOptions) -> RunResult:
             (nothing ran).
         RunInterrupted: The run was interrupted.
     """
+    if not spec.shard_safe and options.view_as(StagedOptions).staged:
+        # Imported here: the staged driver runs its tasks through this module's report writer.
+        from beamtrove.execution.staged.run import run_staged  # noqa: PLC0415
+
+        return run_staged(spec, options)
     use_local_runner_parts(options)
     built = build(spec, options, publish_in_pipeline=False)
     plan = built.output
@@ -129,14 +134,14 @@ def _finish(built: Built, stats: dict[str, Any], options: PipelineOptions) -> tu
         totals = completed_totals(plan.output)
         steps = order_steps(totals["steps"], built.flow.funnel, built.flow.writers)
         stats.update(inputs_completed=totals["inputs"], run_steps=stats["steps"], steps=steps)
-        return write_stats(stats, plan.output), _write_report(plan.output, plan.output)
+        return write_stats(stats, plan.output), write_run_report(plan.output, plan.output)
     write_stats(stats, plan.write_to, plan.storage_options)
-    report = _write_report(plan.write_to, plan.output)
+    report = write_run_report(plan.write_to, plan.output)
     plan.publish()
     return join(plan.output, STATS_FILE), report and join(plan.output, REPORT_FILE)
 
 
-def _write_report(folder: str, output: str) -> str:
+def write_run_report(folder: str, output: str) -> str:
     """Writes ``report.html`` beside ``stats.json`` in ``folder``; returns its path, or "" when it could not be drawn.
 
     A report that cannot be drawn leaves none: the one an earlier run into a

@@ -66,7 +66,7 @@ from fsspec.core import split_protocol
 from fsspec.implementations.local import LocalFileSystem
 
 from beamtrove.fs import InputFile, filesystem, input_folder, is_hidden, join, write_json
-from beamtrove.layout import LOCK_DIR, RESUME_CONFIG_FILE, STAGING_DIR
+from beamtrove.layout import LOCK_DIR, RESUME_CONFIG_FILE, STAGED_JOB_DIR, STAGING_DIR
 from beamtrove.options import ConfigurationError
 
 __all__ = [
@@ -191,7 +191,7 @@ def output_entries(output: str, storage_options: Mapping[str, Any] | None = None
         return []
     if not fs.isdir(path):
         raise ConfigurationError(f"--output {output} is a file: pass a folder (it is created if missing).")
-    return [name for name in _names(fs, path) if name not in (STAGING_DIR, LOCK_DIR)]
+    return [name for name in _names(fs, path) if name not in (STAGING_DIR, LOCK_DIR, STAGED_JOB_DIR)]
 
 
 def _names(fs, path: str) -> list[str]:

@@ -28,7 +28,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from beamtrove.fs import InputFile
 from beamtrove.layout import DEAD_LETTERS, EXCLUDED, KEPT, WRITE_DEAD_LETTERS, write_clusters, write_excluded
-from beamtrove.options import BeamtroveOptions, ResumeOptions
+from beamtrove.options import BeamtroveOptions, ResumeOptions, StagedOptions
 from beamtrove.transforms.readers import FileReader
 
 __all__ = ["DocumentStep", "Flow", "GlobalStep", "PipelineSpec", "Sink", "Step", "StepOutputs"]
@@ -222,6 +222,7 @@ class PipelineSpec:
             *self.options,
             *((ResumeOptions,) if self.resumable else ()),
             *((SummaryStatsOptions,) if self.summary_stats else ()),
+            *((StagedOptions,) if not self.shard_safe else ()),
             BeamtroveOptions,
         )
 

@@ -1,0 +1,204 @@
+"""The stages of a staged run, resolved from a pipeline's flow: read, each step's stages, write.
+
+* ``read``: one task per input shard runs the flow's reader.
+* A per-document step is one stage of its own; a global step contributes
+  the stages of its :class:`~beamtrove.transforms.stages.StagedForm`, its
+  datasets named ``<NN>-<step>/<dataset>``, its input the datasets that hold
+  what the step before it kept.
+* ``write``: one task writes what the last step kept, what every step
+  excluded, the cluster maps and the dead letters with the pipeline's own
+  writers, as ``beamtrove run`` lays them out. It only streams records to
+  files, so it holds no more than one record and the writers' buffers.
+
+Every worker resolves the same plan from the manifest's pipeline arguments.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import apache_beam as beam
+
+from beamtrove.fs import join
+from beamtrove.layout import (
+    CLUSTERS_DIR,
+    DEAD_LETTERS,
+    EXCLUDED,
+    KEPT,
+    WRITE_DEAD_LETTERS,
+    write_clusters,
+    write_excluded,
+)
+from beamtrove.options import ConfigurationError, parse
+from beamtrove.pipelines import PipelineSpec, pipeline_spec
+from beamtrove.pipelines.common import dead_letters_writer, excluded_writer
+from beamtrove.pipelines.spec import Flow, GlobalStep
+from beamtrove.transforms.stages import SAME, SPREAD, Stage, flatten
+
+__all__ = ["READ", "WRITE", "JobPlan", "not_staged"]
+
+READ, WRITE = "read", "write"
+_READ_DOCUMENTS, _READ_DEAD_LETTERS = f"{READ}/documents", f"{READ}/{DEAD_LETTERS}"
+_DOCUMENTS, _DEAD_LETTERS = "documents", "dead_letters"
+_EXCLUDED_TAG, _CLUSTERS_TAG = "excluded:", "clusters:"
+
+
+def not_staged(flow: Flow) -> list[str]:
+    """The global steps of ``flow`` that have no staged form."""
+    return [
+        step.name for step in flow.steps if isinstance(step, GlobalStep) and not hasattr(step.transform, "staged_form")
+    ]
+
+
+def input_ranges_file(job_path: pathlib.Path, partition: int) -> pathlib.Path:
+    """Where the job lists the input byte ranges of one read task."""
+    return job_path / "inputs" / f"{partition:05d}.json"
+
+
+class JobPlan:
+    """The stages of one staged job and the datasets between them.
+
+    Args:
+        job_path: The job directory.
+        manifest: Its manifest: the pipeline's name and arguments, the
+            output folder and the number of partitions.
+
+    Raises:
+        ConfigurationError: The pipeline cannot run staged with these options.
+    """
+
+    def __init__(self, job_path: pathlib.Path, manifest: Mapping[str, Any]):
+        self.job_path = job_path
+        self.manifest = manifest
+        self.spec: PipelineSpec = pipeline_spec(manifest["pipeline"]["name"])
+        self.args: list[str] = list(manifest["pipeline"]["args"])
+        self.output: str = manifest["output"]
+        self.partitions: int = manifest["partitions"]
+        self.flow = self.flow_for(0)
+        missing = not_staged(self.flow)
+        if missing:
+            raise ConfigurationError(
+                f"--staged runs the global steps as tasks, and {', '.join(missing)} has no staged form yet: run it "
+                "without --staged."
+            )
+        self.stages: tuple[Stage, ...] = tuple(self._stages())
+        self.producers = {dataset: stage for stage in self.stages for dataset in stage.writes}
+
+    def options(self, partition: int):
+        """The pipeline's options in the read task of ``partition``."""
+        ranges = str(input_ranges_file(self.job_path, partition))
+        return parse(self.spec, [*self.args, "--input_ranges", ranges, "--output", self.output])
+
+    def flow_for(self, partition: int, write_to: str | None = None) -> Flow:
+        """The flow over the input of one read task, its writers writing to ``write_to``."""
+        try:
+            return self.spec.flow(self.options(partition), write_to)
+        except (ValueError, OSError) as exc:
+            raise ConfigurationError(str(exc)) from exc
+
+    def tasks(self, stage: Stage) -> int:
+        """How many tasks the stage runs: one per input shard, per partition, or one."""
+        if stage.name == READ:
+            return len(self.manifest["shards"])
+        return 1 if stage.whole else self.partitions
+
+    def _stages(self):
+        yield Stage(READ, {}, _unused, {_READ_DOCUMENTS: SPREAD, _READ_DEAD_LETTERS: SAME})
+        kept: tuple[str, ...] = (_READ_DOCUMENTS,)
+        self.excluded: dict[str, tuple[str, ...]] = {}
+        self.clusters: dict[str, tuple[str, ...]] = {}
+        dead_letters = [_READ_DEAD_LETTERS]
+        for number, step in enumerate(self.flow.steps, 1):
+            prefix = f"{number:02d}-{step.name}"
+            if step.per_document:
+                writes = {f"{prefix}/{KEPT}": SAME, f"{prefix}/{EXCLUDED}": SAME, f"{prefix}/{DEAD_LETTERS}": SAME}
+                yield Stage(prefix, {_DOCUMENTS: kept}, _PerDocument(step, prefix), writes)
+                kept = (f"{prefix}/{KEPT}",)
+                if step.excludes:
+                    self.excluded[step.name] = (f"{prefix}/{EXCLUDED}",)
+                dead_letters.append(f"{prefix}/{DEAD_LETTERS}")
+                continue
+            form = step.transform.staged_form()
+
+            def named(names: Sequence[str], prefix=prefix, form=form, kept=kept) -> tuple[str, ...]:
+                return tuple(
+                    dataset for name in names for dataset in (kept if name == form.input else (f"{prefix}/{name}",))
+                )
+
+            for stage in form.stages:
+                yield Stage(
+                    f"{prefix}-{stage.name}",
+                    {tag: named(names) for tag, names in stage.reads.items()},
+                    _Prefixed(stage, prefix),
+                    {f"{prefix}/{name}": placement for name, placement in stage.writes.items()},
+                    {tag: named((name,))[0] for tag, name in stage.sides.items()},
+                    stage.whole,
+                )
+            self.excluded[step.name] = named(form.excluded)
+            if step.cluster_map is not None:
+                self.clusters[step.name] = named(form.clusters)
+            kept = named(form.kept)
+        self.kept = kept
+        reads = {
+            _DOCUMENTS: kept,
+            _DEAD_LETTERS: tuple(dead_letters),
+            **{f"{_EXCLUDED_TAG}{name}": datasets for name, datasets in self.excluded.items()},
+            **{f"{_CLUSTERS_TAG}{name}": datasets for name, datasets in self.clusters.items()},
+        }
+        yield Stage(WRITE, reads, _unused, {}, whole=True)
+
+    def read(self, pipeline: beam.Pipeline, partition: int) -> dict[str, Any]:
+        """Applies the read stage of one partition: the flow's reader over its input shard."""
+        flow = self.flow_for(partition)
+        documents, dead_letters = pipeline | flow.read_label >> flow.reader.with_dead_letters()
+        return {_READ_DOCUMENTS: documents, _READ_DEAD_LETTERS: dead_letters}
+
+    def write(self, pipeline: beam.Pipeline, inputs: Mapping[str, Any], write_to: str) -> None:
+        """Applies the write stage: every output of the run written into ``write_to`` by the pipeline's writers."""
+        flow = self.flow_for(0, write_to)
+        options = self.options(0)
+        inputs[_DOCUMENTS] | flow.sink.label >> flow.sink.transform
+        for step in flow.steps:
+            if step.name in self.excluded:
+                excluded = excluded_writer(write_to, step.name, options)
+                inputs[f"{_EXCLUDED_TAG}{step.name}"] | write_excluded(step.name) >> excluded
+            if step.name in self.clusters:
+                cluster_map = step.cluster_map(join(write_to, CLUSTERS_DIR, step.name))
+                inputs[f"{_CLUSTERS_TAG}{step.name}"] | write_clusters(step.name) >> cluster_map
+        inputs[_DEAD_LETTERS] | WRITE_DEAD_LETTERS >> dead_letters_writer(write_to)
+
+
+def _unused(pipeline, inputs, sides):
+    raise TypeError("The read and write stages are applied by JobPlan.read and JobPlan.write.")
+
+
+class _Prefixed:
+    """A step's stage, its datasets renamed into the job's."""
+
+    def __init__(self, stage: Stage, prefix: str):
+        self._stage = stage
+        self._prefix = prefix
+
+    def __call__(self, pipeline, inputs, sides):
+        written = self._stage.run(pipeline, inputs, sides)
+        return {f"{self._prefix}/{name}": collection for name, collection in written.items()}
+
+
+class _PerDocument:
+    """A per-document step as a stage: its kept, excluded and dead letter outputs."""
+
+    def __init__(self, step, prefix: str):
+        self._step = step
+        self._prefix = prefix
+
+    def __call__(self, pipeline, inputs, sides):
+        outputs = self._step.apply(inputs[_DOCUMENTS])
+        excluded = outputs.excluded if outputs.excluded is not None else flatten(pipeline, [], "NoExcluded")
+        dead_letters = outputs.dead_letters if outputs.dead_letters is not None else flatten(pipeline, [], "NoDead")
+        return {
+            f"{self._prefix}/{KEPT}": outputs.kept,
+            f"{self._prefix}/{EXCLUDED}": excluded,
+            f"{self._prefix}/{DEAD_LETTERS}": dead_letters,
+        }
