@@ -10,6 +10,7 @@ from beamtrove.execution.elastic import merge_job, prepare_job, retry_shards, ru
 from beamtrove.execution.elastic.merge import format_verification, verify_job
 from beamtrove.execution.elastic.status import format_status, state_counts
 from beamtrove.execution.elastic.worker import DEFAULT_SORT_MEMORY, slurm_array_script
+from beamtrove.execution.staged.status import format_task_status
 
 __all__ = ["add_commands"]
 
@@ -53,7 +54,9 @@ def _status(args: argparse.Namespace, _: list[str]) -> int:
     if args.json:
         print(json.dumps({"complete": complete, "counts": state_counts(states), "shards": states}, indent=1))
     else:
-        print(format_status(states, args.all))
+        print(
+            format_task_status(states, args.all) if states and "stage" in states[0] else format_status(states, args.all)
+        )
     return 0 if complete else 1
 
 

@@ -74,6 +74,12 @@ def verify_job(job_dir: str | os.PathLike, expect_hosts: int | None = None) -> d
     """
     job = JobDir(job_dir)
     manifest = job.manifest()
+    if manifest.get("kind") == "staged":
+        # Imported here: staged jobs build on this package's job directory.
+        from beamtrove.execution.staged.plan import JobPlan  # noqa: PLC0415
+        from beamtrove.execution.staged.status import verify_staged  # noqa: PLC0415
+
+        return verify_staged(job, JobPlan(job.path, manifest), expect_hosts)
     missing, failed, problems, mismatches, hosts, documents = [], [], [], [], {}, 0
     for shard in manifest["shards"]:
         try:
@@ -126,6 +132,10 @@ def merge_job(job_dir: str | os.PathLike, output: str | os.PathLike, overwrite: 
             run is writing into the folder.
     """
     job = JobDir(job_dir)
+    if job.manifest().get("kind") == "staged":
+        from beamtrove.execution.staged.run import merge_staged_job  # noqa: PLC0415
+
+        return merge_staged_job(job.path, str(output), overwrite=overwrite)
     target = pathlib.Path(output).absolute()
     stats_target = target.with_name(f"{target.name}.stats.json")
     report = verify_job(job_dir)

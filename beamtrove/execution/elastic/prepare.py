@@ -15,7 +15,7 @@ import socket
 import tempfile
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from apache_beam.options.pipeline_options import DirectOptions, StandardOptions
@@ -37,7 +37,7 @@ from beamtrove.fs import write_input_ranges
 from beamtrove.options import BeamtroveOptions, ConfigurationError, ResumeOptions, parse, split_beam_options
 from beamtrove.pipelines import PipelineSpec, pipeline_spec
 
-__all__ = ["prepare_job"]
+__all__ = ["prepare_job", "publish_job"]
 
 # Keys that may differ between two otherwise identical prepares.
 _PROVENANCE_KEYS = ("created_at", "created_by")
@@ -71,18 +71,49 @@ def _split_arguments(spec: PipelineSpec, pipeline_args: Sequence[str]) -> tuple[
     return config, runner
 
 
-def _shard_safe_pipeline(name: str) -> PipelineSpec:
-    """The pipeline's declaration; refuses pipelines with steps that need the whole input."""
+def _known_pipeline(name: str) -> PipelineSpec:
     try:
-        spec = pipeline_spec(name)
+        return pipeline_spec(name)
     except ValueError as exc:
         raise ElasticError(str(exc)) from None
-    if not spec.shard_safe:
+
+
+def _prepare_staged(
+    job: JobDir,
+    spec: PipelineSpec,
+    inputs: list[str],
+    partitions: int,
+    config: list[str],
+    lock_timeout: float,
+    max_retries: int,
+) -> tuple[dict[str, Any], bool]:
+    """Prepares a staged job: the pipeline's global steps as tasks over ``partitions`` partitions."""
+    # Imported here: the staged package builds on this module's job directory.
+    from beamtrove.execution.staged.plan import not_staged  # noqa: PLC0415
+    from beamtrove.execution.staged.run import prepare_staged_job  # noqa: PLC0415
+
+    try:
+        options = parse(spec, [*config, *(f"--input={pattern}" for pattern in inputs), "--output", str(job.path)])
+        missing = not_staged(spec.flow(options))
+    except (ConfigurationError, ValueError, OSError) as exc:
+        raise ElasticError(f"The {spec.name} pipeline cannot run with these options: {exc}") from None
+    if missing:
         raise ElasticError(
-            f"The {name} pipeline is not shard-safe: {spec.global_steps}. Run it once, with `beamtrove run {name}`, "
-            "over the merged output of a shard-safe pipeline."
+            f"The {spec.name} pipeline's {', '.join(missing)} step has no staged form yet, so elastic workers cannot "
+            f"run it: run it once, with `beamtrove run {spec.name}`."
         )
-    return spec
+    manifest, resumed = prepare_staged_job(
+        job.path,
+        spec,
+        inputs,
+        config,
+        str(job.path),
+        partitions=partitions,
+        replace_other=False,
+        lock_timeout=lock_timeout,
+        max_retries=max_retries,
+    )
+    return manifest, not resumed
 
 
 def _check_configuration(spec: PipelineSpec, args: list[str], runner_args: list[str], manifest: dict) -> None:
@@ -112,8 +143,11 @@ def _differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     return sorted(k for k in set(old) | set(new) if k not in _PROVENANCE_KEYS and old.get(k) != new.get(k))
 
 
-def _publish(job: JobDir, manifest: dict[str, Any]) -> bool:
-    """Builds the job directory beside its final place and renames it there; False if one appeared first."""
+def publish_job(job: JobDir, manifest: dict[str, Any], files: Mapping[str, bytes] | None = None) -> bool:
+    """Builds the job directory (its manifest and ``files``) beside its final place, renames it there.
+
+    Returns False if a job directory appeared there first.
+    """
     job.path.parent.mkdir(parents=True, exist_ok=True)
     staging = job.path.with_name(f".{job.path.name}.staging-{uuid.uuid4().hex}")
     staging.mkdir()
@@ -123,6 +157,9 @@ def _publish(job: JobDir, manifest: dict[str, Any]) -> bool:
         (staging / MANIFEST_CHECKSUM).write_text(f"{sha256_of(data)}  {MANIFEST}\n")
         for subdir in SUBDIRS:
             (staging / subdir).mkdir()
+        for name, content in (files or {}).items():
+            (staging / name).parent.mkdir(parents=True, exist_ok=True)
+            (staging / name).write_bytes(content)
         try:
             os.rename(staging, job.path)  # replaces nothing but an empty directory
         except OSError:
@@ -180,8 +217,10 @@ def prepare_job(
     job = JobDir(job_dir)
     if job.path.exists() and any(job.path.iterdir()) and not (job.path / MANIFEST).exists():
         raise ElasticError(f"{job.path} exists and is not an elastic job directory: choose a new --job-dir.")
-    spec = _shard_safe_pipeline(pipeline)
+    spec = _known_pipeline(pipeline)
     config, runner_args = _split_arguments(spec, pipeline_args)
+    if not spec.shard_safe:
+        return _prepare_staged(job, spec, list(inputs), num_shards, config, lock_timeout, max_retries)
     input_format, input_entries, units = scan_inputs(list(inputs))
     manifest = {
         "format": FORMAT_VERSION,
@@ -198,7 +237,7 @@ def prepare_job(
         "shards": shards(input_entries, units, num_shards),
     }
     _check_configuration(spec, config, runner_args, manifest)
-    if _publish(job, manifest):
+    if publish_job(job, manifest):
         return manifest, True
     existing = job.manifest()
     if _identity(existing) == _identity(manifest):

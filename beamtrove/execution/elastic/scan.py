@@ -110,9 +110,10 @@ class _HashingReader(io.RawIOBase):
         return read
 
 
-def _scan_whole_file(path: str, is_warc: bool) -> tuple[str, int, str | None]:
-    """SHA-256 and records (WARC records, or non-blank JSONL lines) of a whole-file unit, and why counting stopped."""
-    count, error = 0, None
+def _scan_whole_file(path: str, is_warc: bool) -> tuple[str, int, int, str | None]:
+    """SHA-256, records (WARC records, or non-blank JSONL lines), their bytes once decompressed, and why counting
+    stopped, of a whole-file unit."""
+    count, content, error = 0, 0, None
     with open(path, "rb") as raw:
         hashing = _HashingReader(raw)
         stream = io.BufferedReader(hashing, _CHUNK)
@@ -121,12 +122,15 @@ def _scan_whole_file(path: str, is_warc: bool) -> tuple[str, int, str | None]:
                 count = sum(1 for _ in ArchiveIterator(stream, arc2warc=True))
             else:
                 with fsspec.compression.compr[infer_compression(path)](stream, mode="rb") as lines:
-                    count = sum(1 for line in lines if line.strip())
+                    for line in lines:
+                        if line.strip():
+                            count += 1
+                            content += len(line)
         except Exception as exc:  # damaged files are the pipeline's to count as errors; the scan notes them
             error = f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
         while stream.read(_CHUNK):  # the checksum covers the bytes no record was read from
             pass
-    return hashing.digest.hexdigest(), count, error
+    return hashing.digest.hexdigest(), count, content or os.path.getsize(path), error
 
 
 def scan_inputs(patterns: list[str]) -> tuple[str, list[dict[str, Any]], dict[str, np.ndarray]]:
@@ -163,7 +167,9 @@ def scan_inputs(patterns: list[str]) -> tuple[str, list[dict[str, Any]], dict[st
         if splittable:
             entry["sha256"], entry["records"] = _scan_plain_jsonl(file.url, index, stat.st_size, units)
         else:
-            entry["sha256"], entry["records"], scan_error = _scan_whole_file(file.url, input_format == "warc")
+            entry["sha256"], entry["records"], entry["content_bytes"], scan_error = _scan_whole_file(
+                file.url, input_format == "warc"
+            )
             if scan_error:
                 entry["scan_error"] = scan_error
             units.add(index, 0, stat.st_size, 0, entry["records"])

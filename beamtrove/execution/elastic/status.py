@@ -161,6 +161,12 @@ def shard_states(job_dir: str | os.PathLike) -> list[dict[str, Any]]:
     """
     job = JobDir(job_dir)
     manifest = job.manifest()
+    if manifest.get("kind") == "staged":
+        # Imported here: staged jobs build on this package's job directory.
+        from beamtrove.execution.staged.plan import JobPlan  # noqa: PLC0415
+        from beamtrove.execution.staged.status import task_states  # noqa: PLC0415
+
+        return task_states(job, JobPlan(job.path, manifest))
     states = []
     for shard in manifest["shards"]:
         shard_id = shard["id"]

@@ -416,6 +416,11 @@ def run_worker(
             f"the default is {DEFAULT_SORT_MEMORY} (256 MiB)."
         )
     job = JobDir(job_dir)
+    if job.manifest().get("kind") == "staged":
+        # Imported here: staged jobs build on this package's job directory.
+        from beamtrove.execution.staged.worker import run_staged_worker  # noqa: PLC0415
+
+        return run_staged_worker(job.path, host=host, echo=echo, poll_interval=poll_interval, max_tasks=max_shards)
     worker = _Worker(job, host or socket.gethostname(), echo, sort_memory)
     _check_inputs_unchanged(worker.manifest)
     poll = poll_interval if poll_interval is not None else min(worker.timeout / 5, 10.0)
