@@ -15,6 +15,7 @@ import apache_beam as beam
 
 from beamtrove.document import Document
 from beamtrove.metrics import StepMetrics
+from beamtrove.transforms.stages import KEYED, SAME, Stage, StagedForm, apply_stages
 
 __all__ = ["SHARED_IDS_STEP", "ReportSharedIds"]
 
@@ -119,12 +120,30 @@ class ReportSharedIds(beam.PTransform):
         super().__init__()
         self._step = step
 
-    def expand(self, documents):
-        return (
-            documents
-            | "IdAndOrigin" >> beam.Map(_id_and_origin)
-            | "CountPerId" >> beam.CombinePerKey(_CountWithFirstOrigins())
-            | "Shared" >> beam.ParDo(_CountSharedFn(self._step))
-            | "Summary" >> beam.CombineGlobally(_Summary())
-            | "Warn" >> beam.Map(_warn)
+    def staged_form(self) -> StagedForm:
+        """The report as stages: ids keyed, counted per id, then one summary and its warning."""
+        return StagedForm(
+            (
+                Stage("IdAndOrigin", {"documents": ("documents",)}, _key_by_id, {"ids": KEYED}),
+                Stage("CountPerId", {"ids": ("ids",)}, self._count_per_id, {"shared": SAME}),
+                Stage("Warn", {"shared": ("shared",)}, _summarize, {}, whole=True),
+            ),
+            input="documents",
+            kept=(),
         )
+
+    def _count_per_id(self, pipeline, inputs, sides):
+        counted = inputs["ids"] | "CountPerId" >> beam.CombinePerKey(_CountWithFirstOrigins())
+        return {"shared": counted | "Shared" >> beam.ParDo(_CountSharedFn(self._step))}
+
+    def expand(self, documents):
+        return apply_stages(self.staged_form(), documents)["shared"]
+
+
+def _key_by_id(pipeline, inputs, sides):
+    return {"ids": inputs["documents"] | "IdAndOrigin" >> beam.Map(_id_and_origin)}
+
+
+def _summarize(pipeline, inputs, sides):
+    inputs["shared"] | "Summary" >> beam.CombineGlobally(_Summary()) | "Warn" >> beam.Map(_warn)
+    return {}

@@ -1,6 +1,7 @@
 """``python -m beamtrove.execution.staged JOB_DIR``: one worker of a staged job (what ``--staged`` starts)."""
 
 import argparse
+import logging
 import sys
 
 from beamtrove.execution.staged.worker import run_staged_worker
@@ -13,6 +14,7 @@ def main() -> int:
     parser.add_argument("--host")
     args = parser.parse_args()
     die_with_parent()
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     return run_staged_worker(args.job_dir, host=args.host, echo=lambda line: print(line, flush=True))
 
 

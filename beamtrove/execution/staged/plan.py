@@ -35,7 +35,8 @@ from beamtrove.options import ConfigurationError, parse
 from beamtrove.pipelines import PipelineSpec, pipeline_spec
 from beamtrove.pipelines.common import dead_letters_writer, excluded_writer
 from beamtrove.pipelines.spec import Flow, GlobalStep
-from beamtrove.transforms.stages import SAME, SPREAD, Stage, flatten
+from beamtrove.transforms.ids import SHARED_IDS_STEP, ReportSharedIds
+from beamtrove.transforms.stages import SAME, SPREAD, Stage, StagedForm, flatten
 
 __all__ = ["READ", "WRITE", "JobPlan", "not_staged"]
 
@@ -107,6 +108,8 @@ class JobPlan:
     def _stages(self):
         yield Stage(READ, {}, _unused, {_READ_DOCUMENTS: SPREAD, _READ_DEAD_LETTERS: SAME})
         kept: tuple[str, ...] = (_READ_DOCUMENTS,)
+        if self.spec.compares_documents:
+            yield from _renamed(ReportSharedIds().staged_form(), SHARED_IDS_STEP, kept)
         self.excluded: dict[str, tuple[str, ...]] = {}
         self.clusters: dict[str, tuple[str, ...]] = {}
         dead_letters = [_READ_DEAD_LETTERS]
@@ -121,25 +124,11 @@ class JobPlan:
                 dead_letters.append(f"{prefix}/{DEAD_LETTERS}")
                 continue
             form = step.transform.staged_form()
-
-            def named(names: Sequence[str], prefix=prefix, form=form, kept=kept) -> tuple[str, ...]:
-                return tuple(
-                    dataset for name in names for dataset in (kept if name == form.input else (f"{prefix}/{name}",))
-                )
-
-            for stage in form.stages:
-                yield Stage(
-                    f"{prefix}-{stage.name}",
-                    {tag: named(names) for tag, names in stage.reads.items()},
-                    _Prefixed(stage, prefix),
-                    {f"{prefix}/{name}": placement for name, placement in stage.writes.items()},
-                    {tag: named((name,))[0] for tag, name in stage.sides.items()},
-                    stage.whole,
-                )
-            self.excluded[step.name] = named(form.excluded)
+            yield from _renamed(form, prefix, kept)
+            self.excluded[step.name] = _named(form.excluded, form, prefix, kept)
             if step.cluster_map is not None:
-                self.clusters[step.name] = named(form.clusters)
-            kept = named(form.kept)
+                self.clusters[step.name] = _named(form.clusters, form, prefix, kept)
+            kept = _named(form.kept, form, prefix, kept)
         self.kept = kept
         reads = {
             _DOCUMENTS: kept,
@@ -168,6 +157,24 @@ class JobPlan:
                 cluster_map = step.cluster_map(join(write_to, CLUSTERS_DIR, step.name))
                 inputs[f"{_CLUSTERS_TAG}{step.name}"] | write_clusters(step.name) >> cluster_map
         inputs[_DEAD_LETTERS] | WRITE_DEAD_LETTERS >> dead_letters_writer(write_to)
+
+
+def _named(names: Sequence[str], form: StagedForm, prefix: str, kept: tuple[str, ...]) -> tuple[str, ...]:
+    """A step's datasets by their job names: its input is what the step before it kept."""
+    return tuple(dataset for name in names for dataset in (kept if name == form.input else (f"{prefix}/{name}",)))
+
+
+def _renamed(form: StagedForm, prefix: str, kept: tuple[str, ...]):
+    """A step's stages with their datasets renamed into the job's, its input being ``kept``."""
+    for stage in form.stages:
+        yield Stage(
+            f"{prefix}-{stage.name}",
+            {tag: _named(names, form, prefix, kept) for tag, names in stage.reads.items()},
+            _Prefixed(stage, prefix),
+            {f"{prefix}/{name}": placement for name, placement in stage.writes.items()},
+            {tag: _named((name,), form, prefix, kept)[0] for tag, name in stage.sides.items()},
+            stage.whole,
+        )
 
 
 def _unused(pipeline, inputs, sides):
