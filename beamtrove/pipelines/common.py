@@ -280,4 +280,4 @@ def token_shards_sink(
         max_tokens_per_file=shards.max_tokens_per_file,
         prefix=shards.file_prefix,
     )
-    return Sink("write_tokens", writer)
+    return Sink("write_tokens", writer, whole_input=True)

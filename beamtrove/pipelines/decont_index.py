@@ -96,7 +96,7 @@ def _sink(options: PipelineOptions, output: str, files: Sequence[InputFile]) -> 
         task_key=own.decont_task_key,
         num_shards=own.decont_index_shards,
     )
-    return Sink("write_index", index)
+    return Sink("write_index", index, whole_input=True)
 
 
 SPEC = PipelineSpec(

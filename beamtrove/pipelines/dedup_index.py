@@ -72,7 +72,7 @@ def _sink(options: PipelineOptions, output: str, files: Sequence[InputFile]) -> 
         keep_by=dedup.keep_by,
         num_shards=own.index_shards,
     )
-    return Sink("write_index", index)
+    return Sink("write_index", index, whole_input=True)
 
 
 SPEC = PipelineSpec(

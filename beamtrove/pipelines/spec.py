@@ -114,11 +114,14 @@ class Sink:
         documents_dir: Set when the sink writes documents as JSONL part files
             into this folder, the layout that resumable runs (one file per
             input) and elastic shard workers (merged by id) rely on.
+        whole_input: Whether the sink orders or compares the whole input
+            (token shards, an index), so a staged run cannot stream into it.
     """
 
     label: str
     transform: beam.PTransform
     documents_dir: str | None = None
+    whole_input: bool = False
 
 
 @dataclasses.dataclass(frozen=True)

@@ -47,10 +47,10 @@ _EXCLUDED_TAG, _CLUSTERS_TAG = "excluded:", "clusters:"
 
 
 def not_staged(flow: Flow) -> list[str]:
-    """The global steps of ``flow`` that have no staged form."""
-    return [
-        step.name for step in flow.steps if isinstance(step, GlobalStep) and not hasattr(step.transform, "staged_form")
-    ]
+    """The global steps of ``flow`` that have no staged form, and its sink when it needs the whole input."""
+    steps = [step for step in flow.steps if isinstance(step, GlobalStep)]
+    missing = [step.name for step in steps if not hasattr(step.transform, "staged_form")]
+    return [*missing, *([flow.sink.label] if flow.sink.whole_input else [])]
 
 
 def input_ranges_file(job_path: pathlib.Path, partition: int) -> pathlib.Path:
