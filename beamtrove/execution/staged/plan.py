@@ -84,7 +84,7 @@ class JobPlan:
                 f"--staged runs the global steps as tasks, and {', '.join(missing)} has no staged form yet: run it "
                 "without --staged."
             )
-        self.stages: tuple[Stage, ...] = tuple(self._stages())
+        self.stages: tuple[Stage, ...] = fused(tuple(self._stages()))
         self.producers = {dataset: stage for stage in self.stages for dataset in stage.writes}
 
     def options(self, partition: int):
@@ -108,8 +108,6 @@ class JobPlan:
     def _stages(self):
         yield Stage(READ, {}, _unused, {_READ_DOCUMENTS: SPREAD, _READ_DEAD_LETTERS: SAME})
         kept: tuple[str, ...] = (_READ_DOCUMENTS,)
-        if self.spec.compares_documents:
-            yield from _renamed(ReportSharedIds().staged_form(), SHARED_IDS_STEP, kept)
         self.excluded: dict[str, tuple[str, ...]] = {}
         self.clusters: dict[str, tuple[str, ...]] = {}
         dead_letters = [_READ_DEAD_LETTERS]
@@ -130,6 +128,9 @@ class JobPlan:
                 self.clusters[step.name] = _named(form.clusters, form, prefix, kept)
             kept = _named(form.kept, form, prefix, kept)
         self.kept = kept
+        if self.spec.compares_documents:
+            # Last: its first stage then runs in the tasks of the step before it, reading the same partition.
+            yield from _renamed(ReportSharedIds().staged_form(), SHARED_IDS_STEP, (_READ_DOCUMENTS,))
         reads = {
             _DOCUMENTS: kept,
             _DEAD_LETTERS: tuple(dead_letters),
@@ -175,6 +176,92 @@ def _renamed(form: StagedForm, prefix: str, kept: tuple[str, ...]):
             {tag: _named((name,), form, prefix, kept)[0] for tag, name in stage.sides.items()},
             stage.whole,
         )
+
+
+def _fusable(group: list[Stage], stage: Stage) -> bool:
+    """Whether ``stage`` can run in the tasks of ``group``: it reads only what they hold for its partition."""
+    if stage.whole or stage.name == WRITE or group[0].whole or group[0].name == READ:
+        return False
+    made_here = {dataset: placement for member in group for dataset, placement in member.writes.items()}
+    read = {name for names in stage.reads.values() for name in names}
+    return all(made_here.get(name, SAME) == SAME for name in read) and not set(stage.sides.values()) & set(made_here)
+
+
+def fused(stages: Sequence[Stage]) -> tuple[Stage, ...]:
+    """``stages`` with each run of stages that stay within a partition fused into one, to run in the same tasks.
+
+    A stage that reads only what the stages before it kept in the same
+    partition (a filter's kept documents, the next step's keys) needs no
+    files between them: the fused stage passes those datasets on in memory
+    and writes only what a later stage reads.
+    """
+    groups: list[list[Stage]] = []
+    for stage in stages:
+        if groups and _fusable(groups[-1], stage):
+            groups[-1].append(stage)
+        else:
+            groups.append([stage])
+    result = []
+    for number, group in enumerate(groups):
+        if len(group) == 1:
+            result.append(group[0])
+            continue
+        later = groups[number + 1 :]
+        read_later = {
+            name for member in (m for g in later for m in g) for names in member.reads.values() for name in names
+        }
+        read_later |= {name for g in later for member in g for name in member.sides.values()}
+        result.append(_fuse(group, read_later))
+    return tuple(result)
+
+
+def _fuse(group: list[Stage], read_later: set[str]) -> Stage:
+    made_here = {dataset for member in group for dataset in member.writes}
+    reads = {
+        f"{number}/{tag}": outside
+        for number, member in enumerate(group)
+        for tag, names in member.reads.items()
+        if (outside := tuple(name for name in names if name not in made_here))
+    }
+    sides = {f"{number}/{tag}": name for number, member in enumerate(group) for tag, name in member.sides.items()}
+    writes = {
+        dataset: placement for member in group for dataset, placement in member.writes.items() if dataset in read_later
+    }
+    name = "+".join([group[0].name, *(member.name.split("-", 1)[-1] for member in group[1:])])
+    return Stage(name, reads, _Fused(group, writes), writes, sides)
+
+
+class _Fused:
+    """Stages run one after the other in one task, what one writes passed in memory to the next."""
+
+    def __init__(self, members: Sequence[Stage], writes: Mapping[str, str]):
+        self._members = members
+        self._writes = writes
+
+    def __call__(self, pipeline, inputs, sides):
+        datasets: dict[str, Any] = {}
+        for number, member in enumerate(self._members):
+            member_inputs = {}
+            for tag, names in member.reads.items():
+                parts = [datasets[name] for name in names if name in datasets]
+                if f"{number}/{tag}" in inputs:
+                    parts.append(inputs[f"{number}/{tag}"])
+                member_inputs[tag] = flatten(pipeline, parts, f"{member.name}{tag.title()}")
+            member_sides = {tag: sides[f"{number}/{tag}"] for tag in member.sides}
+            # Each under its own name: two steps' stages may name their transforms alike.
+            datasets.update(member_inputs | member.name >> _ApplyStage(member, member_sides))
+        return {dataset: datasets[dataset] for dataset in self._writes}
+
+
+class _ApplyStage(beam.PTransform):
+    def __init__(self, stage: Stage, sides: Mapping[str, Any]):
+        super().__init__()
+        self._stage = stage
+        self._sides = sides
+
+    def expand(self, inputs):
+        pipeline = next(iter(inputs.values())).pipeline
+        return dict(self._stage.run(pipeline, inputs, self._sides))
 
 
 def _unused(pipeline, inputs, sides):

@@ -106,7 +106,7 @@ def run_task(job: JobDir, plan: JobPlan, stage: Stage, index: int, attempt_dir: 
         files = [str(path) for dataset in datasets for path in dataset_files(job, plan, dataset, partition)]
         return pipeline | label >> ReadDataset(files)
 
-    inputs = {tag: read(names, f"Read[{tag}]") for tag, names in stage.reads.items()}
+    inputs = {tag: read(names, f"Read[{_label(tag)}]") for tag, names in stage.reads.items()}
     if stage.name == READ:
         written = plan.read(pipeline, index)
     elif stage.name == WRITE:
@@ -114,7 +114,7 @@ def run_task(job: JobDir, plan: JobPlan, stage: Stage, index: int, attempt_dir: 
         written = {}
     else:
         # A side is one element, in whichever partition its task wrote it: every task reads all of it.
-        sides = {tag: read((name,), f"Side[{tag}]", None) for tag, name in stage.sides.items()}
+        sides = {tag: read((name,), f"Side[{_label(tag)}]", None) for tag, name in stage.sides.items()}
         written = stage.run(pipeline, inputs, sides)
     for dataset, records in written.items():
         placement = stage.writes[dataset]
