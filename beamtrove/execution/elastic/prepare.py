@@ -94,7 +94,8 @@ def _prepare_staged(
 
     try:
         options = parse(spec, [*config, *(f"--input={pattern}" for pattern in inputs), "--output", str(job.path)])
-        missing = not_staged(spec.flow(options))
+        flow = spec.flow(options)
+        missing = not_staged(flow)
     except (ConfigurationError, ValueError, OSError) as exc:
         raise ElasticError(f"The {spec.name} pipeline cannot run with these options: {exc}") from None
     if missing:
@@ -106,6 +107,7 @@ def _prepare_staged(
         job.path,
         spec,
         inputs,
+        flow.reader.files,
         config,
         str(job.path),
         partitions=partitions,

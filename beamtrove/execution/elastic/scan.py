@@ -22,7 +22,7 @@ from fsspec.utils import infer_compression
 from warcio.archiveiterator import ArchiveIterator
 
 from beamtrove.execution.elastic.jobdir import ElasticError
-from beamtrove.fs import InputFile, match_inputs
+from beamtrove.fs import InputFile, file_sha256, match_inputs
 from beamtrove.transforms.readers import JsonlParser, WarcParser
 
 __all__ = ["cut_shards", "scan_inputs", "shard_inputs", "shard_sha256", "shards"]
@@ -176,6 +176,21 @@ def scan_inputs(patterns: list[str]) -> tuple[str, list[dict[str, Any]], dict[st
         entry["splittable"] = splittable
         inputs.append(entry)
     return input_format, inputs, units.arrays()
+
+
+def scan_whole_files(files: Sequence[InputFile]) -> tuple[list[dict[str, Any]], dict[str, np.ndarray]]:
+    """Inputs of any format as whole-file units (token shards, Parquet): their entries and units.
+
+    The records of such a file are not counted (0): its reader counts them.
+    """
+    inputs, units = [], _Units()
+    for index, file in enumerate(files):
+        stat = os.stat(file.url)
+        entry = {"url": file.url, "name": file.name, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+        entry.update(sha256=file_sha256(file.url), records=0, splittable=False)
+        units.add(index, 0, stat.st_size, 0, 0)
+        inputs.append(entry)
+    return inputs, units.arrays()
 
 
 def shard_inputs(manifest: dict[str, Any], shard: dict[str, Any]) -> list[InputFile]:

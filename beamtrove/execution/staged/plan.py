@@ -15,6 +15,8 @@ Every worker resolves the same plan from the manifest's pipeline arguments.
 
 from __future__ import annotations
 
+import functools
+import itertools
 import pathlib
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -50,7 +52,8 @@ def not_staged(flow: Flow) -> list[str]:
     """The global steps of ``flow`` that have no staged form, and its sink when it needs the whole input."""
     steps = [step for step in flow.steps if isinstance(step, GlobalStep)]
     missing = [step.name for step in steps if not hasattr(step.transform, "staged_form")]
-    return [*missing, *([flow.sink.label] if flow.sink.whole_input else [])]
+    whole_sink = flow.sink.whole_input and not hasattr(flow.sink.transform, "staged_form")
+    return [*missing, *([flow.sink.label] if whole_sink else [])]
 
 
 def input_ranges_file(job_path: pathlib.Path, partition: int) -> pathlib.Path:
@@ -77,15 +80,21 @@ class JobPlan:
         self.args: list[str] = list(manifest["pipeline"]["args"])
         self.output: str = manifest["output"]
         self.partitions: int = manifest["partitions"]
-        self.flow = self.flow_for(0)
+        # What the plan's own flow would write, it never does: tasks build their stages writing into their attempts.
+        self.flow = self.flow_for(0, str(job_path / "plan"))
         missing = not_staged(self.flow)
         if missing:
             raise ConfigurationError(
                 f"--staged runs the global steps as tasks, and {', '.join(missing)} has no staged form yet: run it "
                 "without --staged."
             )
-        self.stages: tuple[Stage, ...] = fused(tuple(self._stages()))
+        self.stages: tuple[Stage, ...] = fused(tuple(self._stages(self.flow, 0, str(job_path / "plan"))))
         self.producers = {dataset: stage for stage in self.stages for dataset in stage.writes}
+
+    def stage_for(self, name: str, partition: int, write_to: str) -> Stage:
+        """The stage ``name`` built for the task of ``partition``, writing what is not a dataset into ``write_to``."""
+        stages = fused(tuple(self._stages(self.flow_for(0, write_to), partition, write_to)))
+        return next(stage for stage in stages if stage.name == name)
 
     def options(self, partition: int):
         """The pipeline's options in the read task of ``partition``."""
@@ -101,17 +110,25 @@ class JobPlan:
 
     def tasks(self, stage: Stage) -> int:
         """How many tasks the stage runs: one per input shard, per partition, or one."""
-        if stage.name == READ:
+        if stage.name.split("+")[0] == READ:
             return len(self.manifest["shards"])
         return 1 if stage.whole else self.partitions
 
-    def _stages(self):
-        yield Stage(READ, {}, _unused, {_READ_DOCUMENTS: SPREAD, _READ_DEAD_LETTERS: SAME})
+    def _stages(self, flow: Flow, partition: int, write_to: str):
+        read = functools.partial(self.read, partition=partition)
+        yield Stage(READ, {}, read, {_READ_DOCUMENTS: SPREAD, _READ_DEAD_LETTERS: SAME})
         kept: tuple[str, ...] = (_READ_DOCUMENTS,)
+        shared_ids = (
+            _renamed(ReportSharedIds().staged_form(), SHARED_IDS_STEP, kept)
+            if self.spec.compares_documents
+            else iter(())
+        )
+        # Its keys first, in the read's tasks; its counts last, beside the last step's.
+        yield from itertools.islice(shared_ids, 1)
         self.excluded: dict[str, tuple[str, ...]] = {}
         self.clusters: dict[str, tuple[str, ...]] = {}
         dead_letters = [_READ_DEAD_LETTERS]
-        for number, step in enumerate(self.flow.steps, 1):
+        for number, step in enumerate(flow.steps, 1):
             prefix = f"{number:02d}-{step.name}"
             if step.per_document:
                 writes = {f"{prefix}/{KEPT}": SAME, f"{prefix}/{EXCLUDED}": SAME, f"{prefix}/{DEAD_LETTERS}": SAME}
@@ -128,28 +145,32 @@ class JobPlan:
                 self.clusters[step.name] = _named(form.clusters, form, prefix, kept)
             kept = _named(form.kept, form, prefix, kept)
         self.kept = kept
-        if self.spec.compares_documents:
-            # Last: its first stage then runs in the tasks of the step before it, reading the same partition.
-            yield from _renamed(ReportSharedIds().staged_form(), SHARED_IDS_STEP, (_READ_DOCUMENTS,))
+        self.sink_staged = flow.sink.whole_input
+        if self.sink_staged:
+            # The sink's own stages lay out what it writes in their tasks' attempts.
+            prefix = f"{len(flow.steps) + 1:02d}-{flow.sink.label}"
+            yield from _renamed(flow.sink.transform.staged_form(), prefix, kept)
+        yield from shared_ids
         reads = {
             _DOCUMENTS: kept,
             _DEAD_LETTERS: tuple(dead_letters),
             **{f"{_EXCLUDED_TAG}{name}": datasets for name, datasets in self.excluded.items()},
             **{f"{_CLUSTERS_TAG}{name}": datasets for name, datasets in self.clusters.items()},
         }
-        yield Stage(WRITE, reads, _unused, {}, whole=True)
+        yield Stage(WRITE, reads, functools.partial(self.write, write_to=write_to), {}, whole=True)
 
-    def read(self, pipeline: beam.Pipeline, partition: int) -> dict[str, Any]:
+    def read(self, pipeline: beam.Pipeline, inputs: Mapping[str, Any], sides: Mapping[str, Any], *, partition: int):
         """Applies the read stage of one partition: the flow's reader over its input shard."""
         flow = self.flow_for(partition)
         documents, dead_letters = pipeline | flow.read_label >> flow.reader.with_dead_letters()
         return {_READ_DOCUMENTS: documents, _READ_DEAD_LETTERS: dead_letters}
 
-    def write(self, pipeline: beam.Pipeline, inputs: Mapping[str, Any], write_to: str) -> None:
+    def write(self, pipeline: beam.Pipeline, inputs: Mapping[str, Any], sides: Mapping[str, Any], *, write_to: str):
         """Applies the write stage: every output of the run written into ``write_to`` by the pipeline's writers."""
         flow = self.flow_for(0, write_to)
         options = self.options(0)
-        inputs[_DOCUMENTS] | flow.sink.label >> flow.sink.transform
+        if not self.sink_staged:
+            inputs[_DOCUMENTS] | flow.sink.label >> flow.sink.transform
         for step in flow.steps:
             if step.name in self.excluded:
                 excluded = excluded_writer(write_to, step.name, options)
@@ -158,6 +179,7 @@ class JobPlan:
                 cluster_map = step.cluster_map(join(write_to, CLUSTERS_DIR, step.name))
                 inputs[f"{_CLUSTERS_TAG}{step.name}"] | write_clusters(step.name) >> cluster_map
         inputs[_DEAD_LETTERS] | WRITE_DEAD_LETTERS >> dead_letters_writer(write_to)
+        return {}
 
 
 def _named(names: Sequence[str], form: StagedForm, prefix: str, kept: tuple[str, ...]) -> tuple[str, ...]:
@@ -180,11 +202,13 @@ def _renamed(form: StagedForm, prefix: str, kept: tuple[str, ...]):
 
 def _fusable(group: list[Stage], stage: Stage) -> bool:
     """Whether ``stage`` can run in the tasks of ``group``: it reads only what they hold for its partition."""
-    if stage.whole or stage.name == WRITE or group[0].whole or group[0].name == READ:
+    if stage.whole or stage.name == WRITE or group[0].whole:
         return False
     made_here = {dataset: placement for member in group for dataset, placement in member.writes.items()}
     read = {name for names in stage.reads.values() for name in names}
-    return all(made_here.get(name, SAME) == SAME for name in read) and not set(stage.sides.values()) & set(made_here)
+    # A stage that stays within a partition may take the records its task read or kept, wherever they would be dealt.
+    staying = all(made_here.get(name, SAME) in (SAME, SPREAD) for name in read)
+    return staying and not set(stage.sides.values()) & set(made_here)
 
 
 def fused(stages: Sequence[Stage]) -> tuple[Stage, ...]:
@@ -249,7 +273,8 @@ class _Fused:
                 member_inputs[tag] = flatten(pipeline, parts, f"{member.name}{tag.title()}")
             member_sides = {tag: sides[f"{number}/{tag}"] for tag in member.sides}
             # Each under its own name: two steps' stages may name their transforms alike.
-            datasets.update(member_inputs | member.name >> _ApplyStage(member, member_sides))
+            applied = _ApplyStage(member, member_sides)
+            datasets.update((member_inputs or pipeline) | member.name >> applied)
         return {dataset: datasets[dataset] for dataset in self._writes}
 
 
@@ -260,12 +285,10 @@ class _ApplyStage(beam.PTransform):
         self._sides = sides
 
     def expand(self, inputs):
-        pipeline = next(iter(inputs.values())).pipeline
-        return dict(self._stage.run(pipeline, inputs, self._sides))
-
-
-def _unused(pipeline, inputs, sides):
-    raise TypeError("The read and write stages are applied by JobPlan.read and JobPlan.write.")
+        # A stage that reads on its own (the input, an index) is applied to the pipeline itself.
+        if isinstance(inputs, beam.pvalue.PBegin):
+            return dict(self._stage.run(inputs.pipeline, {}, self._sides))
+        return dict(self._stage.run(next(iter(inputs.values())).pipeline, inputs, self._sides))
 
 
 class _Prefixed:

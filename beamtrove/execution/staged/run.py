@@ -30,19 +30,20 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 from beamtrove import __version__
 from beamtrove.execution.elastic.jobdir import FORMAT_VERSION, ElasticError, JobDir, config_sha256, read_json
 from beamtrove.execution.elastic.prepare import publish_job
-from beamtrove.execution.elastic.scan import scan_inputs, shard_inputs, shards
+from beamtrove.execution.elastic.scan import scan_inputs, scan_whole_files, shard_inputs, shards
 from beamtrove.execution.local import RunInterrupted, RunResult, write_run_report
 from beamtrove.execution.output import OutputPlan, check_auxiliary_inputs, check_separate, plan_output
 from beamtrove.execution.resume import configuration
 from beamtrove.execution.staged.plan import JobPlan, input_ranges_file, not_staged
 from beamtrove.execution.staged.status import copy_run_outputs, staged_stats, verify_staged
-from beamtrove.fs import input_ranges_json, join
+from beamtrove.fs import InputFile, input_ranges_json, join
 from beamtrove.layout import REPORT_FILE, STAGED_JOB_DIR, STATS_FILE
 from beamtrove.options import BeamtroveOptions, ConfigurationError, ResumeOptions, StagedOptions, paths_read
 from beamtrove.pipelines.common import input_files
 from beamtrove.pipelines.spec import PipelineSpec
 from beamtrove.processes import die_with_parent, stops_interrupt
 from beamtrove.stats import write_stats
+from beamtrove.transforms.readers import JsonlParser, WarcParser
 
 __all__ = ["KIND", "merge_staged_job", "partitions_for", "prepare_staged_job", "run_staged"]
 
@@ -89,6 +90,7 @@ def prepare_staged_job(
     job_path: pathlib.Path,
     spec: PipelineSpec,
     patterns: Sequence[str],
+    files: Sequence[InputFile],
     args: Sequence[str],
     output: str,
     *,
@@ -104,6 +106,9 @@ def prepare_staged_job(
         job_path: The job directory.
         spec: The pipeline.
         patterns: Its input.
+        files: The files its reader matched: WARC and JSONL inputs are cut
+            as elastic jobs cut them (plain JSONL between records), any
+            other format into whole files.
         args: Its options, without input and output.
         output: The run's output folder (workers write only into the job directory).
         memory: Bytes one task may hold: sets the partitions (unless ``partitions`` is given).
@@ -118,7 +123,10 @@ def prepare_staged_job(
     Raises:
         ElasticError: Unusable input, or another job in ``job_path`` and not ``replace_other``.
     """
-    _, entries, units = scan_inputs(list(patterns))
+    if all(file.url.endswith(WarcParser.suffixes + JsonlParser.suffixes) for file in files):
+        _, entries, units = scan_inputs(list(patterns))
+    else:
+        entries, units = scan_whole_files(files)
     if partitions is None:
         partitions = partitions_for(sum(entry.get("content_bytes", entry["size"]) for entry in entries), memory)
     # A read task only streams its shard to the partitions' files, so an input of few files is read in few tasks.
@@ -222,8 +230,9 @@ def run_staged(spec: PipelineSpec, options: PipelineOptions) -> RunResult:
             )
         patterns = [str(pattern) for pattern in input_files(options)]
         try:
+            args = _job_args(options._flags)
             manifest, resumed = prepare_staged_job(
-                job_path, spec, patterns, _job_args(options._flags), output, memory=staged.memory
+                job_path, spec, patterns, flow.reader.files, args, output, memory=staged.memory
             )
         except ElasticError as exc:
             raise ConfigurationError(str(exc)) from None

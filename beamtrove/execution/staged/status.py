@@ -17,7 +17,7 @@ from typing import Any
 from beamtrove.execution.elastic.jobdir import JobDir
 from beamtrove.execution.elastic.status import STATES, DamagedRecord, read_done, read_failed
 from beamtrove.execution.staged.plan import JobPlan
-from beamtrove.execution.staged.worker import DATA_DIR, RUN_OUTPUT_DIR, task_id
+from beamtrove.execution.staged.worker import DATA_DIR, task_id
 from beamtrove.fs import file_sha256
 from beamtrove.stats import merge_stats, order_steps
 
@@ -152,19 +152,30 @@ def staged_stats(job: JobDir, plan: JobPlan) -> dict[str, Any]:
     return order_steps(merge_stats(runs), plan.flow.funnel, plan.flow.writers)
 
 
-def run_outputs(job: JobDir, plan: JobPlan) -> pathlib.Path:
-    """The folder where the write task laid out the run's outputs."""
-    done = read_done(job, task_id(plan.stages[-1], 0))
-    return job.path / done["attempt"] / RUN_OUTPUT_DIR
+def run_outputs(job: JobDir, plan: JobPlan) -> list[pathlib.Path]:
+    """The folders where tasks laid out the run's outputs: the write task's, and a staged sink's tasks'."""
+    folders = []
+    for stage in plan.stages:
+        for index in range(plan.tasks(stage)):
+            done = read_done(job, task_id(stage, index))
+            if done is not None and done.get("run_output"):
+                folders.append(job.path / done["run_output"])
+    return folders
 
 
 def copy_run_outputs(job: JobDir, plan: JobPlan, folder: str, *, move: bool) -> None:
-    """Puts what the write task laid out into ``folder`` (a run's staging folder): moved, or copied."""
-    for entry in sorted(run_outputs(job, plan).iterdir()):
-        target = pathlib.Path(folder) / entry.name
-        if move:
-            entry.rename(target)
-        elif entry.is_dir():
-            shutil.copytree(entry, target)
-        else:
-            shutil.copy2(entry, target)
+    """Puts what tasks laid out into ``folder`` (a run's staging folder), moved or copied; no two lay out a file.
+
+    Raises:
+        FileExistsError: Two tasks laid out the same file.
+    """
+    for source in run_outputs(job, plan):
+        for path in sorted(p for p in source.rglob("*") if p.is_file()):
+            target = pathlib.Path(folder) / path.relative_to(source)
+            if target.exists():
+                raise FileExistsError(f"{target} is laid out by two tasks (the second: {path}).")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if move:
+                path.rename(target)
+            else:
+                shutil.copy2(path, target)

@@ -27,7 +27,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.runner import PipelineState
 
 from beamtrove.execution.elastic.jobdir import JobDir, ShardLock, publish_once, read_json, write_atomically
-from beamtrove.execution.staged.plan import READ, WRITE, JobPlan
+from beamtrove.execution.staged.plan import JobPlan
 from beamtrove.execution.staged.records import DamagedDataset, ReadDataset, WriteDataset, written_files
 from beamtrove.stats import collect_stats
 from beamtrove.transforms.stages import Stage
@@ -37,7 +37,7 @@ __all__ = ["ATTEMPT_FILE", "DATA_DIR", "RUN_OUTPUT_DIR", "dataset_files", "run_s
 ATTEMPT_FILE = "attempt.json"
 #: Where a task's datasets go in its attempt directory.
 DATA_DIR = "data"
-#: Where the write task lays out the run's outputs in its attempt directory.
+#: Where a task lays out what it writes for the run itself (the write task's outputs, token shards).
 RUN_OUTPUT_DIR = "output"
 _DEFAULT_POLL = 0.5
 
@@ -107,15 +107,10 @@ def run_task(job: JobDir, plan: JobPlan, stage: Stage, index: int, attempt_dir: 
         return pipeline | label >> ReadDataset(files)
 
     inputs = {tag: read(names, f"Read[{_label(tag)}]") for tag, names in stage.reads.items()}
-    if stage.name == READ:
-        written = plan.read(pipeline, index)
-    elif stage.name == WRITE:
-        plan.write(pipeline, inputs, str(attempt_dir / RUN_OUTPUT_DIR))
-        written = {}
-    else:
-        # A side is one element, in whichever partition its task wrote it: every task reads all of it.
-        sides = {tag: read((name,), f"Side[{_label(tag)}]", None) for tag, name in stage.sides.items()}
-        written = stage.run(pipeline, inputs, sides)
+    # A side is one element, in whichever partition its task wrote it: every task reads all of it.
+    sides = {tag: read((name,), f"Side[{_label(tag)}]", None) for tag, name in stage.sides.items()}
+    built = plan.stage_for(stage.name, index, str(attempt_dir / RUN_OUTPUT_DIR))
+    written = built.run(pipeline, inputs, sides)
     for dataset, records in written.items():
         placement = stage.writes[dataset]
         directory = str(attempt_dir / DATA_DIR / dataset)
@@ -238,7 +233,8 @@ class _Worker:
             "outputs": outputs,
             "stats": stats,
         }
-        if stage.name == WRITE:
+        if (attempt_dir / RUN_OUTPUT_DIR).is_dir():
+            # What a sink laid out for the run (the write task's outputs, or token shards).
             done["run_output"] = str((attempt_dir / RUN_OUTPUT_DIR).relative_to(self.job.path))
         record.update(status="succeeded", seconds=seconds)
         write_atomically(attempt_dir / ATTEMPT_FILE, orjson.dumps(record))

@@ -73,6 +73,7 @@ from beamtrove.transforms.dedup.keep import KeepOrder, index_node
 from beamtrove.transforms.dedup.minhash import MinHashConfig, MinHasher
 from beamtrove.transforms.dedup.sentences import span_digests
 from beamtrove.transforms.manifests import file_sizes, is_count, load_manifest
+from beamtrove.transforms.stages import KEYED, SAME, Stage, StagedForm, apply_stages, flatten
 from beamtrove.transforms.writers import WrittenFile
 
 __all__ = [
@@ -325,7 +326,8 @@ def _first_document(grouped) -> tuple[bytes, dict]:
     return key, {"key": key.hex(), "id": KeepOrder.ranked_id(min(ranks))}
 
 
-def _sentence_record(digest: bytes) -> tuple[bytes, dict]:
+def _sentence_record(grouped: tuple[bytes, Any]) -> tuple[bytes, dict]:
+    digest, _ = grouped
     return digest, {"key": digest.hex()}
 
 
@@ -451,39 +453,82 @@ class BuildDedupIndex(beam.PTransform):
             settings["sentence"] = {"span_sentences": self._span_sentences}
         return settings
 
-    def expand(self, documents):
-        counted = documents | "Count" >> beam.Map(_counted, self._metrics)
-        keys = counted | "Keys" >> beam.ParDo(
-            _IndexRecordsFn(self._kinds, KeepOrder(self._keep_by), self._minhash, self._span_sentences)
-        ).with_outputs(*self._kinds)
-        records = []
-        for kind in self._kinds:
-            if kind in ("exact", "url"):
-                keyed = keys[kind] | f"Group{kind}" >> beam.GroupByKey() | f"First{kind}" >> beam.Map(_first_document)
-            elif kind == "sentence":
-                keyed = keys[kind] | "DistinctSpans" >> beam.Distinct() | "SpanRecords" >> beam.Map(_sentence_record)
-            else:
-                keyed = keys[kind]
-            records.append(keyed | f"Shard{kind}" >> beam.Map(_shard, kind, self._num_shards))
-        written = (
-            records
-            | "AllRecords" >> beam.Flatten()
-            | "GroupByShard" >> beam.GroupByKey()
-            | "WriteShards"
-            >> beam.ParDo(_WriteShardFn(self._output_dir, self._num_shards, self._step, self._storage_options))
+    def staged_form(self) -> StagedForm:
+        """The index as stages: keys, the first rank of each key, each index shard written, then the manifest."""
+        return StagedForm(
+            (
+                Stage("Keys", {"documents": ("documents",)}, self._keys, {**_KEYED_KINDS, "counts": SAME}),
+                Stage("FirstOfKeys", {kind: (kind,) for kind in _GROUPED_KINDS}, self._first_of_keys, _SHARDED),
+                Stage("WriteShards", {"records": ("minhash", "grouped")}, self._write_shards, {"written": SAME}),
+                Stage(
+                    "WriteManifest",
+                    {"written": ("written",), "counts": ("counts",)},
+                    self._write_manifest,
+                    {"files": SAME},
+                    whole=True,
+                ),
+            ),
+            input="documents",
+            kept=(),
         )
-        total = counted | "Documents" >> beam.combiners.Count.Globally()
+
+    def _keys(self, pipeline, inputs, sides):
+        counted = inputs["documents"] | "Count" >> beam.Map(_counted, self._metrics)
+        index_records = _IndexRecordsFn(self._kinds, KeepOrder(self._keep_by), self._minhash, self._span_sentences)
+        keys = counted | "Keys" >> beam.ParDo(index_records).with_outputs(*self._kinds)
+        empty = {kind: flatten(pipeline, [], f"No{kind}") for kind in _KEYED_KINDS if kind not in self._kinds}
+        chosen = {kind: keys[kind] for kind in self._kinds}
+        if "sentence" in chosen:
+            # Keyed, so that a staged run gathers each span's copies in one partition.
+            chosen["sentence"] = chosen["sentence"] | "SpanKeys" >> beam.Map(_span_key)
+        if "minhash" in chosen:
+            chosen["minhash"] = chosen["minhash"] | "Shardminhash" >> beam.Map(_shard, "minhash", self._num_shards)
+        counts = counted | "Documents" >> beam.combiners.Count.Globally()
+        return {**empty, **chosen, "counts": counts}
+
+    def _first_of_keys(self, pipeline, inputs, sides):
+        records = []
+        for kind in ("exact", "url"):
+            first = inputs[kind] | f"Group{kind}" >> beam.GroupByKey() | f"First{kind}" >> beam.Map(_first_document)
+            records.append(first | f"Shard{kind}" >> beam.Map(_shard, kind, self._num_shards))
+        spans = (
+            inputs["sentence"]
+            | "DistinctSpans" >> beam.GroupByKey()
+            | "SpanRecords" >> beam.Map(_sentence_record)
+            | "Shardsentence" >> beam.Map(_shard, "sentence", self._num_shards)
+        )
+        return {"grouped": flatten(pipeline, [*records, spans], "AllGrouped")}
+
+    def _write_shards(self, pipeline, inputs, sides):
+        write = _WriteShardFn(self._output_dir, self._num_shards, self._step, self._storage_options)
+        written = inputs["records"] | "GroupByShard" >> beam.GroupByKey() | "WriteShards" >> beam.ParDo(write)
+        return {"written": written}
+
+    def _write_manifest(self, pipeline, inputs, sides):
+        total = inputs["counts"] | "AllDocuments" >> beam.CombineGlobally(sum)
+        manifest_fn = _WriteManifestFn(
+            self._output_dir, self._name, self._keep_by, self._settings(), self._storage_options
+        )
         manifest = (
-            documents.pipeline
+            pipeline
             | "Once" >> beam.Create([None])
             | "WriteManifest"
-            >> beam.ParDo(
-                _WriteManifestFn(self._output_dir, self._name, self._keep_by, self._settings(), self._storage_options),
-                beam.pvalue.AsList(written),
-                beam.pvalue.AsSingleton(total),
-            )
+            >> beam.ParDo(manifest_fn, beam.pvalue.AsList(inputs["written"]), beam.pvalue.AsSingleton(total))
         )
-        return (written, manifest) | "AllFiles" >> beam.Flatten()
+        return {"files": (inputs["written"], manifest) | "AllFiles" >> beam.Flatten()}
+
+    def expand(self, documents):
+        return apply_stages(self.staged_form(), documents)["files"]
+
+
+# The kinds whose records the Keys stage writes keyed: by key (grouped next), or by index shard (minhash).
+_KEYED_KINDS = {"exact": KEYED, "url": KEYED, "sentence": KEYED, "minhash": KEYED}
+_GROUPED_KINDS = ("exact", "url", "sentence")
+_SHARDED = {"grouped": KEYED}
+
+
+def _span_key(digest: bytes) -> tuple[bytes, None]:
+    return digest, None
 
 
 def _counted(document: Document, metrics: StepMetrics) -> Document:

@@ -39,6 +39,7 @@ import numpy as np
 from beamtrove.fs import filesystem, join, move
 from beamtrove.layout import WRITER_TEMP_PREFIX
 from beamtrove.metrics import StepMetrics
+from beamtrove.transforms.stages import KEYED, SAME, Stage, StagedForm, apply_stages
 from beamtrove.transforms.tokens.format import (
     INDEX_SUFFIX,
     LOSS_SUFFIX,
@@ -425,15 +426,48 @@ class WriteTokenShards(beam.PTransform):
             storage_options=storage_options,
         )
 
-    def expand(self, documents):
+    def staged_form(self) -> StagedForm:
+        """The sink as stages: documents keyed by shard, then each partition's shards written and finalized.
+
+        Finalizing moves files to the names their shards give them, so each
+        partition's shards can be finalized on their own: in one pipeline the
+        partition is the whole input and there is one finalize, as before.
+        """
         spec = _ShardSpec(
             temp_dir=join(self._spec_args["output_dir"], f"{WRITER_TEMP_PREFIX}{uuid.uuid4().hex}"), **self._spec_args
         )
-        return (
-            documents
-            | "AssignShards" >> beam.Map(_assign_shard, spec).with_output_types(tuple[int, TokenizedDocument])
-            | "GroupByShard" >> beam.GroupByKey()
-            | "WriteShards" >> beam.ParDo(_WriteShardFn(spec))
-            | "CollectShardFiles" >> beam.combiners.ToList()
-            | "Finalize" >> beam.ParDo(_FinalizeFn(spec))
+        return StagedForm(
+            (
+                Stage("AssignShards", {"documents": ("documents",)}, _AssignShards(spec), {"assigned": KEYED}),
+                Stage("WriteShards", {"assigned": ("assigned",)}, _WriteShards(spec), {"finalized": SAME}),
+            ),
+            input="documents",
+            kept=(),
         )
+
+    def expand(self, documents):
+        return apply_stages(self.staged_form(), documents)["finalized"]
+
+
+class _AssignShards:
+    def __init__(self, spec: _ShardSpec):
+        self._spec = spec
+
+    def __call__(self, pipeline, inputs, sides):
+        assign = beam.Map(_assign_shard, self._spec).with_output_types(tuple[int, TokenizedDocument])
+        return {"assigned": inputs["documents"] | "AssignShards" >> assign}
+
+
+class _WriteShards:
+    def __init__(self, spec: _ShardSpec):
+        self._spec = spec
+
+    def __call__(self, pipeline, inputs, sides):
+        finalized = (
+            inputs["assigned"]
+            | "GroupByShard" >> beam.GroupByKey()
+            | "WriteShards" >> beam.ParDo(_WriteShardFn(self._spec))
+            | "CollectShardFiles" >> beam.combiners.ToList()
+            | "Finalize" >> beam.ParDo(_FinalizeFn(self._spec))
+        )
+        return {"finalized": finalized}

@@ -13,7 +13,7 @@ import pytest
 
 from beamtrove.execution.elastic import ElasticError, JobDir, prepare_job
 from beamtrove.execution.elastic.scan import shard_sha256
-from tests.conftest import DATA, require
+from tests.conftest import require
 from tests.execution.elastic.conftest import LID_MODEL, fineweb_assets
 
 
@@ -104,12 +104,7 @@ def test_the_manifest_records_configuration_runner_and_limits(review_jsonl, tmp_
 @pytest.mark.parametrize(
     ("pipeline", "args", "message"),
     [
-        (
-            "tokenize",
-            ["--tokenizer", str(DATA / "tokenizers" / "gpt2" / "tokenizer.json")],
-            "tokenize pipeline's write_tokens step has no staged form",
-        ),
-        ("dedup_index", [], "dedup_index pipeline's write_index step has no staged form yet"),
+        ("decont_index", [], "decont_index pipeline's write_index step has no staged form"),
         ("convert", ["--skip", "3"], "--skip counts documents across the whole input"),
         ("convert", ["--output", "/tmp/x"], "--output is set by the workers"),
         ("convert", ["--output_format", "parquet"], "merged as JSONL part files"),
