@@ -148,7 +148,7 @@ def _done_entry(job: JobDir, done: dict[str, Any]) -> dict[str, Any]:
     return {"state": "damaged", **entry, "damage": damage, "output": done.get("output")}
 
 
-def shard_states(job_dir: str | os.PathLike) -> list[dict[str, Any]]:
+def shard_states(job_dir: str | os.PathLike, *, read: bool = False) -> list[dict[str, Any]]:
     """One entry per shard, in manifest order: id, state, owner, attempts, records.
 
     States: ``done`` (a done record exists and its output is intact),
@@ -166,7 +166,7 @@ def shard_states(job_dir: str | os.PathLike) -> list[dict[str, Any]]:
         from beamtrove.execution.staged.plan import JobPlan  # noqa: PLC0415
         from beamtrove.execution.staged.status import task_states  # noqa: PLC0415
 
-        return task_states(job, JobPlan(job.path, manifest))
+        return task_states(job, JobPlan(job.path, manifest), read=read)
     states = []
     for shard in manifest["shards"]:
         shard_id = shard["id"]
@@ -224,7 +224,8 @@ def retry_shards(
             intact output, or nothing to retry.
     """
     job = JobDir(job_dir)
-    states = {entry["id"]: entry for entry in shard_states(job_dir)}
+    # A staged task's files are hashed only when read: a retry must find damaged what verify finds damaged.
+    states = {entry["id"]: entry for entry in shard_states(job_dir, read=True)}
     wanted = _shards_to_retry(states, shard_ids, all_failed, all_damaged)
     for shard_id in wanted:
         if shard_id not in states:

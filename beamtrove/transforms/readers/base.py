@@ -240,7 +240,9 @@ class _ReadFiles(beam.DoFn):
                         remaining -= 1
                         if remaining == 0:
                             break
-            metrics.inc("files")
+            # A file cut into byte ranges is read in several pieces: the one that starts it counts it.
+            if file.start == 0:
+                metrics.inc("files")
             metrics.inc("bytes", file.size)
 
     def _outcomes(self, file: InputFile) -> Iterator[Outcome]:

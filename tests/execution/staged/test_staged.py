@@ -1,0 +1,300 @@
+"""Staged runs: ``run dedup --staged`` and elastic staged jobs give what one pipeline gives, and resume after a kill."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pathlib
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+
+import apache_beam as beam
+import pytest
+
+from beamtrove.cli import main
+from beamtrove.layout import STAGED_JOB_DIR
+from beamtrove.pipelines import dedup as dedup_pipeline
+from tests.conftest import beamtrove, jsonl_rows, near_copy, wait_for
+from tests.execution.conftest import processes_mentioning
+from tests.execution.elastic.conftest import start_worker
+
+#: The dedup steps most runs use. The input's near duplicates are pairs: a few connected-components rounds
+#: converge (the test checks none is left unconverged), and each unrolled round costs a task seconds.
+EVERY_STEP = [
+    "--dedup", "exact,url,minhash,sentence", "--cluster_map", "--minhash_threshold", "0.8", "--max_cc_rounds", "4"
+]  # fmt: skip
+EXACT = ["--dedup", "exact", "--cluster_map"]
+#: Bytes one task holds: with about 1.3 MB of reviews, 4 partitions or more.
+MEMORY = str(2 << 20)
+
+
+@pytest.fixture(scope="module")
+def corpus(movie_reviews, tmp_path_factory) -> pathlib.Path:
+    """352 real reviews in two plain JSONL files: 300 originals, 20 exact copies, 12 URL copies, 20 2 % near copies.
+
+    The rows are shuffled, so copies and what they copy fall in either file and before or after each other.
+    """
+    texts = list(movie_reviews.values())
+    rows = [
+        {"id": f"review-{n:03d}", "text": texts[n], "metadata": {"url": f"https://reviews.example/{n:03d}"}}
+        for n in range(300)
+    ]
+    rows += [
+        {"id": f"review-{n:03d}-exact", "text": texts[n], "metadata": {"url": f"https://mirror.example/{n:03d}"}}
+        for n in range(0, 200, 10)
+    ]
+    # The same page as an original, spelled otherwise, with a review of its own.
+    rows += [
+        {
+            "id": f"review-{n:03d}-url",
+            "text": texts[300 + k],
+            "metadata": {"url": f"https://www.REVIEWS.example/{n:03d}/"},
+        }
+        for k, n in enumerate(range(5, 125, 10))
+    ]
+    rows += [
+        {
+            "id": f"review-{n:03d}-near",
+            "text": near_copy(texts[n], 0.02, seed=n),
+            "metadata": {"url": f"https://near.example/{n:03d}"},
+        }
+        for n in range(3, 203, 10)
+    ]
+    random.Random(7).shuffle(rows)
+    folder = tmp_path_factory.mktemp("staged-input")
+    for part in range(2):
+        with (folder / f"part-{part}.jsonl").open("w", encoding="utf-8") as out:
+            out.writelines(json.dumps(row) + "\n" for row in rows[part::2])
+    return folder
+
+
+def dedup_argv(corpus: pathlib.Path, output: pathlib.Path, *options: str) -> list[str]:
+    return ["run", "dedup", "--input", str(corpus), "--output", str(output), "--progress_interval", "0", *options]
+
+
+def staged(workers: int) -> list[str]:
+    return ["--staged", "--workers", str(workers), "--memory", MEMORY]
+
+
+@pytest.fixture(scope="module")
+def one_pipeline(corpus, tmp_path_factory) -> pathlib.Path:
+    """Every step in one pipeline."""
+    output = tmp_path_factory.mktemp("one") / "out"
+    assert main(dedup_argv(corpus, output, *EVERY_STEP)) == 0
+    return output
+
+
+@pytest.fixture(scope="module")
+def one_pipeline_exact(corpus, tmp_path_factory) -> pathlib.Path:
+    """Exact dedup alone in one pipeline."""
+    output = tmp_path_factory.mktemp("one-exact") / "out"
+    assert main(dedup_argv(corpus, output, *EXACT)) == 0
+    return output
+
+
+@pytest.fixture(scope="module")
+def staged_run(corpus, tmp_path_factory) -> pathlib.Path:
+    """Every step staged on two workers."""
+    output = tmp_path_factory.mktemp("staged") / "out"
+    assert main(dedup_argv(corpus, output, *EVERY_STEP, *staged(2))) == 0
+    return output
+
+
+def run_rows(folder: pathlib.Path) -> dict[str, list[str]]:
+    """Every row of a run folder (whole, as sorted JSON) by part: documents, each step's exclusions and clusters."""
+    parts = {"documents": folder / "documents"}
+    for kind in ("excluded", "clusters"):
+        parts |= {f"{kind}/{step.name}": step for step in sorted((folder / kind).glob("*")) if step.is_dir()}
+    return {name: sorted(json.dumps(row, sort_keys=True) for row in jsonl_rows(path)) for name, path in parts.items()}
+
+
+def step_stats(folder: pathlib.Path) -> dict[str, dict]:
+    """Each step's counters and distributions in ``stats.json``, without what is laid out otherwise.
+
+    Writers make other files (so other bytes) in another layout.
+    """
+    steps = json.loads((folder / "stats.json").read_text())["steps"]
+    return {
+        step: {
+            "counters": {
+                name: value
+                for name, value in entry["counters"].items()
+                if not (name in ("bytes", "files") and step.lower().startswith("write"))
+            },
+            "distributions": entry["distributions"],
+        }
+        for step, entry in steps.items()
+    }
+
+
+def assert_same_run(folder: pathlib.Path, expected: pathlib.Path) -> None:
+    assert run_rows(folder) == run_rows(expected)
+    assert step_stats(folder) == step_stats(expected)
+
+
+def test_staged_every_step_gives_the_one_pipeline_run(staged_run, one_pipeline):
+    rows = run_rows(one_pipeline)
+    # The input's copies are found by their steps, so the comparison below covers every step's work.
+    removed = {part: len(found) for part, found in rows.items() if part.startswith("excluded/")}
+    assert removed == {"excluded/exact": 20, "excluded/url": 12, "excluded/minhash": removed["excluded/minhash"]}
+    # Most 2 % near copies stay above the threshold; each pairs with its original.
+    assert removed["excluded/minhash"] >= 10
+    pairs = [sorted((row["id"], row["kept_id"])) for row in map(json.loads, rows["clusters/minhash"])]
+    assert len(pairs) == removed["excluded/minhash"] and all(near == f"{kept}-near" for kept, near in pairs)
+    assert {part for part in rows if part.startswith("clusters/")} == {
+        "clusters/exact",
+        "clusters/url",
+        "clusters/minhash",
+    }
+    steps = json.loads((one_pipeline / "stats.json").read_text())["steps"]
+    assert steps["sentence_dedup"]["counters"]["spans_removed"] > 0
+    assert "unconverged" not in steps["minhash_components"]["counters"]
+    excluded = [json.loads(row)["metadata"] for part in removed for row in rows[part]]
+    assert all(metadata["filter_reason"] and metadata["duplicate_of"] for metadata in excluded)
+    assert_same_run(staged_run, one_pipeline)
+    stats = json.loads((staged_run / "stats.json").read_text())
+    assert stats["staged"] == {"partitions": stats["staged"]["partitions"], "workers": 2, "resumed": False}
+    assert stats["staged"]["partitions"] >= 4
+    # The job directory goes once the run is published; the folder holds what a one-pipeline run's holds.
+    assert sorted(entry.name for entry in staged_run.iterdir()) == sorted(
+        entry.name for entry in one_pipeline.iterdir()
+    )
+    assert not (staged_run / STAGED_JOB_DIR).exists()
+
+
+def test_one_worker_gives_what_two_do(corpus, one_pipeline_exact, tmp_path):
+    output = tmp_path / "out"
+    assert main(dedup_argv(corpus, output, *EXACT, *staged(1))) == 0
+    assert len(run_rows(output)["excluded/exact"]) == 20
+    assert_same_run(output, one_pipeline_exact)
+    stats = json.loads((output / "stats.json").read_text())
+    assert stats["staged"]["partitions"] >= 4 and stats["staged"]["workers"] == 1
+
+
+def test_a_staged_read_counts_each_input_file_once(staged_run, one_pipeline):
+    counters = [
+        json.loads((run / "stats.json").read_text())["steps"]["Read"]["counters"] for run in (staged_run, one_pipeline)
+    ]
+    assert counters[0]["files"] == counters[1]["files"] == 2
+
+
+def test_a_killed_staged_run_goes_on_from_the_tasks_done(corpus, one_pipeline_exact, tmp_path):
+    output = tmp_path / "out"
+    argv = dedup_argv(corpus, output, *EXACT, *staged(2))
+    job = output / STAGED_JOB_DIR
+    with open(tmp_path / "killed.log", "wb") as log:
+        run = subprocess.Popen(
+            [sys.executable, "-m", "beamtrove", *argv], stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    try:
+        wait_for(lambda: run.poll() is not None or len(list((job / "done").glob("*.json"))) >= 4, what="4 done tasks")
+        assert run.poll() is None, "the run ended before it was killed"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(run.pid, signal.SIGKILL)
+        run.wait()
+    # Its workers die with it: none may go on writing into the job.
+    wait_for(lambda: not processes_mentioning(str(job)), timeout=30, what="the workers to end")
+    done_before = {path.stem for path in (job / "done").glob("*.json")}
+    assert len(done_before) >= 4
+    assert not (output / "documents").exists() and (job / "manifest.json").is_file()
+    rerun = beamtrove(*argv)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert "going on with the staged job of an earlier run" in rerun.stderr
+    redone = {line.split(":", 1)[0] for line in rerun.stdout.splitlines() if ": attempt " in line}
+    assert redone and not redone & done_before
+    assert json.loads((output / "stats.json").read_text())["staged"]["resumed"] is True
+    assert_same_run(output, one_pipeline_exact)
+    assert not job.exists()
+
+
+@pytest.fixture(scope="module")
+def elastic_job(corpus, tmp_path_factory) -> pathlib.Path:
+    """A staged elastic job of exact dedup over 3 partitions, done by two workers on two hosts at once."""
+    job = tmp_path_factory.mktemp("elastic") / "job"
+    prepare = ["elastic", "prepare", "--pipeline", "dedup", "--input", str(corpus), "--job-dir", str(job)]
+    assert main([*prepare, "--num-shards", "3", "--", *EXACT]) == 0
+    workers = [start_worker(job, host) for host in ("node-a", "node-b")]
+    assert [worker.wait(timeout=300) for worker in workers] == [0, 0]
+    return job
+
+
+def test_elastic_workers_on_two_hosts_merge_to_the_one_pipeline_run(elastic_job, one_pipeline_exact, tmp_path, capsys):
+    job = str(elastic_job)
+    capsys.readouterr()
+    assert main(["elastic", "status", "--job-dir", job]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    tasks = re.fullmatch(r"(\d+) tasks in (\d+) stages: (\d+) done", lines[0])
+    assert tasks and tasks[1] == tasks[3] and len(lines) == 1 + int(tasks[2])
+    # A line per stage, all done: one task per partition (3), or one for the whole of it (the write task).
+    names, counts = zip(*(line.split(None, 1) for line in lines[1:]), strict=True)
+    assert names[0].startswith("read") and names[-1].endswith("write") and any("exact" in name for name in names)
+    assert (counts[0], counts[-1]) == ("3 tasks: 3 done", "1 tasks: 1 done")
+    assert set(counts) <= {"3 tasks: 3 done", "1 tasks: 1 done"}
+    assert main(["elastic", "verify", "--job-dir", job, "--expect-hosts", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "completed by 2 host(s): node-a (" in out and "node-b (" in out
+    merged = tmp_path / "merged"
+    assert main(["elastic", "merge", "--job-dir", job, "--output", str(merged)]) == 0
+    assert_same_run(merged, one_pipeline_exact)
+    stats = json.loads((merged / "stats.json").read_text())
+    assert stats["staged"]["partitions"] == 3 and sorted(stats["staged"]["hosts"]) == ["node-a", "node-b"]
+
+
+def test_elastic_retry_redoes_a_partition_file_verify_finds_changed(elastic_job, one_pipeline_exact, tmp_path, capsys):
+    # A copy: the job the other elastic test reads stays intact.
+    job = tmp_path / "job"
+    shutil.copytree(elastic_job, job)
+    damaged = next(path for path in sorted(job.glob("attempts/*/*/data/**/*.rec")) if path.stat().st_size > 16)
+    data = bytearray(damaged.read_bytes())
+    data[len(data) // 2] ^= 1
+    damaged.write_bytes(bytes(data))
+    task = damaged.relative_to(job / "attempts").parts[0]
+    capsys.readouterr()
+    assert main(["elastic", "verify", "--job-dir", str(job)]) == 2
+    assert f"damaged: {task}: {damaged} does not have the SHA-256 its done record gives" in capsys.readouterr().out
+    assert main(["elastic", "retry", "--job-dir", str(job), "--all-damaged"]) == 0
+    assert capsys.readouterr().out.strip() == f"re-queued 1 shard(s): {task}"
+    assert start_worker(job, "node-c").wait(timeout=300) == 0
+    assert main(["elastic", "verify", "--job-dir", str(job)]) == 0
+    merged = tmp_path / "merged"
+    assert main(["elastic", "merge", "--job-dir", str(job), "--output", str(merged)]) == 0
+    assert_same_run(merged, one_pipeline_exact)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (
+            ["--runner", "PrismRunner"],
+            "beamtrove: error: --staged runs its tasks on local DirectRunners, not PrismRunner: drop --runner, or "
+            "drop --staged to run the pipeline on that runner in one piece.",
+        ),
+        (["--limit", "10"], "beamtrove: error: --staged runs cut the input into partitions themselves: drop --limit."),
+        # Only the pipelines of per-document steps resume by their output; a staged run resumes by its tasks.
+        (["--resumable"], "beamtrove: error: --resumable is an option of"),
+    ],
+)
+def test_staged_refuses_what_it_cannot_do_before_running(corpus, tmp_path, capsys, options, message):
+    output = tmp_path / "out"
+    assert main(dedup_argv(corpus, output, *EXACT, "--staged", *options)) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(message) and len(err.strip().splitlines()) == 1
+    assert not output.exists()
+
+
+def test_staged_refuses_a_global_step_without_a_staged_form(corpus, tmp_path, capsys, monkeypatch):
+    # Every dedup step has a staged form: one without stands for a global step added before its stages are.
+    monkeypatch.setattr(dedup_pipeline, "ExactDedup", lambda **_: beam.Map(lambda document: document))
+    output = tmp_path / "out"
+    assert main(dedup_argv(corpus, output, *EXACT, *staged(2))) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "beamtrove: error: --staged runs the global steps as tasks, and exact has no staged form yet: run it "
+        "without --staged."
+    ]
+    assert not output.exists()
