@@ -12,6 +12,6 @@ os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 from beamtrove.dead_letter import DeadLetter
 from beamtrove.document import Document, DocumentCoder, Media, Origin
 
-__version__ = "0.13.0"
+__version__ = "0.14.0"
 
 __all__ = ["DeadLetter", "Document", "DocumentCoder", "Media", "Origin", "__version__"]

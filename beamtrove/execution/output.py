@@ -469,6 +469,10 @@ def _publish(output: str, run_dir: str, storage_options: Mapping[str, Any]) -> l
         _move_entry(join(run_dir, name), join(output, name), record, "moved_in", record_url, storage_options)
     _reached("published")
     fs.rm(run_path, recursive=True)
+    # A staged run's job directory is done with once a run published; one a killed run left is stale.
+    job_fs, job_path = filesystem(join(output, STAGED_JOB_DIR), storage_options)
+    if job_fs.exists(job_path):
+        job_fs.rm(job_path, recursive=True)
     return record["publishes"]
 
 

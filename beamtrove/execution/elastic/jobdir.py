@@ -21,10 +21,12 @@ from typing import Any
 from beamtrove import __version__
 
 __all__ = [
+    "STAGED_KIND",
     "ElasticError",
     "JobDir",
     "ShardLock",
     "config_sha256",
+    "is_staged",
     "publish_once",
     "sha256_of",
     "write_atomically",
@@ -34,6 +36,15 @@ MANIFEST = "manifest.json"
 MANIFEST_CHECKSUM = "manifest.sha256"
 FORMAT_VERSION = 1
 SUBDIRS = ("locks", "attempts", "done", "failed", "history")
+
+
+#: The manifest's ``kind`` of a staged job (:mod:`beamtrove.execution.staged`); a shard job has none.
+STAGED_KIND = "staged"
+
+
+def is_staged(manifest: dict[str, Any]) -> bool:
+    """Whether a job directory's manifest is that of a staged job, whose tasks are stages of a global pipeline."""
+    return manifest.get("kind") == STAGED_KIND
 
 
 class ElasticError(Exception):

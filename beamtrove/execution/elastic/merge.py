@@ -11,7 +11,7 @@ import time
 import uuid
 from typing import Any
 
-from beamtrove.execution.elastic.jobdir import ElasticError, JobDir, read_json
+from beamtrove.execution.elastic.jobdir import ElasticError, JobDir, is_staged, read_json
 from beamtrove.execution.elastic.status import DamagedRecord, output_damage, read_done
 from beamtrove.execution.output import OutputPlan, lock_output, recover_output
 from beamtrove.layout import STAGING_DIR
@@ -74,7 +74,7 @@ def verify_job(job_dir: str | os.PathLike, expect_hosts: int | None = None) -> d
     """
     job = JobDir(job_dir)
     manifest = job.manifest()
-    if manifest.get("kind") == "staged":
+    if is_staged(manifest):
         # Imported here: staged jobs build on this package's job directory.
         from beamtrove.execution.staged.plan import JobPlan  # noqa: PLC0415
         from beamtrove.execution.staged.status import verify_staged  # noqa: PLC0415
@@ -132,7 +132,7 @@ def merge_job(job_dir: str | os.PathLike, output: str | os.PathLike, overwrite: 
             run is writing into the folder.
     """
     job = JobDir(job_dir)
-    if job.manifest().get("kind") == "staged":
+    if is_staged(job.manifest()):
         from beamtrove.execution.staged.run import merge_staged_job  # noqa: PLC0415
 
         return merge_staged_job(job.path, str(output), overwrite=overwrite)

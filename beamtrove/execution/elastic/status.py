@@ -9,7 +9,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from beamtrove.execution.elastic.jobdir import ElasticError, JobDir
+from beamtrove.execution.elastic.jobdir import ElasticError, JobDir, is_staged
 from beamtrove.fs import file_sha256
 from beamtrove.progress import format_duration
 
@@ -161,7 +161,7 @@ def shard_states(job_dir: str | os.PathLike, *, read: bool = False) -> list[dict
     """
     job = JobDir(job_dir)
     manifest = job.manifest()
-    if manifest.get("kind") == "staged":
+    if is_staged(manifest):
         # Imported here: staged jobs build on this package's job directory.
         from beamtrove.execution.staged.plan import JobPlan  # noqa: PLC0415
         from beamtrove.execution.staged.status import task_states  # noqa: PLC0415

@@ -30,6 +30,7 @@ from beamtrove.execution.elastic.jobdir import (
     ElasticError,
     JobDir,
     ShardLock,
+    is_staged,
     publish_once,
     read_json,
     write_atomically,
@@ -416,7 +417,7 @@ def run_worker(
             f"the default is {DEFAULT_SORT_MEMORY} (256 MiB)."
         )
     job = JobDir(job_dir)
-    if job.manifest().get("kind") == "staged":
+    if is_staged(job.manifest()):
         # Imported here: staged jobs build on this package's job directory.
         from beamtrove.execution.staged.worker import run_staged_worker  # noqa: PLC0415
 

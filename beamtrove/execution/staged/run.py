@@ -28,9 +28,17 @@ from typing import Any
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
 from beamtrove import __version__
-from beamtrove.execution.elastic.jobdir import FORMAT_VERSION, ElasticError, JobDir, config_sha256, read_json
+from beamtrove.execution.elastic.jobdir import (
+    FORMAT_VERSION,
+    STAGED_KIND,
+    ElasticError,
+    JobDir,
+    config_sha256,
+    read_json,
+)
 from beamtrove.execution.elastic.prepare import publish_job
 from beamtrove.execution.elastic.scan import scan_inputs, scan_whole_files, shard_inputs, shards
+from beamtrove.execution.elastic.status import retry_shards, shard_states
 from beamtrove.execution.local import RunInterrupted, RunResult, write_run_report
 from beamtrove.execution.output import OutputPlan, check_auxiliary_inputs, check_separate, plan_output
 from beamtrove.execution.resume import configuration
@@ -38,28 +46,26 @@ from beamtrove.execution.staged.plan import JobPlan, input_ranges_file, not_stag
 from beamtrove.execution.staged.status import copy_run_outputs, staged_stats, verify_staged
 from beamtrove.fs import InputFile, input_ranges_json, join
 from beamtrove.layout import REPORT_FILE, STAGED_JOB_DIR, STATS_FILE
-from beamtrove.options import BeamtroveOptions, ConfigurationError, ResumeOptions, StagedOptions, paths_read
+from beamtrove.options import BeamtroveOptions, ConfigurationError, StagedOptions, paths_read
 from beamtrove.pipelines.common import input_files
 from beamtrove.pipelines.spec import PipelineSpec
+from beamtrove.pipelines.summary_stats import SummaryStatsOptions
 from beamtrove.processes import die_with_parent, stops_interrupt
 from beamtrove.stats import write_stats
 from beamtrove.transforms.readers import JsonlParser, WarcParser
 
-__all__ = ["KIND", "merge_staged_job", "partitions_for", "prepare_staged_job", "run_staged"]
+__all__ = ["merge_staged_job", "partitions_for", "prepare_staged_job", "run_staged"]
 
 _LOGGER = logging.getLogger(__name__)
 
-#: The manifest's ``kind`` of a staged job (an elastic shard job has none).
-KIND = "staged"
 # What a task holds per byte of its JSONL input, at most: the documents as Python objects, pickled once more in
 # the runner's shuffle, beside their signatures or span keys.
 _BYTES_HELD_PER_INPUT_BYTE = 6
 # Arguments that say how to run, not what: the workers take their input and output from the job.
-_RUN_FLAGS = ("--input", "--output", "--overwrite", "--staged", "--workers", "--memory")
-_VALUED_RUN_FLAGS = ("--input", "--output", "--workers", "--memory")
+_RUN_FLAGS = ("--input", "--output", "--overwrite", "--staged", "--workers", "--memory", "--progress_interval")
+_VALUED_RUN_FLAGS = ("--input", "--output", "--workers", "--memory", "--progress_interval")
 # Workers of a local run are on this machine: a dead one's lock is taken over at once; this bounds a frozen one.
 _LOCAL_LOCK_TIMEOUT = 120.0
-_POLL_SECONDS = 0.5
 
 
 def _job_args(argv: Sequence[str]) -> list[str]:
@@ -133,7 +139,7 @@ def prepare_staged_job(
     read_shards = min(partitions, len(units["file"]))
     manifest = {
         "format": FORMAT_VERSION,
-        "kind": KIND,
+        "kind": STAGED_KIND,
         "beamtrove_version": __version__,
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "created_by": socket.gethostname(),
@@ -170,7 +176,6 @@ def prepare_staged_job(
 def _check_options(spec: PipelineSpec, options: PipelineOptions) -> None:
     common = options.view_as(BeamtroveOptions)
     refused = {
-        "--resumable": options.view_as(ResumeOptions).resumable,
         "--skip": bool(common.skip),
         "--limit": common.limit is not None,
         "--input_ranges": bool(common.input_ranges),
@@ -186,6 +191,11 @@ def _check_options(spec: PipelineSpec, options: PipelineOptions) -> None:
         )
     if spec.shard_safe:
         raise ConfigurationError(f"The {spec.name} pipeline has no global step to stage: drop --staged.")
+    if spec.summary_stats and options.view_as(SummaryStatsOptions).summary_stats:
+        raise ConfigurationError(
+            "--staged runs do not compute --summary_stats yet: drop it, and compute them afterwards with "
+            "`beamtrove run stats --input OUTPUT --output STATS`."
+        )
 
 
 def _run_workers(job_path: pathlib.Path, workers: int) -> int:
@@ -240,6 +250,10 @@ def run_staged(spec: PipelineSpec, options: PipelineOptions) -> RunResult:
         job_plan = JobPlan(job_path, manifest)
         if resumed:
             _LOGGER.warning("%s: going on with the staged job of an earlier run of this command", output)
+            failed = [entry["id"] for entry in shard_states(job_path) if entry["state"] in ("failed", "damaged")]
+            if failed:
+                retry_shards(job_path, failed)
+                _LOGGER.warning("%s: trying again the tasks that failed or were damaged: %s", output, ", ".join(failed))
         with stops_interrupt() as interrupted:
             try:
                 code = _run_workers(job_path, staged.workers)
@@ -266,7 +280,6 @@ def run_staged(spec: PipelineSpec, options: PipelineOptions) -> RunResult:
             plan.abandon()
             return RunResult("FAILED", stats, "")
         report = _publish_run(job, job_plan, plan, stats, move=True)
-        shutil.rmtree(job_path)
     except BaseException:
         plan.abandon()
         raise

@@ -25,17 +25,11 @@ __all__ = [
     "copy_run_outputs",
     "file_damage",
     "format_task_status",
-    "is_staged",
     "run_outputs",
     "staged_stats",
     "task_states",
     "verify_staged",
 ]
-
-
-def is_staged(manifest: dict[str, Any]) -> bool:
-    """Whether a job directory's manifest is that of a staged job."""
-    return manifest.get("kind") == "staged"
 
 
 def _files(job: JobDir, done: dict[str, Any]) -> Iterator[tuple[pathlib.Path, dict[str, Any]]]:

@@ -160,6 +160,7 @@ class _Worker:
             finally:
                 lock.release()
             processed += 1
+        self.echo(f"worker {self.host}:{os.getpid()} finished after processing {processed} task(s)")
         return 0
 
     def task_ids(self, stage: Stage) -> list[str]:

@@ -19,7 +19,7 @@ import pytest
 from beamtrove.cli import main
 from beamtrove.layout import STAGED_JOB_DIR
 from beamtrove.pipelines import dedup as dedup_pipeline
-from tests.conftest import beamtrove, jsonl_rows, near_copy, wait_for
+from tests.conftest import beamtrove, jsonl_rows, near_copy, slurm_job_finished, wait_for
 from tests.execution.conftest import processes_mentioning
 from tests.execution.elastic.conftest import start_worker
 
@@ -203,9 +203,13 @@ def test_a_killed_staged_run_goes_on_from_the_tasks_done(corpus, one_pipeline_ex
     done_before = {path.stem for path in (job / "done").glob("*.json")}
     assert len(done_before) >= 4
     assert not (output / "documents").exists() and (job / "manifest.json").is_file()
+    # A task that failed for good (its worker's records, as it leaves them) is tried again by the rerun.
+    failed_task = "write-00000"
+    (job / "failed" / f"{failed_task}.json").write_text(json.dumps({"shard": failed_task, "host": "h", "error": "x"}))
     rerun = beamtrove(*argv)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     assert "going on with the staged job of an earlier run" in rerun.stderr
+    assert f"trying again the tasks that failed or were damaged: {failed_task}" in rerun.stderr
     redone = {line.split(":", 1)[0] for line in rerun.stdout.splitlines() if ": attempt " in line}
     assert redone and not redone & done_before
     assert json.loads((output / "stats.json").read_text())["staged"]["resumed"] is True
@@ -278,6 +282,7 @@ def test_elastic_retry_redoes_a_partition_file_verify_finds_changed(elastic_job,
         (["--limit", "10"], "beamtrove: error: --staged runs cut the input into partitions themselves: drop --limit."),
         # Only the pipelines of per-document steps resume by their output; a staged run resumes by its tasks.
         (["--resumable"], "beamtrove: error: --resumable is an option of"),
+        (["--summary_stats", "doc"], "beamtrove: error: --staged runs do not compute --summary_stats yet: drop it"),
     ],
 )
 def test_staged_refuses_what_it_cannot_do_before_running(corpus, tmp_path, capsys, options, message):
@@ -298,3 +303,31 @@ def test_staged_refuses_a_global_step_without_a_staged_form(corpus, tmp_path, ca
         "without --staged."
     ]
     assert not output.exists()
+
+
+@pytest.mark.slurm
+def test_a_slurm_array_runs_a_staged_job_to_the_one_pipeline_run(slurm, corpus, one_pipeline_exact, tmp_path):
+    job = tmp_path / "job"
+    prepare = ["elastic", "prepare", "--pipeline", "dedup", "--input", str(corpus), "--job-dir", str(job)]
+    prepared = beamtrove(*prepare, "--num-shards", "3", "--", *EXACT)
+    assert prepared.returncode == 0, prepared.stderr
+    script = tmp_path / "elastic-array.sbatch"
+    script.write_text(beamtrove("elastic", "slurm-template").stdout)
+    # The tasks run this interpreter's beamtrove, whatever is on the node's PATH.
+    launcher = tmp_path / "beamtrove"
+    launcher.write_text(f'#!/bin/sh\nexec {sys.executable} -m beamtrove "$@"\n')
+    launcher.chmod(0o755)
+    submitted = subprocess.run(
+        ["sbatch", "--array=0-1", f"--export=ALL,JOB_DIR={job},BEAMTROVE={launcher}", str(script)],
+        cwd=tmp_path, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    job_id = re.search(r"Submitted batch job (\d+)", submitted.stdout).group(1)
+    wait_for(lambda: slurm_job_finished(job_id), timeout=600, what=f"Slurm job {job_id}")
+    logs = sorted(tmp_path.glob(f"beamtrove-elastic-{job_id}_*.out"))
+    assert len(logs) == 2
+    for log in logs:
+        assert "finished after processing" in log.read_text(), log.read_text()[-2000:]
+    merged = tmp_path / "merged"
+    assert beamtrove("elastic", "merge", "--job-dir", str(job), "--output", str(merged)).returncode == 0
+    assert run_rows(merged) == run_rows(one_pipeline_exact)
+    assert step_stats(merged) == step_stats(one_pipeline_exact)
