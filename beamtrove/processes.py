@@ -9,9 +9,20 @@ import signal
 import threading
 from collections.abc import Iterator
 
-__all__ = ["die_with_parent", "stops_interrupt"]
+__all__ = ["die_with_parent", "is_alive", "stops_interrupt"]
 
 _PR_SET_PDEATHSIG = 1
+
+
+def is_alive(pid: int) -> bool:
+    """Whether a process ``pid`` runs on this machine (one of another user's counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def die_with_parent(parent_pid: int | None = None) -> None:

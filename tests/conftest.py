@@ -7,6 +7,7 @@ import json
 import os
 import pathlib
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -188,6 +189,26 @@ def slurm():
     """Skips unless a Slurm cluster answers (``bash .ci/slurm-up`` starts a one-node one)."""
     if shutil.which("sbatch") is None or subprocess.run(["sinfo", "-h"], capture_output=True, check=False).returncode:
         pytest.skip("no Slurm cluster answers here: `bash .ci/slurm-up` starts a one-node one")
+
+
+def run_worker_array(job: pathlib.Path, folder: pathlib.Path, tasks: int = 2) -> list[pathlib.Path]:
+    """Runs ``beamtrove elastic slurm-template`` as a Slurm array of ``tasks`` workers on ``job``; their logs.
+
+    The script and the array's logs go into ``folder``.
+    """
+    script = folder / "elastic-array.sbatch"
+    script.write_text(beamtrove("elastic", "slurm-template").stdout)
+    # The tasks run this interpreter's beamtrove, whatever is on the node's PATH.
+    launcher = folder / "beamtrove"
+    launcher.write_text(f'#!/bin/sh\nexec {sys.executable} -m beamtrove "$@"\n')
+    launcher.chmod(0o755)
+    submitted = subprocess.run(
+        ["sbatch", f"--array=0-{tasks - 1}", f"--export=ALL,JOB_DIR={job},BEAMTROVE={launcher}", str(script)],
+        cwd=folder, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    job_id = re.search(r"Submitted batch job (\d+)", submitted.stdout).group(1)
+    wait_for(lambda: slurm_job_finished(job_id), timeout=600, what=f"Slurm job {job_id}")
+    return sorted(folder.glob(f"beamtrove-elastic-{job_id}_*.out"))
 
 
 def slurm_job_finished(job_id: str) -> bool:

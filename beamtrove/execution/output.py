@@ -68,6 +68,7 @@ from fsspec.implementations.local import LocalFileSystem
 from beamtrove.fs import InputFile, filesystem, input_folder, is_hidden, join, write_json
 from beamtrove.layout import LOCK_DIR, RESUME_CONFIG_FILE, STAGED_JOB_DIR, STAGING_DIR
 from beamtrove.options import ConfigurationError
+from beamtrove.processes import is_alive
 
 __all__ = [
     "LOCK_TIMEOUT_SECONDS",
@@ -606,21 +607,13 @@ def _stale(held: dict[str, Any] | None, timeout: float) -> str | None:
         pid = held.get("pid")
         if pid == os.getpid():
             return "it was this process's"
-        if isinstance(pid, int) and not _alive(pid):
+        if isinstance(pid, int) and not is_alive(pid):
             return "its process is gone"
     heartbeat = held.get("heartbeat")
     if not isinstance(heartbeat, (int, float)) or time.time() - heartbeat >= timeout:
         return f"no heartbeat for {timeout:.0f} s"
     return None
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
     return True
 
 

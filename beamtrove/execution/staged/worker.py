@@ -29,6 +29,7 @@ from apache_beam.runners.runner import PipelineState
 from beamtrove.execution.elastic.jobdir import JobDir, ShardLock, publish_once, read_json, write_atomically
 from beamtrove.execution.staged.plan import JobPlan
 from beamtrove.execution.staged.records import DamagedDataset, ReadDataset, WriteDataset, written_files
+from beamtrove.processes import is_alive
 from beamtrove.stats import collect_stats
 from beamtrove.transforms.stages import Stage
 
@@ -46,14 +47,6 @@ def task_id(stage: Stage, index: int) -> str:
     """The name of a stage's task: its stage, then its partition."""
     return f"{stage.name}-{index:05d}"
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
     return True
 
 
@@ -187,7 +180,7 @@ class _Worker:
     def stale_after(self, task: str) -> float:
         """Seconds without a heartbeat before the task's lock is stale: none when its owner here is dead."""
         claim = read_json(self.job.lock_path(task))
-        if claim and claim.get("host") == self.host and not _alive(claim.get("pid", 0)):
+        if claim and claim.get("host") == self.host and not is_alive(claim.get("pid", 0)):
             return 0.0
         return self.timeout
 

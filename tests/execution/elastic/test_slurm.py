@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import json
-import re
-import subprocess
-import sys
 
 import pytest
 
-from tests.conftest import beamtrove, jsonl_lines, slurm_job_finished, wait_for
+from tests.conftest import beamtrove, jsonl_lines, run_worker_array
 
 pytestmark = pytest.mark.slurm
 
@@ -21,19 +18,7 @@ def test_an_array_of_workers_completes_the_job(slurm, review_jsonl, single_conve
         "--num-shards", "4",
     )  # fmt: skip
     assert prepared.returncode == 0, prepared.stderr
-    script = tmp_path / "elastic-array.sbatch"
-    script.write_text(beamtrove("elastic", "slurm-template").stdout)
-    # The tasks run this interpreter's beamtrove, whatever is on the node's PATH.
-    launcher = tmp_path / "beamtrove"
-    launcher.write_text(f'#!/bin/sh\nexec {sys.executable} -m beamtrove "$@"\n')
-    launcher.chmod(0o755)
-    submitted = subprocess.run(
-        ["sbatch", "--array=0-1", f"--export=ALL,JOB_DIR={job},BEAMTROVE={launcher}", str(script)],
-        cwd=tmp_path, capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    job_id = re.search(r"Submitted batch job (\d+)", submitted.stdout).group(1)
-    wait_for(lambda: slurm_job_finished(job_id), timeout=600, what=f"Slurm job {job_id}")
-    logs = sorted(tmp_path.glob(f"beamtrove-elastic-{job_id}_*.out"))
+    logs = run_worker_array(job, tmp_path)
     assert len(logs) == 2
     for log in logs:
         assert "finished after processing" in log.read_text(), log.read_text()[-2000:]

@@ -19,7 +19,7 @@ import pytest
 from beamtrove.cli import main
 from beamtrove.layout import STAGED_JOB_DIR
 from beamtrove.pipelines import dedup as dedup_pipeline
-from tests.conftest import beamtrove, jsonl_rows, near_copy, slurm_job_finished, wait_for
+from tests.conftest import beamtrove, jsonl_rows, near_copy, run_worker_array, wait_for
 from tests.execution.conftest import processes_mentioning
 from tests.execution.elastic.conftest import start_worker
 
@@ -311,19 +311,7 @@ def test_a_slurm_array_runs_a_staged_job_to_the_one_pipeline_run(slurm, corpus, 
     prepare = ["elastic", "prepare", "--pipeline", "dedup", "--input", str(corpus), "--job-dir", str(job)]
     prepared = beamtrove(*prepare, "--num-shards", "3", "--", *EXACT)
     assert prepared.returncode == 0, prepared.stderr
-    script = tmp_path / "elastic-array.sbatch"
-    script.write_text(beamtrove("elastic", "slurm-template").stdout)
-    # The tasks run this interpreter's beamtrove, whatever is on the node's PATH.
-    launcher = tmp_path / "beamtrove"
-    launcher.write_text(f'#!/bin/sh\nexec {sys.executable} -m beamtrove "$@"\n')
-    launcher.chmod(0o755)
-    submitted = subprocess.run(
-        ["sbatch", "--array=0-1", f"--export=ALL,JOB_DIR={job},BEAMTROVE={launcher}", str(script)],
-        cwd=tmp_path, capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    job_id = re.search(r"Submitted batch job (\d+)", submitted.stdout).group(1)
-    wait_for(lambda: slurm_job_finished(job_id), timeout=600, what=f"Slurm job {job_id}")
-    logs = sorted(tmp_path.glob(f"beamtrove-elastic-{job_id}_*.out"))
+    logs = run_worker_array(job, tmp_path)
     assert len(logs) == 2
     for log in logs:
         assert "finished after processing" in log.read_text(), log.read_text()[-2000:]
