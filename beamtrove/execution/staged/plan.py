@@ -4,13 +4,17 @@
 * A per-document step is one stage of its own; a global step contributes
   the stages of its :class:`~beamtrove.transforms.stages.StagedForm`, its
   datasets named ``<NN>-<step>/<dataset>``, its input the datasets that hold
-  what the step before it kept.
+  what the step before it kept. A sink that needs the whole input (token
+  shards, an index) contributes its stages the same way.
 * ``write``: one task writes what the last step kept, what every step
   excluded, the cluster maps and the dead letters with the pipeline's own
   writers, as ``beamtrove run`` lays them out. It only streams records to
   files, so it holds no more than one record and the writers' buffers.
 
-Every worker resolves the same plan from the manifest's pipeline arguments.
+Stages that stay within a partition run fused in the same tasks
+(:func:`fused`). Every worker resolves the same plan from the manifest's
+pipeline arguments, and each task builds its stage anew, writing what is not
+a dataset (the run's own files) into its attempt.
 """
 
 from __future__ import annotations
@@ -115,7 +119,7 @@ class JobPlan:
         return 1 if stage.whole else self.partitions
 
     def _stages(self, flow: Flow, partition: int, write_to: str):
-        read = functools.partial(self.read, partition=partition)
+        read = functools.partial(self.read, partition=partition, write_to=write_to)
         yield Stage(READ, {}, read, {_READ_DOCUMENTS: SPREAD, _READ_DEAD_LETTERS: SAME})
         kept: tuple[str, ...] = (_READ_DOCUMENTS,)
         shared_ids = (
@@ -159,9 +163,18 @@ class JobPlan:
         }
         yield Stage(WRITE, reads, functools.partial(self.write, write_to=write_to), {}, whole=True)
 
-    def read(self, pipeline: beam.Pipeline, inputs: Mapping[str, Any], sides: Mapping[str, Any], *, partition: int):
+    def read(
+        self,
+        pipeline: beam.Pipeline,
+        inputs: Mapping[str, Any],
+        sides: Mapping[str, Any],
+        *,
+        partition: int,
+        write_to: str,
+    ):
         """Applies the read stage of one partition: the flow's reader over its input shard."""
-        flow = self.flow_for(partition)
+        # Built to write where the task writes: a flow's sink may look at its folder (token files of a run before).
+        flow = self.flow_for(partition, write_to)
         documents, dead_letters = pipeline | flow.read_label >> flow.reader.with_dead_letters()
         return {_READ_DOCUMENTS: documents, _READ_DEAD_LETTERS: dead_letters}
 
