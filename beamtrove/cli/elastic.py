@@ -7,6 +7,7 @@ import json
 
 from beamtrove.cli.parsing import command, group
 from beamtrove.execution.elastic import merge_job, prepare_job, retry_shards, run_worker, shard_states
+from beamtrove.execution.elastic.jobdir import is_staged
 from beamtrove.execution.elastic.merge import format_verification, verify_job
 from beamtrove.execution.elastic.status import format_status, state_counts
 from beamtrove.execution.elastic.worker import DEFAULT_SORT_MEMORY, slurm_array_script
@@ -32,7 +33,10 @@ def _prepare(args: argparse.Namespace, pipeline_argv: list[str]) -> int:
     records = sum(shard["records"] for shard in manifest["shards"])
     verb = "prepared" if created else "already prepared identically; nothing changed:"
     shards, inputs = len(manifest["shards"]), len(manifest["inputs"])
-    print(f"{verb} {args.job_dir}: {shards} shards over {inputs} input file(s), {records} records")
+    if is_staged(manifest):
+        print(f"{verb} {args.job_dir}: a staged job of {manifest['partitions']} partitions over {inputs} input file(s)")
+    else:
+        print(f"{verb} {args.job_dir}: {shards} shards over {inputs} input file(s), {records} records")
     return 0
 
 
@@ -95,10 +99,17 @@ def add_commands(commands) -> None:
     """Adds ``elastic`` and its subcommands to the tree."""
     subcommands = group(commands, "elastic", "Independent shard workers over a shared directory: no cluster needed")
     prepare = command(subcommands, "prepare", _prepare, pipeline_options=True)
-    prepare.add_argument("--pipeline", required=True, help="a shard-safe pipeline: fineweb, extract or convert")
+    prepare.add_argument(
+        "--pipeline",
+        required=True,
+        help="a shard-safe pipeline (fineweb, extract, convert), or one with global steps run as staged tasks "
+        "(dedup, dedup_index, tokenize, merge_tokens)",
+    )
     prepare.add_argument("--input", action="append", required=True, help="files, directories or globs; repeatable")
     prepare.add_argument("--job-dir", required=True, help="the job directory to create, on shared storage")
-    prepare.add_argument("--num-shards", type=int, required=True, help="how many shards to cut")
+    prepare.add_argument(
+        "--num-shards", type=int, required=True, help="how many shards to cut (a staged job: how many partitions)"
+    )
     prepare.add_argument(
         "--lock-timeout",
         type=float,

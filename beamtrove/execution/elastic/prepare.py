@@ -222,6 +222,12 @@ def prepare_job(
     spec = _known_pipeline(pipeline)
     config, runner_args = _split_arguments(spec, pipeline_args)
     if not spec.shard_safe:
+        if attempt_timeout is not None:
+            raise ElasticError(
+                f"The {pipeline} pipeline runs as a staged job, whose tasks run inside their worker's process: "
+                "--attempt-timeout cannot stop one, drop it (a frozen worker's tasks are taken over after "
+                "--lock-timeout)."
+            )
         return _prepare_staged(job, spec, list(inputs), num_shards, config, lock_timeout, max_retries)
     input_format, input_entries, units = scan_inputs(list(inputs))
     manifest = {

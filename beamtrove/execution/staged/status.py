@@ -71,7 +71,7 @@ def task_states(job: JobDir, plan: JobPlan, *, read: bool = False) -> list[dict[
             if done is not None:
                 damage = file_damage(job, done, read=read)
                 entry.update(owner=f"{done['host']}:{done['pid']}", records=done["records"], seconds=done["seconds"])
-                entry.update(state="done") if damage is None else entry.update(state="damaged", message=damage)
+                entry.update(state="done" if damage is None else "damaged", **({"message": damage} if damage else {}))
             elif failed is not None:
                 entry.update(state="failed", owner=failed["host"], error=failed["error"])
             else:

@@ -170,3 +170,9 @@ def test_compressed_jsonl_files_are_whole_units(review_jsonl, tmp_path):
         assert not entry["splittable"] and "scan_error" not in entry
         assert entry["sha256"] == hashlib.sha256((inputs / entry["name"]).read_bytes()).hexdigest()
         assert shard["records"] == entry["records"] and shard_sha256(manifest, shard) == shard["sha256"]
+
+
+def test_a_staged_job_refuses_an_attempt_timeout_its_workers_cannot_keep(review_jsonl, tmp_path):
+    with pytest.raises(ElasticError, match="--attempt-timeout cannot stop one, drop it"):
+        prepare_job(tmp_path / "job", "dedup", [str(review_jsonl)], 2, ["--dedup", "exact"], attempt_timeout=30)
+    assert not (tmp_path / "job").exists()
