@@ -40,6 +40,9 @@ REQUIRED_OPTIONS = frozenset({"output"})
 #: beamtrove options that mean nothing to a Dataflow job, with the reason.
 NOT_PARAMETERS = {
     "input_ranges": "byte ranges of files on a shared POSIX file system, written by `beamtrove elastic` for workers",
+    "staged": "local worker processes holding a partition each: Dataflow runs a global step in one job",
+    "workers": "the local worker processes of a --staged run",
+    "memory": "what one task of a --staged run holds",
 }
 _INTEGER = r"^-?[0-9]+$"
 _NUMBER = r"^-?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$"

@@ -240,6 +240,7 @@ def run_staged(spec: PipelineSpec, options: PipelineOptions) -> RunResult:
             )
         patterns = [str(pattern) for pattern in input_files(options)]
         try:
+            # The arguments as given (Beam keeps them): what the workers parse, less where and how the run goes.
             args = _job_args(options._flags)
             manifest, resumed = prepare_staged_job(
                 job_path, spec, patterns, flow.reader.files, args, output, memory=staged.memory

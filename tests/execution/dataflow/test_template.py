@@ -12,7 +12,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from google.cloud.dataflow_v1beta3 import types as dataflow_types
 
 from beamtrove import __version__
-from beamtrove.execution.dataflow.template import REQUIRED_OPTIONS, flex_template_spec, template_options
+from beamtrove.execution.dataflow.template import NOT_PARAMETERS, REQUIRED_OPTIONS, flex_template_spec, template_options
 from beamtrove.options import option_actions
 from beamtrove.pipelines import PIPELINES, pipeline_spec
 
@@ -56,7 +56,7 @@ def test_every_spec_is_a_dataflow_container_spec(pipeline):
 def test_parameters_are_the_pipelines_argparse_options(pipeline):
     parameters = _parameters(flex_template_spec(pipeline, IMAGE))
 
-    expected = [dest for dest in _argparse_dests(pipeline) if dest != "input_ranges"]
+    expected = [dest for dest in _argparse_dests(pipeline) if dest not in NOT_PARAMETERS]
     assert list(parameters) == ["pipeline", *expected]
     assert parameters["pipeline"]["regexes"] == [f"^{pipeline}$"]
     assert parameters["pipeline"]["isOptional"] is False
