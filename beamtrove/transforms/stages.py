@@ -76,6 +76,9 @@ class StagedForm:
         kept: The datasets that hold the kept documents.
         excluded: The datasets that hold the excluded documents.
         clusters: The datasets that hold the cluster map (``ClusterMember`` s).
+        held_per_input_byte: About how many bytes a task holds per byte of
+            the documents of its partition, at its peak: a staged run cuts the
+            input into as many partitions as that takes to fit ``--memory``.
     """
 
     stages: tuple[Stage, ...]
@@ -83,6 +86,7 @@ class StagedForm:
     kept: tuple[str, ...]
     excluded: tuple[str, ...] = ()
     clusters: tuple[str, ...] = ()
+    held_per_input_byte: float = 6.0
 
     def __post_init__(self):
         known = {self.input}

@@ -44,7 +44,7 @@ from beamtrove.pipelines.spec import Flow, GlobalStep
 from beamtrove.transforms.ids import SHARED_IDS_STEP, ReportSharedIds
 from beamtrove.transforms.stages import SAME, SPREAD, Stage, StagedForm, flatten
 
-__all__ = ["READ", "WRITE", "JobPlan", "not_staged"]
+__all__ = ["READ", "WRITE", "JobPlan", "held_per_input_byte", "not_staged"]
 
 READ, WRITE = "read", "write"
 _READ_DOCUMENTS, _READ_DEAD_LETTERS = f"{READ}/documents", f"{READ}/{DEAD_LETTERS}"
@@ -58,6 +58,14 @@ def not_staged(flow: Flow) -> list[str]:
     missing = [step.name for step in steps if not hasattr(step.transform, "staged_form")]
     whole_sink = flow.sink.whole_input and not hasattr(flow.sink.transform, "staged_form")
     return [*missing, *([flow.sink.label] if whole_sink else [])]
+
+
+def held_per_input_byte(flow: Flow) -> float:
+    """The most bytes a task of ``flow``'s staged forms holds per byte of its partition's documents."""
+    forms = [step.transform.staged_form() for step in flow.steps if isinstance(step, GlobalStep)]
+    if flow.sink.whole_input:
+        forms.append(flow.sink.transform.staged_form())
+    return max((form.held_per_input_byte for form in forms), default=StagedForm.held_per_input_byte)
 
 
 def input_ranges_file(job_path: pathlib.Path, partition: int) -> pathlib.Path:

@@ -42,7 +42,7 @@ from beamtrove.execution.elastic.status import retry_shards, shard_states
 from beamtrove.execution.local import RunInterrupted, RunResult, write_run_report
 from beamtrove.execution.output import OutputPlan, check_auxiliary_inputs, check_separate, plan_output
 from beamtrove.execution.resume import configuration
-from beamtrove.execution.staged.plan import JobPlan, input_ranges_file, not_staged
+from beamtrove.execution.staged.plan import JobPlan, held_per_input_byte, input_ranges_file, not_staged
 from beamtrove.execution.staged.status import copy_run_outputs, staged_stats, verify_staged
 from beamtrove.fs import InputFile, input_ranges_json, join
 from beamtrove.layout import REPORT_FILE, STAGED_JOB_DIR, STATS_FILE
@@ -58,9 +58,6 @@ __all__ = ["merge_staged_job", "partitions_for", "prepare_staged_job", "run_stag
 
 _LOGGER = logging.getLogger(__name__)
 
-# What a task holds per byte of its JSONL input, at most: the documents as Python objects, pickled once more in
-# the runner's shuffle, beside their signatures or span keys.
-_BYTES_HELD_PER_INPUT_BYTE = 6
 # Arguments that say how to run, not what: the workers take their input and output from the job.
 _RUN_FLAGS = ("--input", "--output", "--overwrite", "--staged", "--workers", "--memory", "--progress_interval")
 _VALUED_RUN_FLAGS = ("--input", "--output", "--workers", "--memory", "--progress_interval")
@@ -83,9 +80,9 @@ def _job_args(argv: Sequence[str]) -> list[str]:
     return kept
 
 
-def partitions_for(input_bytes: int, memory: int) -> int:
+def partitions_for(input_bytes: int, memory: int, held_per_input_byte: float) -> int:
     """Partitions that keep one task within ``memory`` bytes for an input of ``input_bytes``."""
-    return max(1, math.ceil(input_bytes * _BYTES_HELD_PER_INPUT_BYTE / memory))
+    return max(1, math.ceil(input_bytes * held_per_input_byte / memory))
 
 
 def _identity(manifest: Mapping[str, Any]) -> dict[str, Any]:
@@ -101,6 +98,7 @@ def prepare_staged_job(
     output: str,
     *,
     memory: int | None = None,
+    held_per_input_byte: float | None = None,
     partitions: int | None = None,
     replace_other: bool = True,
     lock_timeout: float = _LOCAL_LOCK_TIMEOUT,
@@ -118,6 +116,7 @@ def prepare_staged_job(
         args: Its options, without input and output.
         output: The run's output folder (workers write only into the job directory).
         memory: Bytes one task may hold: sets the partitions (unless ``partitions`` is given).
+        held_per_input_byte: What a task holds per byte of its documents (see ``StagedForm``).
         partitions: How many partitions to cut.
         replace_other: Start over when the job directory holds another job; otherwise refuse it.
         lock_timeout: Seconds without a heartbeat after which a task's lock is stale.
@@ -134,7 +133,8 @@ def prepare_staged_job(
     else:
         entries, units = scan_whole_files(files)
     if partitions is None:
-        partitions = partitions_for(sum(entry.get("content_bytes", entry["size"]) for entry in entries), memory)
+        input_bytes = sum(entry.get("content_bytes", entry["size"]) for entry in entries)
+        partitions = partitions_for(input_bytes, memory, held_per_input_byte)
     # A read task only streams its shard to the partitions' files, so an input of few files is read in few tasks.
     read_shards = min(partitions, len(units["file"]))
     manifest = {
@@ -243,7 +243,14 @@ def run_staged(spec: PipelineSpec, options: PipelineOptions) -> RunResult:
             # The arguments as given (Beam keeps them): what the workers parse, less where and how the run goes.
             args = _job_args(options._flags)
             manifest, resumed = prepare_staged_job(
-                job_path, spec, patterns, flow.reader.files, args, output, memory=staged.memory
+                job_path,
+                spec,
+                patterns,
+                flow.reader.files,
+                args,
+                output,
+                memory=staged.memory,
+                held_per_input_byte=held_per_input_byte(flow),
             )
         except ElasticError as exc:
             raise ConfigurationError(str(exc)) from None
