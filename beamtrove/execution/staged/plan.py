@@ -122,7 +122,8 @@ class JobPlan:
 
     def tasks(self, stage: Stage) -> int:
         """How many tasks the stage runs: one per input shard, per partition, or one."""
-        if stage.name.split("+")[0] == READ:
+        # The read stage comes first, fused or not, and reads the input shards.
+        if stage.name == self.stages[0].name:
             return len(self.manifest["shards"])
         return 1 if stage.whole else self.partitions
 

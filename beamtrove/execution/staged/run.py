@@ -272,18 +272,9 @@ def run_staged(spec: PipelineSpec, options: PipelineOptions) -> RunResult:
                 ) from None
         if interrupted:
             raise RunInterrupted(f"interrupted: rerun the same command to go on from the tasks done in {job_path}.")
-        steps = staged_stats(job, job_plan)
-        stats = {
-            "beamtrove_version": __version__,
-            "pipeline": spec.name,
-            "runner": "DirectRunner",
-            "state": "DONE" if code == 0 else "FAILED",
-            "wall_seconds": round(time.monotonic() - started, 3),
-            "options": configuration(spec.name, options, spec.option_classes)["options"],
-            "funnel": list(flow.funnel),
-            "steps": steps,
-            "staged": {"partitions": job_plan.partitions, "workers": staged.workers, "resumed": resumed},
-        }
+        stats = _run_stats(job, job_plan, options, "DONE" if code == 0 else "FAILED")
+        stats["wall_seconds"] = round(time.monotonic() - started, 3)
+        stats["staged"] |= {"workers": staged.workers, "resumed": resumed}
         if code != 0:
             plan.abandon()
             return RunResult("FAILED", stats, "")
@@ -293,6 +284,21 @@ def run_staged(spec: PipelineSpec, options: PipelineOptions) -> RunResult:
         raise
     plan.release()
     return RunResult("DONE", stats, join(output, STATS_FILE), report)
+
+
+def _run_stats(job: JobDir, job_plan: JobPlan, options: PipelineOptions, state: str) -> dict[str, Any]:
+    """What ``stats.json`` holds for a staged run: its options, funnel and every done task's counters added up."""
+    spec = job_plan.spec
+    return {
+        "beamtrove_version": __version__,
+        "pipeline": spec.name,
+        "runner": "DirectRunner",
+        "state": state,
+        "options": configuration(spec.name, options, spec.option_classes)["options"],
+        "funnel": list(job_plan.flow.funnel),
+        "steps": staged_stats(job, job_plan),
+        "staged": {"partitions": job_plan.partitions},
+    }
 
 
 def _publish_run(job: JobDir, job_plan: JobPlan, plan: OutputPlan, stats: dict[str, Any], *, move: bool) -> str:
@@ -332,16 +338,8 @@ def merge_staged_job(job_dir: str | os.PathLike, output: str, *, overwrite: bool
     except ConfigurationError as exc:
         raise ElasticError(str(exc)) from None
     try:
-        stats = {
-            "beamtrove_version": __version__,
-            "pipeline": job_plan.spec.name,
-            "runner": "DirectRunner",
-            "state": "DONE",
-            "options": configuration(job_plan.spec.name, job_plan.options(0), job_plan.spec.option_classes)["options"],
-            "funnel": list(job_plan.flow.funnel),
-            "steps": staged_stats(job, job_plan),
-            "staged": {"partitions": job_plan.partitions, "hosts": report["hosts"]},
-        }
+        stats = _run_stats(job, job_plan, job_plan.options(0), "DONE")
+        stats["staged"]["hosts"] = report["hosts"]
         _publish_run(job, job_plan, plan, stats, move=False)
     except BaseException:
         plan.abandon()
