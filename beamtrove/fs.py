@@ -1,8 +1,10 @@
-"""File matching and atomic file placement over fsspec URLs.
+"""File matching and atomic file placement over fsspec URLs and local paths.
 
 Every beamtrove reader and writer goes through these helpers, so local paths,
 ``gs://`` (gcsfs), ``s3://`` (s3fs, when installed) and ``memory://`` behave
-the same way.
+the same way. A file is placed whole by :func:`write_url_atomically` at any
+URL, and by :func:`write_local_atomically` on a local or shared POSIX file
+system, where the data is also synced to disk before it takes its name.
 """
 
 from __future__ import annotations
@@ -44,9 +46,11 @@ __all__ = [
     "read_lines",
     "replace_directory",
     "staging_directory",
-    "write_atomically",
+    "staging_file",
     "write_input_ranges",
     "write_json",
+    "write_local_atomically",
+    "write_url_atomically",
 ]
 
 _GLOB_CHARS = "*?["
@@ -95,6 +99,25 @@ def staging_directory(root: pathlib.Path, name: str) -> Iterator[pathlib.Path]:
         yield directory
     finally:
         shutil.rmtree(directory, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def staging_file(path: str | os.PathLike, data: bytes) -> Iterator[pathlib.Path]:
+    """A hidden local file beside ``path`` holding ``data``, synced to disk, to rename or link to ``path``.
+
+    It is removed on exit unless it was renamed. ``data`` is on disk before the file can take its name, so after a
+    crash a shared file system (NFS, Lustre) shows the whole file under its name or nothing.
+    """
+    path = pathlib.Path(path)
+    staging = path.with_name(_temporary_name(path.name))
+    with open(staging, "wb") as out:
+        out.write(data)
+        out.flush()
+        os.fsync(out.fileno())
+    try:
+        yield staging
+    finally:
+        staging.unlink(missing_ok=True)
 
 
 def replace_directory(staging: pathlib.Path, final: pathlib.Path) -> None:
@@ -322,22 +345,36 @@ def move(source: str, destination: str, storage_options: Mapping[str, Any] | Non
     fs.mv(source_path, destination_path)
 
 
-def write_atomically(data: bytes, url: str, storage_options: Mapping[str, Any] | None = None) -> None:
+def _temporary_name(name: str) -> str:
+    """A unique hidden name to write the file ``name`` under: readers skip it (:func:`is_hidden`)."""
+    return f".{name}.{uuid.uuid4().hex}.tmp"
+
+
+def write_url_atomically(url: str, data: bytes, storage_options: Mapping[str, Any] | None = None) -> None:
     """Writes ``data`` under a temporary name beside ``url``, then moves it there.
 
     Readers see the old file or the whole new one, never a half-written one;
     the temporary name is hidden, so a write cut short is never read as data.
     """
     folder, name = posixpath.split(url)
-    temporary = posixpath.join(folder, f".{name}.{uuid.uuid4().hex}.tmp")
+    temporary = posixpath.join(folder, _temporary_name(name))
     with open_url(temporary, "wb", storage_options) as out:
         out.write(data)
     move(temporary, url, storage_options)
 
 
+def write_local_atomically(path: str | os.PathLike, data: bytes) -> None:
+    """Writes ``data`` to the local ``path`` (its folder exists), replacing it by a rename once synced to disk.
+
+    Readers see the old file or the whole new one, on a shared file system too (:func:`staging_file`).
+    """
+    with staging_file(path, data) as staging:
+        os.replace(staging, path)
+
+
 def write_json(record: Mapping[str, Any], url: str, storage_options: Mapping[str, Any] | None = None) -> None:
-    """Writes ``record`` as JSON, atomically (:func:`write_atomically`)."""
-    write_atomically(json.dumps(record, indent=1, sort_keys=True).encode(), url, storage_options)
+    """Writes ``record`` as JSON, atomically (:func:`write_url_atomically`)."""
+    write_url_atomically(url, json.dumps(record, indent=1, sort_keys=True).encode(), storage_options)
 
 
 def open_url(

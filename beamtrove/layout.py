@@ -1,6 +1,7 @@
 """Where a run's results go: output folder and file names, and the output tags of steps.
 
-Every module that writes or reads a run's output takes its names from here.
+Every module that writes or reads a run's output takes its names from here;
+:class:`beamtrove.run_output.RunOutput` reads what it holds.
 An output folder holds::
 
     documents/               the kept documents: part-NNNNN.jsonl.gz, or <stem>.jsonl.gz per input in
@@ -47,9 +48,12 @@ __all__ = [
     "DOCUMENTS_DIR",
     "EXCLUDED",
     "EXCLUDED_DIR",
+    "FILTER_REASON_KEY",
     "KEPT",
     "LOCK_DIR",
     "PART_FILES",
+    "PROCESS_INPUTS",
+    "READ",
     "REPORT_FILE",
     "RESUME_CONFIG_FILE",
     "RUN_MARKS",
@@ -61,6 +65,7 @@ __all__ = [
     "SUMMARY_STATS_DIR",
     "TOKENS_AFTER_DEDUP",
     "TOKENS_BEFORE_DEDUP",
+    "WRITE",
     "WRITER_TEMP_PREFIX",
     "WRITE_DEAD_LETTERS",
     "WRITE_DOCUMENTS",
@@ -108,14 +113,21 @@ PART_FILES = "part-${shard}.jsonl.gz"
 KEPT = "kept"
 #: The tagged output of documents a step dropped, with ``filter_reason`` in their metadata.
 EXCLUDED = "excluded"
+#: The metadata key of an excluded document that says why its step dropped it (DataTrove's name).
+FILTER_REASON_KEY = "filter_reason"
 #: The tagged output of records a step could not process (:class:`~beamtrove.dead_letter.DeadLetter`).
 DEAD_LETTERS = "dead_letters"
 #: The tagged output of a dedup step's cluster map (:class:`~beamtrove.transforms.dedup.ClusterMember`).
 CLUSTERS = "clusters"
 
-#: Stats names of the writers of kept documents and of dead letters.
-WRITE_DOCUMENTS = "WriteDocuments"
-WRITE_DEAD_LETTERS = "WriteDeadLetters"
+#: Stats names of the reader, of the writers of kept documents (``WRITE`` when they are not documents) and
+#: of dead letters, and of a resumable run's processing of each input file. Every name users see in stats,
+#: the report and ``inspect`` is snake_case; a step's name is also its folder under ``excluded/``.
+READ = "read"
+WRITE = "write"
+WRITE_DOCUMENTS = "write_documents"
+WRITE_DEAD_LETTERS = "write_dead_letters"
+PROCESS_INPUTS = "process_inputs"
 #: Stats names of the steps counting tokens before and after dedup (``dedup --count_tokens``); the share of
 #: tokens kept is the dedup ratio.
 TOKENS_BEFORE_DEDUP = "tokens_before_dedup"

@@ -332,7 +332,20 @@ def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
 
 
 class SuggestingParser(argparse.ArgumentParser):
-    """An argparse parser that names the closest choice when it refuses a value (a subcommand, an option's value)."""
+    """An argparse parser that names the closest choice when it refuses a value (a subcommand, an option's value).
+
+    A multi-word option takes both spellings, as pipeline options do: ``--num-shards`` and ``--num_shards`` name one
+    option in every command, so no user has to remember which style a command chose.
+    """
+
+    def add_argument(self, *flags, **settings):
+        spellings = list(flags)
+        for flag in flags:
+            if flag.startswith("--"):
+                other = "--" + (flag[2:].replace("_", "-") if "_" in flag else flag[2:].replace("-", "_"))
+                if other not in spellings:
+                    spellings.append(other)
+        return super().add_argument(*spellings, **settings)
 
     def _check_value(self, action: argparse.Action, value: Any) -> None:
         try:

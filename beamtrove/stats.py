@@ -19,7 +19,7 @@ from typing import Any
 import apache_beam as beam
 from apache_beam.pipeline import PipelineVisitor
 
-from beamtrove.fs import filesystem, join, open_url, write_atomically
+from beamtrove.fs import filesystem, join, open_url, write_url_atomically
 from beamtrove.layout import STATS_FILE, TOKENS_AFTER_DEDUP, TOKENS_BEFORE_DEDUP
 from beamtrove.metrics import NAMESPACE_PREFIX, OUTCOME_PREFIXES
 from beamtrove.options import ConfigurationError
@@ -137,8 +137,8 @@ def order_steps(
 ) -> dict:
     """``steps`` in pipeline order: each funnel step followed by those applied within or after it, then writers.
 
-    Every step of ``funnel`` and ``writers`` is listed, with no counters when
-    it counted nothing.
+    Every step of ``funnel`` and ``writers`` is listed, with ``in`` and ``out``
+    counters of 0 when it counted nothing.
 
     Args:
         steps: Stats per step name.
@@ -161,8 +161,11 @@ def order_steps(
     for step in funnel:
         names += [step, *inside[step]]
     names += unranked + list(writers)
-    # A step that counted nothing still has its row.
-    return {name: steps.get(name) or {"counters": {}, "distributions": {}} for name in names}
+    ordered = {name: steps.get(name) or {"counters": {}, "distributions": {}} for name in names}
+    # Records pass through funnel steps and writers: each says what it got and passed on, 0 when nothing.
+    for name in known:
+        ordered[name] = {**ordered[name], "counters": {"in": 0, "out": 0, **ordered[name]["counters"]}}
+    return ordered
 
 
 def _add_distribution(
@@ -201,7 +204,7 @@ def write_stats(stats: Mapping[str, Any], output_dir: str, storage_options: Mapp
     fs, fs_path = filesystem(output_dir, storage_options)
     fs.makedirs(fs_path, exist_ok=True)
     # An interrupted write leaves no half stats.json.
-    write_atomically((json.dumps(stats, indent=2) + "\n").encode(), path, storage_options)
+    write_url_atomically(path, (json.dumps(stats, indent=2) + "\n").encode(), storage_options)
     return path
 
 

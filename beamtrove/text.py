@@ -1,4 +1,4 @@
-"""Word and sentence splitting for the quality filters.
+"""Word and sentence splitting for the quality filters, and the text normalization dedup and decontamination share.
 
 The Gopher, C4 and FineWeb rules count words and sentences. DataTrove counts
 them with spaCy's rule-based English tokenizer; beamtrove reimplements the
@@ -9,12 +9,17 @@ those rules can still count. Where exact agreement with DataTrove matters more
 (text in other languages, where spaCy's English exceptions such as ``im`` →
 ``i m`` and ``cannot`` → ``can not`` apply too), :func:`word_splitter` gives
 spaCy's tokenizer itself, by name.
+
+Dedup and decontamination compare texts after :func:`normalize_text`, as
+DataTrove's do after its default text simplification: a text gives the same
+words in both tools, and a decontamination index the same n-grams.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib.util
+import string
 import sys
 import unicodedata
 from collections.abc import Callable, Sequence
@@ -28,6 +33,7 @@ __all__ = [
     "count_sentences",
     "find_duplicates",
     "is_punctuation",
+    "normalize_text",
     "split_words",
     "word_splitter",
 ]
@@ -397,3 +403,32 @@ def find_duplicates(items: list[str]) -> tuple[int, int]:
         else:
             seen.add(item)
     return repeats, repeated_chars
+
+
+# The marks DataTrove's text simplification turns into spaces: ASCII punctuation, common CJK and typographic
+# marks, and the C0/C1 control characters except tab and newline (whitespace, folded later anyway). Other
+# symbols (``€``, ``°``, ``¿``) and other scripts' punctuation (``،``, ``।``) stay, as parts of words.
+_MARKS = (
+    string.punctuation
+    + "\u2013\u2014\u2019\u201c\u201d\u201e\u2026\u2236\u2501\u25ba\u00ab\u00b4\u00bb"
+    + "\u3001\u3002\u3008\u3009\u300a\u300b\u300c\u300d\u3010\u3011"
+    + "\uff01\uff05\uff08\uff09\uff0c\uff0e\uff11\uff1a\uff1b\uff1f\uff5e"
+    + "".join(chr(code) for code in (*range(0, 9), *range(11, 32), *range(127, 160)))
+)
+_MARKS_TO_SPACES = str.maketrans(_MARKS, " " * len(_MARKS))
+# A number, with at most one decimal part after one of the separators in use across scripts.
+_NUMBER = regex.compile(r"\p{Nd}+(?:[.,\u060c\u066b\u2396\u2397\u2398]\p{Nd}+)?")
+
+
+def normalize_text(text: str) -> str:
+    """``text`` as dedup and decontamination compare it: DataTrove's default text simplification.
+
+    Lowercased; every number (``3``, ``3.14``, ``2,5``) becomes ``0``;
+    punctuation and control characters become spaces; runs of whitespace
+    become one space; accents are removed (NFD, combining marks dropped).
+    Symbols such as ``€`` and ``°`` stay. Example: ``"Café  déjà-vu: 3.14 €!"``
+    becomes ``"cafe deja vu 0 €"``.
+    """
+    text = _NUMBER.sub("0", text.lower()).translate(_MARKS_TO_SPACES)
+    text = unicodedata.normalize("NFD", " ".join(text.split()))
+    return "".join(char for char in text if unicodedata.category(char) != "Mn").strip()

@@ -8,7 +8,7 @@ import logging
 import fsspec
 import pytest
 
-from beamtrove.fs import input_folder, match_inputs
+from beamtrove.fs import input_folder, match_inputs, staging_file, write_local_atomically, write_url_atomically
 
 
 def test_globs_directories_and_files_sorted_and_deduplicated(data_dir):
@@ -155,3 +155,32 @@ def test_a_run_output_that_kept_nothing_is_an_empty_input_with_a_warning(movie_r
     _run_output(tmp_path / "converted", "part-00000.jsonl.gz", movie_reviews)
     with pytest.raises(FileNotFoundError, match=r"No files ending in \.parquet are under the directory"):
         match_inputs(str(tmp_path / "converted"), (".parquet",))
+
+
+def test_the_url_writer_places_a_whole_file_at_any_url_leaving_no_temporary(tmp_path):
+    url = "memory://fs-test/run/stats.json"
+    write_url_atomically(url, b'{"documents": 1}\n')
+    write_url_atomically(url, b'{"documents": 2}\n')
+    memory = fsspec.filesystem("memory")
+    assert memory.cat(url) == b'{"documents": 2}\n'
+    assert memory.ls("memory://fs-test/run", detail=False) == ["/fs-test/run/stats.json"]
+
+    local = tmp_path / "new" / "report.html"
+    write_url_atomically(str(local), b"<html></html>")
+    assert local.read_bytes() == b"<html></html>"
+    assert [path.name for path in local.parent.iterdir()] == ["report.html"]
+
+
+def test_the_local_writer_replaces_a_file_whole_and_a_staging_file_goes_unless_renamed(tmp_path):
+    path = tmp_path / "attempt.json"
+    write_local_atomically(path, b'{"state": "running"}')
+    write_local_atomically(str(path), b'{"state": "done"}')
+    assert path.read_bytes() == b'{"state": "done"}'
+    assert [p.name for p in tmp_path.iterdir()] == ["attempt.json"]
+
+    with staging_file(tmp_path / "done.json", b"{}") as staging:
+        assert staging.parent == tmp_path and staging.name.startswith(".done.json.") and staging.read_bytes() == b"{}"
+    assert [p.name for p in tmp_path.iterdir()] == ["attempt.json"]
+    # The local writer places files in a folder that exists; it does not make one.
+    with pytest.raises(FileNotFoundError):
+        write_local_atomically(tmp_path / "missing" / "attempt.json", b"{}")

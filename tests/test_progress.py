@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from beamtrove.execution.local import run_pipeline
+from beamtrove.execution.run import run_pipeline
 from beamtrove.options import parse
 from beamtrove.pipelines import pipeline_spec
 from beamtrove.progress import PROGRESS_ADDRESS_VARIABLE, ProgressBoard, format_duration
@@ -20,12 +20,12 @@ from tests.conftest import require
 _WORKER = """
 from beamtrove.progress import count_progress, record_progress
 for _ in range(120):
-    count_progress("ReadWarc", "out", 1)
+    count_progress("read", "out", 1)
 for _ in range(30):
     count_progress("filter", "out", 1)
 count_progress("extract", "errors.timeout", 2)
-record_progress("ReadWarc", size=6_000, files=1)
-record_progress("ReadWarc", size=4_000)
+record_progress("read", size=6_000, files=1)
+record_progress("read", size=4_000)
 """
 
 
@@ -35,7 +35,7 @@ class _Terminal(io.StringIO):
 
 
 def _board(stream, interval=10.0, total_files=4, total_bytes=20_000) -> ProgressBoard:
-    return ProgressBoard("fineweb", total_files, total_bytes, "ReadWarc", "filter", interval=interval, stream=stream)
+    return ProgressBoard("fineweb", total_files, total_bytes, "read", "filter", interval=interval, stream=stream)
 
 
 def _wait_for(board: ProgressBoard, files: int) -> None:
@@ -120,7 +120,7 @@ def test_a_run_shows_its_inputs_and_documents_as_it_goes(data_dir, tmp_path, cap
     lines = capsys.readouterr().err.splitlines()
     progress = [line for line in lines if line.startswith("extract: ")]
     assert progress[0].startswith("extract: 0/2 inputs")
-    read = result.stats["steps"]["ReadWarc"]["counters"]["out"]
+    read = result.stats["steps"]["read"]["counters"]["out"]
     # Both files finished before the run ended, and each process sends its totals as a file finishes.
     size = f"{sum(os.path.getsize(warc) for warc in warcs) / 1e6:.1f}"
     done = f"extract: 2/2 inputs · {size}/{size} MB (100%) · {read} documents read · {read} kept (100.0%)"
@@ -138,7 +138,7 @@ def test_a_multi_process_run_shows_what_its_worker_processes_did(data_dir, tmp_p
     progress = [line for line in run.stderr.splitlines() if line.startswith("extract: ")]
     # The table goes to stdout, progress to stderr; the last line counts every input the two processes read.
     assert progress[0].startswith("extract: 0/5 inputs") and "step" in run.stdout.splitlines()[0]
-    read = next(line.split()[2] for line in run.stdout.splitlines() if line.startswith("ReadWarc "))
+    read = next(line.split()[2] for line in run.stdout.splitlines() if line.startswith("read "))
     assert progress[-1].startswith("extract: 5/5 inputs") and f" · {read} documents read · " in progress[-1]
 
 
@@ -147,8 +147,8 @@ import logging, sys, time
 logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(message)s")
 from beamtrove.progress import count_progress, record_progress
 for _ in range(4):
-    count_progress("ReadWarc", "out", 5)
-    record_progress("ReadWarc", size=1_000_000, files=1, interval=float(sys.argv[1]))
+    count_progress("read", "out", 5)
+    record_progress("read", size=1_000_000, files=1, interval=float(sys.argv[1]))
     time.sleep(0.3)
 """
 

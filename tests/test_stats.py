@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from beamtrove.execution.local import run_pipeline
+from beamtrove.execution.run import run_pipeline
 from beamtrove.options import ConfigurationError, parse
 from beamtrove.pipelines import pipeline_spec
 from beamtrove.stats import format_stats, merge_stats, order_steps, read_stats, write_stats
@@ -127,9 +127,9 @@ def test_a_dedup_run_lists_its_steps_in_the_order_they_run(review_jsonl, tmp_pat
     argv = ["--input", str(review_jsonl), "--output", str(tmp_path / "out"), "--dedup", "exact,minhash"]
     result = run_pipeline(dedup, parse(dedup, [*argv, "--progress_interval", "0"]))
     steps = list(result.stats["steps"])
-    assert steps[0] == "Read" and steps.index("exact_dedup") < steps.index("minhash") < steps.index("WriteDocuments")
-    assert steps[-3:] == ["write_excluded_exact", "write_excluded_minhash", "WriteDeadLetters"]
-    assert result.stats["funnel"] == ["Read", "exact_dedup", "minhash", "WriteDocuments"]
+    assert steps[0] == "read" and steps.index("exact") < steps.index("minhash") < steps.index("write_documents")
+    assert steps[-3:] == ["write_excluded_exact", "write_excluded_minhash", "write_dead_letters"]
+    assert result.stats["funnel"] == ["read", "exact", "minhash", "write_documents"]
     assert all(result.stats["steps"][step].get("seconds") is not None for step in result.stats["funnel"])
 
 

@@ -1,8 +1,9 @@
-"""Word and sentence splitting on real sentences from the shared corpora.
+"""Word and sentence splitting on real sentences from the shared corpora, and text normalization.
 
 Every sentence below is quoted from a real text, and each test first checks
 that the quote is in that text. The expected tokens follow spaCy's English
-tokenizer conventions that DataTrove's word counts rely on, worked out by hand.
+tokenizer conventions that DataTrove's word counts rely on, worked out by hand;
+the expected normalized texts are what DataTrove 0.10.1's ``simplify_text`` gives.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import sys
 import tracemalloc
 import zipfile
 
+import numpy as np
 import pytest
 import regex
 
@@ -25,9 +27,12 @@ from beamtrove.text import (
     count_sentences,
     find_duplicates,
     is_punctuation,
+    normalize_text,
     split_words,
     word_splitter,
 )
+from beamtrove.transforms.decont import DecontConfig, benchmark_ngrams
+from beamtrove.transforms.dedup import MinHashConfig, MinHasher, bloom_shingles, shingle_hashes, span_digests
 from tests.conftest import require
 
 
@@ -287,3 +292,52 @@ def test_a_megabyte_run_of_marks_splits_into_one_token_per_mark():
     assert split_words("$" * 500_000 + "1") == (*("$",) * 500_000, "1")
     dots = "." * 500_000
     assert split_words(dots + "x" + dots) == (dots, "x", dots)
+
+
+@pytest.mark.parametrize(
+    ("text", "normalized"),
+    [
+        ("Café  déjà-vu: 3.14 € (1,000.5)!  ¿Qué?", "cafe deja vu 0 € 0 0 ¿que"),
+        ("“Fellow-Citizens”\t\r\n of the\u00a0SENATE…", "fellow citizens of the senate"),
+        ("Price: 1,299.00 USD (was 1.499,00)", "price 0 0 usd was 0 0"),
+        ("Ünïcödé — “quotes” and «guillemets»", "unicode quotes and guillemets"),
+        # Kana voicing marks decompose into combining marks and go, as accents do.
+        ("日本語のテキスト、です。", "日本語のテキスト てす"),
+        # Symbols, other scripts' marks and invisible characters outside DataTrove's list stay in the words.
+        ("a • b © c ° d ‐ e", "a • b © c ° d ‐ e"),
+        ("Mittel\u00adalter, Mittelalter", "mittel\u00adalter mittelalter"),
+        ("\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645 word\u200bjoin",) * 2,
+        ("", ""),
+    ],
+)
+def test_normalize_text_folds_case_accents_numbers_spacing_and_datatroves_punctuation(text, normalized):
+    assert normalize_text(text) == normalized
+
+
+def test_normalize_text_is_datatroves_simplify_text_in_388_languages(udhr_texts):
+    digest = hashlib.sha256()
+    for text in udhr_texts.values():
+        digest.update(normalize_text(text).encode("utf-8", "surrogatepass") + b"\x1e")
+    assert digest.hexdigest() == "69da26744a0812651cb19b5d6bbf6d4893285537163eb1ae8a0135dbcf0de414"
+
+
+def test_dedup_and_decontamination_see_the_euro_sign_of_real_prices_as_a_word(data_dir, udhr_texts):
+    evaldata = json.loads(gzip.decompress(require(data_dir / "trafilatura-eval" / "evaldata.json.gz").read_bytes()))
+    prices = sorted({snippet for page in evaldata.values() for snippet in page.get("with", []) if "€" in snippet})
+    assert [normalize_text(price) for price in prices] == [
+        "0 €",
+        "0 0 € gutschein fur den einkauf bei edeka erhalten",
+        "erwachsene 0 € preis 0",
+        "hohen anfangsinvestition von rund 0 € schwer erschwinglich",
+    ]
+    words = ["hohen", "anfangsinvestition", "von", "rund", "0", "€", "schwer", "erschwinglich"]
+    # Decontamination's n-grams, and the shingles of MinHash, Bloom and sentence dedup, hold the sign.
+    assert benchmark_ngrams(prices[3], None, DecontConfig(n_grams=3), split_words)[3:5] == ["rund 0 €", "0 € schwer"]
+    expected = shingle_hashes(" ".join(words), 3)
+    assert np.array_equal(bloom_shingles(prices[3], 3), expected)
+    hasher = MinHasher(MinHashConfig(n_grams=3))
+    assert not np.array_equal(hasher.signature(prices[3]), hasher.signature(prices[3].replace("€", "")))
+    assert span_digests(prices[2], 1) != span_digests(prices[2].replace("€", ""), 1)
+    # The UDHR in Chachi writes the sign inside a word: it stays there, accents gone.
+    assert "mijaiñung€'" in udhr_texts["cbi"]
+    assert " tyashi mijainung€ tsamantsa " in normalize_text(udhr_texts["cbi"])

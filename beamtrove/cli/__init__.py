@@ -1,6 +1,6 @@
 """The ``beamtrove`` command: one argparse tree for every subcommand, each handler a few lines.
 
-``run`` builds and runs a pipeline (:mod:`beamtrove.execution.local`),
+``run`` builds and runs a pipeline (:mod:`beamtrove.execution.run`),
 ``stats`` prints a run's ``stats.json``, ``assets`` fetches the language
 model and URL blocklist (:mod:`beamtrove.cli.pipelines`); ``report`` writes
 a run's HTML report (:mod:`beamtrove.cli.report`); ``inspect`` shows the

@@ -72,7 +72,7 @@ def _retry(args: argparse.Namespace, _: list[str]) -> int:
 
 
 def _merge(args: argparse.Namespace, _: list[str]) -> int:
-    """Verify every shard and concatenate their documents in order."""
+    """Verify every shard and publish their outputs, in order, as one run folder."""
     report = merge_job(args.job_dir, args.output, overwrite=args.overwrite)
     print(f"merged {report['documents']} documents into {report['output']}; stats in {report['stats']}")
     return 0
@@ -102,7 +102,7 @@ def add_commands(commands) -> None:
     prepare.add_argument(
         "--pipeline",
         required=True,
-        help="a shard-safe pipeline (fineweb, extract, convert), or one with global steps run as staged tasks "
+        help="a shard-safe pipeline (fineweb, extract, filter, convert), or one with global steps run as staged tasks "
         "(dedup, dedup_index, tokenize, merge_tokens)",
     )
     prepare.add_argument("--input", action="append", required=True, help="files, directories or globs; repeatable")
@@ -145,8 +145,13 @@ def add_commands(commands) -> None:
     )
     which.add_argument("--shard-id", action="append", help="a failed, damaged, stale or pending shard; repeatable")
     merge = command(subcommands, "merge", _merge)
-    merge.add_argument("--output", required=True, help="the merged JSONL file (gzip when it ends in .gz)")
-    merge.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    merge.add_argument(
+        "--output",
+        required=True,
+        help="the run folder to write, as `beamtrove run` writes one: documents/, excluded/, dead_letters/, "
+        "stats.json, report.html",
+    )
+    merge.add_argument("--overwrite", action="store_true", help="replace what the folder holds once the merge succeeds")
     verify = command(subcommands, "verify", _verify)
     verify.add_argument("--expect-hosts", type=int, help="require shards completed by at least this many hosts")
     for parser in (worker, status, retry, merge, verify):

@@ -9,28 +9,24 @@ else ``less``) as they are made; otherwise they are written plainly.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import functools
 import itertools
-import os
 import re
-import shutil
-import subprocess
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, TextIO
 
 import orjson
 
+from beamtrove.cli.pager import paged_output
 from beamtrove.cli.parsing import command
 from beamtrove.dead_letter import DeadLetter
-from beamtrove.document import Document
-from beamtrove.fs import InputFile, filesystem, has_glob, is_glob, is_hidden, join
-from beamtrove.layout import DEAD_LETTERS_DIR, DOCUMENTS_DIR, EXCLUDED_DIR, STATS_FILE
+from beamtrove.fs import InputFile, filesystem, has_glob, is_glob
+from beamtrove.layout import DEAD_LETTERS_DIR, DOCUMENTS_DIR, EXCLUDED_DIR, FILTER_REASON_KEY, RUN_MARKS
 from beamtrove.options import ConfigurationError, did_you_mean
-from beamtrove.stats import read_stats
-from beamtrove.transforms.readers import FileReader, JsonlParser, ReadWarc, RowFields, reader_for
+from beamtrove.run_output import OutputRecord, Records, RunOutput
+from beamtrove.transforms.readers import FileReader, JsonlParser, ReadWarc, reader_for
 from beamtrove.transforms.writers.jsonl import document_row
 
 __all__ = ["add_commands"]
@@ -42,20 +38,10 @@ _NEWLINES = re.compile(r"\s*\n\s*")
 _NEWLINE_MARK = " ⏎ "
 #: Metadata shown by default besides the URL, the filter reason and the source.
 _KEY_METADATA = ("language", "language_score", "date", "dump", "token_count", "minhash_cluster_size")
-_SHOWN_APART = ("url", "filter_reason", "file_path", "offset")
+_SHOWN_APART = ("url", FILTER_REASON_KEY, "file_path", "offset")
 _ALL_FIELDS = "all"
 _CONTENTS_LISTED = 12
-_RUN_OUTPUT_MARKS = (DOCUMENTS_DIR, EXCLUDED_DIR, DEAD_LETTERS_DIR, STATS_FILE)
 _FORMATS = ("auto", "jsonl", "parquet", "csv")
-# less: quit when everything fits one screen, keep colours, leave the text on the screen (git sets the same).
-_LESS_DEFAULTS = "FRX"
-
-
-class _DeadLetterRow(RowFields):
-    """Takes a dead-letter record whole as metadata, its excerpt as the text."""
-
-    def to_document(self, row: dict[str, Any], file: InputFile, index: int) -> Document:
-        return Document(text=str(row.get("excerpt") or ""), id=str(row.get("record_id") or ""), metadata=row)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,29 +49,16 @@ class _Selection:
     """What to read.
 
     Attributes:
-        reader: Reads the files; only its ``read_file`` is used.
-        files: The reader's files in the order to read them.
+        records: The records, files in the order to read them.
         title: The header's first line.
         dead_letters: The records are dead letters, not documents.
-        step_of: The step that excluded the documents of a file, by file url.
         details: More header lines (per-reason counts).
     """
 
-    reader: FileReader
-    files: tuple[InputFile, ...]
+    records: Records
     title: str
     dead_letters: bool = False
-    step_of: Mapping[str, str] = dataclasses.field(default_factory=dict)
     details: tuple[str, ...] = ()
-
-
-@dataclasses.dataclass(frozen=True)
-class _Record:
-    """A document or dead letter read, with the step that excluded it and why, when known."""
-
-    document: Document
-    step: str | None
-    reason: str | None
 
 
 def _inspect(args: argparse.Namespace, _: list[str]) -> int:
@@ -102,11 +75,11 @@ def _inspect(args: argparse.Namespace, _: list[str]) -> int:
     """
     grep = _pattern(args.grep)
     selection = _select(args)
-    with _output(sys.stdout.isatty()) as out:
+    with paged_output(sys.stdout.isatty()) as out:
         unreadable = functools.partial(_report_unreadable, *((sys.stderr, "") if args.json else (out, "\n")))
         records = (
             record
-            for record in _read(selection, unreadable)
+            for record in _readable(selection.records, unreadable)
             if _matches(record, args.reason, args.id, grep, selection.dead_letters)
         )
         shown = itertools.islice(records, args.skip, args.skip + args.limit if args.limit else None)
@@ -119,7 +92,7 @@ def _inspect(args: argparse.Namespace, _: list[str]) -> int:
     return 0
 
 
-def _write_text(out: TextIO, selection: _Selection, records: Iterable[_Record], args: argparse.Namespace) -> None:
+def _write_text(out: TextIO, selection: _Selection, records: Iterable[OutputRecord], args: argparse.Namespace) -> None:
     out.write("\n".join((selection.title, *selection.details)) + "\n")
     label = "excerpt" if selection.dead_letters else "text"
     count = 0
@@ -157,7 +130,7 @@ def _numbered(number: int, lines: list[tuple[str, str]], text: str, label: str, 
         yield f"    {label:<9} {len(text):,} chars: {_snippet(text)}"
 
 
-def _document_lines(record: _Record, fields: str | None) -> list[tuple[str, str]]:
+def _document_lines(record: OutputRecord, fields: str | None) -> list[tuple[str, str]]:
     metadata = record.document.metadata
     lines = [("id", record.document.id or "(no id)")]
     if "url" in metadata:
@@ -172,7 +145,7 @@ def _document_lines(record: _Record, fields: str | None) -> list[tuple[str, str]
     return lines
 
 
-def _dead_letter_lines(record: _Record) -> list[tuple[str, str]]:
+def _dead_letter_lines(record: OutputRecord) -> list[tuple[str, str]]:
     letter = record.document.metadata
     lines = [("reason", f"{letter.get('reason', '?')} (step {letter.get('step', '?')})")]
     lines.append(("message", str(letter.get("message", ""))))
@@ -208,7 +181,9 @@ def _snippet(text: str) -> str:
     return compact if len(compact) <= _SNIPPET_CHARS else compact[: _SNIPPET_CHARS - 1] + "…"
 
 
-def _matches(record: _Record, reason: str | None, doc_id: str | None, grep: re.Pattern | None, letters: bool) -> bool:
+def _matches(
+    record: OutputRecord, reason: str | None, doc_id: str | None, grep: re.Pattern | None, letters: bool
+) -> bool:
     if reason is not None and not (record.reason or "").startswith(reason):
         return False
     if doc_id is not None and record.document.id != doc_id:
@@ -226,15 +201,13 @@ def _report_unreadable(out: TextIO, separator: str, letter: DeadLetter) -> None:
     out.write(f"{separator}[unreadable] {where}: {letter.reason}: {letter.message}\n")
 
 
-def _read(selection: _Selection, unreadable: Callable[[DeadLetter], None]) -> Iterator[_Record]:
-    for file in selection.files:
-        step = selection.step_of.get(file.url)
-        for outcome in selection.reader.read_file(file):
-            if isinstance(outcome, DeadLetter):
-                unreadable(outcome)
-                continue
-            reason = outcome.metadata.get("reason" if selection.dead_letters else "filter_reason")
-            yield _Record(outcome, step, None if reason is None else str(reason))
+def _readable(records: Records, unreadable: Callable[[DeadLetter], None]) -> Iterator[OutputRecord]:
+    """``records``, what cannot be read told to ``unreadable`` in its place."""
+    for record in records:
+        if isinstance(record, DeadLetter):
+            unreadable(record)
+        else:
+            yield record
 
 
 def _pattern(grep: str | None) -> re.Pattern | None:
@@ -253,47 +226,42 @@ def _select(args: argparse.Namespace) -> _Selection:
                 f"{path} does not exist: pass a run's output folder, or JSONL, Parquet or CSV files, folders or globs"
             )
     first, *others = args.paths
-    if not others and _is_run_output(first):
+    run = None if others else RunOutput.at(first)
+    if run is not None:
         if args.dead_letters:
-            return _dead_letters(first, _stats(first))
+            return _dead_letters(run, _stats(run))
         if args.excluded is not None or args.reason is not None:
-            return _excluded(first, args.excluded or None, args.input_format, _stats(first))
-        return _documents(first, args.input_format)
+            return _excluded(run, args.excluded or None, _stats(run))
+        return _documents(run)
     if args.excluded is not None or args.dead_letters:
         option = "--dead-letters" if args.dead_letters else "--excluded"
         raise ConfigurationError(
             f"{option} reads a run's output folder, and {_named(args.paths)} is not one (it holds no "
-            f"{DOCUMENTS_DIR}/, {EXCLUDED_DIR}/, {DEAD_LETTERS_DIR}/ or {STATS_FILE}); pass the --output of a run"
+            f"{' or '.join(RUN_MARKS)}); pass the --output of a run"
         )
-    reader = _reader(args.paths, args.input_format)
-    return _Selection(reader, reader.files, _title(_named(args.paths), reader.files))
+    records = Records.of(_reader(args.paths, args.input_format))
+    return _Selection(records, _title(_named(args.paths), records.files))
 
 
 def _named(paths: list[str]) -> str:
     return paths[0] if len(paths) == 1 else f"{paths[0]} and {len(paths) - 1} more"
 
 
-def _is_run_output(url: str) -> bool:
-    fs, path = filesystem(url)
-    return not is_glob(fs, path) and fs.isdir(path) and any(fs.exists(join(path, name)) for name in _RUN_OUTPUT_MARKS)
-
-
-def _documents(output: str, input_format: str) -> _Selection:
-    folder = join(output, DOCUMENTS_DIR)
-    if not _exists(folder):
+def _documents(run: RunOutput) -> _Selection:
+    records = run.documents()
+    if not records.files:
         raise ConfigurationError(
-            f"{output} holds no {DOCUMENTS_DIR}/: the run kept no document. It holds {_contents(output)}; "
+            f"{run.folder} holds no {DOCUMENTS_DIR}/: the run kept no document. It holds {_contents(run.folder)}; "
             "pass --excluded to see what its filters dropped, --dead-letters what it could not read"
         )
-    reader = _reader([folder], input_format)
-    return _Selection(reader, reader.files, _title(folder, reader.files))
+    return _Selection(records, _title(run.documents_folder, records.files))
 
 
-def _excluded(output: str, step: str | None, input_format: str, stats: Mapping[str, Any]) -> _Selection:
-    folder = join(output, EXCLUDED_DIR)
-    present = _subfolders(folder)
+def _excluded(run: RunOutput, step: str | None, stats: Mapping[str, Any]) -> _Selection:
+    folder = run.path(EXCLUDED_DIR)
+    present = run.excluded_steps()
     if not present:
-        raise ConfigurationError(f"{output} holds no {EXCLUDED_DIR}/ folder: its run excluded no document")
+        raise ConfigurationError(f"{run.folder} holds no {EXCLUDED_DIR}/ folder: its run excluded no document")
     if step is not None and step not in present:
         suggestion = did_you_mean(step, present)
         known = step in stats.get("steps", {})
@@ -302,39 +270,36 @@ def _excluded(output: str, step: str | None, input_format: str, stats: Mapping[s
             + (" (it excluded no document)" if known else f" (did you mean {suggestion!r}?)" if suggestion else "")
             + f"; the steps that excluded documents are {', '.join(present)}"
         )
-    if step is not None:
-        folder = join(folder, step)
-    reader = _reader([folder], input_format)
-    step_of = {file.url: step or file.name.split("/", 1)[0] for file in reader.files}
     funnel = list(stats.get("funnel", ()))
-
-    def position(name: str) -> tuple[int, str]:
-        return (funnel.index(name) if name in funnel else len(funnel), name)
-
-    files = tuple(sorted(reader.files, key=lambda file: (position(step_of[file.url]), file)))
-    details = tuple(
-        f"  {name}: {_counts(stats, name, 'dropped.')}" for name in sorted(set(step_of.values()), key=position)
-    )
-    return _Selection(reader, files, _title(folder, files), step_of=step_of, details=details if stats else ())
+    steps = [step] if step is not None else sorted(present, key=lambda name: (_position(funnel, name), name))
+    records = run.excluded(steps)
+    details = tuple(f"  {name}: {_counts(stats, name, 'dropped.')}" for name in steps)
+    where = folder if step is None else run.path(EXCLUDED_DIR, step)
+    return _Selection(records, _title(where, records.files), details=details if stats else ())
 
 
-def _dead_letters(output: str, stats: Mapping[str, Any]) -> _Selection:
-    folder = join(output, DEAD_LETTERS_DIR)
-    if not _exists(folder):
+def _position(funnel: list[str], step: str) -> int:
+    return funnel.index(step) if step in funnel else len(funnel)
+
+
+def _dead_letters(run: RunOutput, stats: Mapping[str, Any]) -> _Selection:
+    folder = run.path(DEAD_LETTERS_DIR)
+    if not run.holds(DEAD_LETTERS_DIR):
         raise ConfigurationError(
-            f"{output} holds no {DEAD_LETTERS_DIR}/ folder: its run read and processed every record"
+            f"{run.folder} holds no {DEAD_LETTERS_DIR}/ folder: its run read and processed every record"
         )
-    try:
-        reader = FileReader(folder, JsonlParser(_DeadLetterRow()), progress_interval=0)
-    except FileNotFoundError as exc:
-        raise ConfigurationError(f"{exc} It holds {_contents(folder)}") from None
+    records = run.dead_letters()
+    if not records.files:
+        raise ConfigurationError(
+            f"{folder} holds no dead letters ({', '.join(JsonlParser.suffixes)} files): it holds {_contents(folder)}"
+        )
     steps = stats.get("steps", {})
     details = tuple(
         f"  {name}: {_counts(stats, name, 'errors.')}"
         for name in steps
         if any(counter.startswith("errors.") for counter in steps[name].get("counters", {}))
     )
-    return _Selection(reader, reader.files, _title(folder, reader.files), dead_letters=True, details=details)
+    return _Selection(records, _title(folder, records.files), dead_letters=True, details=details)
 
 
 def _reader(paths: list[str], input_format: str) -> FileReader:
@@ -360,10 +325,10 @@ def _reader(paths: list[str], input_format: str) -> FileReader:
         raise ConfigurationError(str(exc)) from None
 
 
-def _stats(output: str) -> dict[str, Any]:
+def _stats(run: RunOutput) -> dict[str, Any]:
     """The run's stats, or nothing when it has none it can read: its records can still be shown, with a warning."""
     try:
-        return read_stats(output)
+        return run.stats()
     except FileNotFoundError:
         return {}
     except (OSError, ValueError) as exc:
@@ -393,23 +358,6 @@ def _is_folder(url: str) -> bool:
     return not is_glob(fs, path) and fs.isdir(path)
 
 
-def _exists(url: str) -> bool:
-    fs, path = filesystem(url)
-    return fs.exists(path)
-
-
-def _subfolders(url: str) -> list[str]:
-    fs, path = filesystem(url)
-    if not fs.isdir(path):
-        return []
-    names = (
-        entry["name"].rstrip("/").rsplit("/", 1)[-1]
-        for entry in fs.ls(path, detail=True)
-        if entry["type"] == "directory"
-    )
-    return sorted(name for name in names if not is_hidden(name))
-
-
 def _contents(url: str) -> str:
     """What a folder holds, for a message: its first entries, folders ending in ``/``."""
     fs, path = filesystem(url)
@@ -421,37 +369,6 @@ def _contents(url: str) -> str:
         return "nothing"
     more = f" and {len(names) - _CONTENTS_LISTED} more" if len(names) > _CONTENTS_LISTED else ""
     return ", ".join(names[:_CONTENTS_LISTED]) + more
-
-
-@contextlib.contextmanager
-def _output(terminal: bool) -> Iterator[TextIO]:
-    """Where the lines go: the pager when on a terminal and one is set or found, else stdout.
-
-    Quitting the pager, or closing the pipe stdout goes to, ends the reading quietly.
-    """
-    pager = os.environ.get("PAGER", "less" if shutil.which("less") else "") if terminal else ""
-    if not pager.strip():
-        try:
-            yield sys.stdout
-            sys.stdout.flush()
-        except BrokenPipeError:
-            # Python would report the pipe again when it flushes stdout at exit.
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return
-    environment = {**os.environ, "LESS": os.environ.get("LESS", _LESS_DEFAULTS)}
-    process = subprocess.Popen(
-        pager, shell=True, stdin=subprocess.PIPE, env=environment, text=True, encoding="utf-8", errors="replace"
-    )
-    try:
-        yield process.stdin
-    except (BrokenPipeError, KeyboardInterrupt):
-        pass  # the pager was quit, or Ctrl-C stopped the reading: the pager keeps what it was given
-    finally:
-        with contextlib.suppress(BrokenPipeError):
-            process.stdin.close()
-        while process.poll() is None:
-            with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C in less is less's own
-                process.wait()
 
 
 def _count(value: str) -> int:
@@ -486,7 +403,7 @@ def add_commands(commands) -> None:
     )
     inspect.add_argument(
         "--reason",
-        help="only documents whose filter_reason (a dead letter's reason) is REASON or starts with it; "
+        help=f"only documents whose {FILTER_REASON_KEY} (a dead letter's reason) is REASON or starts with it; "
         "on a run's output it implies --excluded",
     )
     inspect.add_argument("--id", help="only the documents with this id")
@@ -517,5 +434,6 @@ def add_commands(commands) -> None:
         "--input-format",
         choices=_FORMATS,
         default="auto",
-        help="the documents' format; auto tells it from the file names. Default: auto",
+        help="the format of the files named; auto tells it from their names, as it always does for a run's output "
+        "folder, whose writers name their files by format. Default: auto",
     )

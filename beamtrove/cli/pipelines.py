@@ -7,7 +7,7 @@ import sys
 
 from beamtrove.assets import ASSET_NAMES, asset_path, asset_present, fetch_assets
 from beamtrove.cli.parsing import INTERRUPTED, command, group
-from beamtrove.execution.local import RunInterrupted, run_pipeline
+from beamtrove.execution.run import RunInterrupted, run_pipeline
 from beamtrove.options import ConfigurationError, format_help, parse
 from beamtrove.pipelines import all_pipeline_specs, pipeline_spec
 from beamtrove.stats import format_stats, read_stats

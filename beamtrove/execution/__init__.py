@@ -3,7 +3,7 @@
 * :mod:`~beamtrove.execution.build` turns a pipeline's declaration into a Beam
   graph (ordinary, or per input file for ``--resumable``, with
   :mod:`~beamtrove.execution.resume` keeping the books of completed inputs);
-* :mod:`~beamtrove.execution.local` builds, runs and waits for a pipeline and
+* :mod:`~beamtrove.execution.run` builds, runs and waits for a pipeline and
   writes ``stats.json`` (``beamtrove run``);
 * :mod:`~beamtrove.execution.runner_parts` says where Prism, Beam's Flink
   job-server jar and a Flink distribution live and points runs at them;

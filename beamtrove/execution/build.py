@@ -33,6 +33,7 @@ from beamtrove.fs import InputFile, join
 from beamtrove.layout import (
     CLUSTERS_DIR,
     DOCUMENTS_DIR,
+    PROCESS_INPUTS,
     SUMMARY_STATS_DIR,
     WRITE_DEAD_LETTERS,
     write_clusters,
@@ -178,5 +179,5 @@ def _apply_per_input(
     # Read outside a graph, the reader counts under its own label: the flow's, as in an ordinary run.
     flow.reader.label = flow.read_label
     steps = [(step.name, step.fn) for step in flow.steps]
-    pipeline | "ProcessInputs" >> ProcessInputs(flow.reader, pending, steps, flow.output, config_sha256)
+    pipeline | PROCESS_INPUTS >> ProcessInputs(flow.reader, pending, steps, flow.output, config_sha256)
     return pending

@@ -35,7 +35,7 @@ stopped: the old output and the new one are both whole at every instant,
 one in the folder, the other in its staging folder, but for the entries
 moved so far.
 
-A local run (:func:`beamtrove.execution.local.run_pipeline`) publishes after
+A local run (:func:`beamtrove.execution.run.run_pipeline`) publishes after
 its pipeline, with its ``stats.json`` and ``report.html``; a graph built for
 Dataflow publishes in its last step (:class:`Publish`), so a job whose
 launcher does not wait for it publishes its outputs too. The lock covers the

@@ -2,7 +2,7 @@
 
 With ``--resumable``, a pipeline writes each input file's outputs under names
 derived from the input and a completion marker after them (see
-:mod:`beamtrove.transforms.per_input` and :mod:`beamtrove.layout`). Before the
+:mod:`beamtrove.transforms.per_input`, :mod:`beamtrove.completion` and :mod:`beamtrove.layout`). Before the
 next run into that output, :func:`pending_inputs` checks that the
 configuration is the one the output was started with (``_resume.json``) and
 returns the inputs to process: those without a marker, and those whose
@@ -24,11 +24,11 @@ from typing import Any
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beamtrove import __version__
+from beamtrove.completion import parse_marker, record_sha256
 from beamtrove.execution.output import output_entries
 from beamtrove.fs import InputFile, file_sha256, filesystem, join, open_url, write_json
 from beamtrove.layout import COMPLETED_DIR, RESUME_CONFIG_FILE, input_stem
 from beamtrove.options import option_actions
-from beamtrove.transforms.per_input import MARKER_CHECKSUM, marker_checksum, record_sha256
 
 __all__ = ["completed_totals", "configuration", "pending_inputs"]
 
@@ -83,19 +83,6 @@ def _completion_markers(fs, folder: str, stems: set[str]) -> dict[str, tuple[str
     return {posixpath.basename(path).removesuffix(".json"): (path, data) for path, data in contents.items()}
 
 
-def _parse_marker(data: bytes) -> tuple[dict | None, str]:
-    """The marker in ``data`` when it is whole and unedited, else None and what is wrong with it."""
-    try:
-        marker = json.loads(data)
-    except ValueError as exc:
-        return None, f"is not valid JSON ({exc})"
-    if not isinstance(marker, dict) or not isinstance(marker.get("outputs"), dict):
-        return None, "is not a completion marker"
-    if marker.get(MARKER_CHECKSUM) != marker_checksum(marker):
-        return None, "does not match its checksum (edited, or written by an older beamtrove)"
-    return marker, ""
-
-
 def _damaged_output(fs, output: str, relative: str, expected: Mapping[str, Any], storage_options) -> str:
     """What is wrong with one output a marker names, or "" when it is as completed."""
     path = filesystem(join(output, relative), storage_options)[1]
@@ -113,7 +100,7 @@ def _verified(
     fs, output: str, marker_path: str, data: bytes, config_sha256: str, storage_options
 ) -> tuple[dict | None, str]:
     """The marker when it and every output it names are as completed; else None and the first problem."""
-    marker, problem = _parse_marker(data)
+    marker, problem = parse_marker(data)
     if marker is None:
         return None, f"its completion marker {marker_path} {problem}"
     if marker.get("config_sha256") != config_sha256:
@@ -127,7 +114,7 @@ def _verified(
 
 def _discard(fs, output: str, marker_path: str, data: bytes, storage_options) -> None:
     """Removes a damaged input's marker, then whatever outputs it names, so the input starts clean."""
-    marker, _ = _parse_marker(data)
+    marker, _ = parse_marker(data)
     fs.rm(marker_path)
     for relative in (marker or {}).get("outputs", {}):
         path = filesystem(join(output, relative), storage_options)[1]
@@ -227,7 +214,7 @@ def completed_totals(output: str, storage_options: Mapping[str, Any] | None = No
     steps: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     inputs = 0
     for _, data in sorted((fs.cat(paths) if paths else {}).items()):
-        marker, _ = _parse_marker(data)
+        marker, _ = parse_marker(data)
         if marker is None:
             continue
         inputs += 1

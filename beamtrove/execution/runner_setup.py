@@ -43,7 +43,7 @@ from beamtrove.execution.runner_parts import (
     prism_module_version,
     read_manifest,
 )
-from beamtrove.fs import file_sha256, replace_directory, staging_directory
+from beamtrove.fs import file_sha256, replace_directory, staging_directory, write_local_atomically
 
 __all__ = ["SetupResult", "format_setup", "setup_runners"]
 
@@ -59,9 +59,7 @@ def _job_server_coordinates(flink_minor: str) -> str:
 
 def _write_manifest(root: pathlib.Path, manifest: dict) -> pathlib.Path:
     path = root / MANIFEST
-    staging = path.with_name(f".{MANIFEST}.{os.getpid()}")
-    staging.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    staging.replace(path)
+    write_local_atomically(path, (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode())
     return path
 
 

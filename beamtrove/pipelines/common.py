@@ -4,7 +4,9 @@ The writers put each kind of output where :mod:`beamtrove.layout` says: kept
 documents in ``documents/``, what a step excluded in ``excluded/<step>/`` and
 dead letters in ``dead_letters/``. The per-document steps pipelines share
 are in :mod:`beamtrove.pipelines.steps`. Every command imports this module,
-so it imports no model or extraction library.
+so it leaves extraction libraries (trafilatura, Resiliparse) and model
+libraries (fastText, spaCy) to the steps that load them; it imports Hugging
+Face ``tokenizers``, which the token writers' package loads.
 """
 
 from __future__ import annotations
@@ -14,17 +16,17 @@ from collections.abc import Sequence
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beamtrove.fs import InputFile, filesystem, join, read_input_ranges
+from beamtrove.fs import InputFile, join, read_input_ranges
 from beamtrove.layout import (
     DEAD_LETTERS_DIR,
     DOCUMENTS_DIR,
     EXCLUDED_DIR,
     PART_FILES,
-    RUN_MARKS,
     WRITE_DOCUMENTS,
 )
 from beamtrove.options import BeamtroveOptions, Option, Range, declared
 from beamtrove.pipelines.spec import Sink
+from beamtrove.run_output import RunOutput
 from beamtrove.transforms.readers import FileReader, ReadHuggingFace, ReadWarc, reader_for
 from beamtrove.transforms.tokens import ChunkShuffle, WriteTokenShards
 from beamtrove.transforms.writers import WriteDeadLetters, WriteJsonl
@@ -159,17 +161,12 @@ def documents_of_run(pattern: str) -> str:
     them (:func:`~beamtrove.fs.match_inputs`), so the output of a run that
     kept nothing is an empty input, with a warning.
     """
-    if not pattern.strip():
-        # Refused by match_inputs; as a path, it would be the current directory.
+    run = RunOutput.at(pattern)
+    documents = run and run.documents_folder
+    if run is None or documents == run.folder:
+        # Not a run's output; or one that kept nothing (match_inputs says so), or wrote its documents into the
+        # folder itself (convert): what it kept is what the folder holds besides what it set aside.
         return pattern
-    fs, path = filesystem(pattern)
-    if not fs.isdir(path) or not any(fs.exists(join(path, mark)) for mark in RUN_MARKS):
-        return pattern
-    if not fs.isdir(join(path, DOCUMENTS_DIR)):
-        # A run that kept nothing (match_inputs says so), or one writing its documents into the folder itself
-        # (convert): what it kept is what the folder holds besides what it set aside.
-        return pattern
-    documents = join(pattern, DOCUMENTS_DIR)
     _LOGGER.warning("%s is the output of a beamtrove run: reading its documents only, from %s", pattern, documents)
     return documents
 

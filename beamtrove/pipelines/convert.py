@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beamtrove.fs import InputFile
-from beamtrove.layout import PART_FILES
+from beamtrove.layout import PART_FILES, WRITE
 from beamtrove.options import BeamtroveOptions, Option, declared
 from beamtrove.pipelines.common import RowInputOptions, document_reader
 from beamtrove.pipelines.spec import PipelineSpec, Sink
@@ -40,9 +40,9 @@ def _sink(options: PipelineOptions, output: str, files: Sequence[InputFile]) -> 
     max_file_size = options.view_as(BeamtroveOptions).max_file_size
     if own.output_format == "parquet":
         template = own.filename_template or "part-${shard}.parquet"
-        return Sink("Write", WriteParquet(output, template, max_file_size=max_file_size))
+        return Sink(WRITE, WriteParquet(output, template, max_file_size=max_file_size))
     writer = WriteJsonl(output, own.filename_template or PART_FILES, max_file_size=max_file_size)
-    return Sink("Write", writer, None if own.filename_template else output)
+    return Sink(WRITE, writer, None if own.filename_template else output)
 
 
 SPEC = PipelineSpec(

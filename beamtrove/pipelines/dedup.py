@@ -217,7 +217,7 @@ def _exact(options: PipelineOptions) -> GlobalStep | None:
     if "exact" not in _chosen(options):
         return None
     exact = ExactDedup(keep_by=own.keep_by, against=_against(options))
-    return GlobalStep("exact", "exact_dedup", exact, _cluster_map_if_asked(options))
+    return GlobalStep(exact, _cluster_map_if_asked(options))
 
 
 def _url(options: PipelineOptions) -> GlobalStep | None:
@@ -225,7 +225,7 @@ def _url(options: PipelineOptions) -> GlobalStep | None:
     if "url" not in _chosen(options):
         return None
     urls = UrlDedup(keep_by=own.keep_by, against=_against(options))
-    return GlobalStep("url", "url_dedup", urls, _cluster_map_if_asked(options))
+    return GlobalStep(urls, _cluster_map_if_asked(options))
 
 
 def _bloom(options: PipelineOptions) -> GlobalStep | None:
@@ -242,7 +242,7 @@ def _bloom(options: PipelineOptions) -> GlobalStep | None:
         partitions=own.bloom_partitions,
     )
     # Bloom removes a document for the shingles it shares with many others, not as a member of one group.
-    return GlobalStep("bloom", "bloom_dedup", BloomDedup(config, keep_by=own.keep_by))
+    return GlobalStep(BloomDedup(config, keep_by=own.keep_by))
 
 
 def _minhash(options: PipelineOptions) -> GlobalStep | None:
@@ -250,7 +250,7 @@ def _minhash(options: PipelineOptions) -> GlobalStep | None:
     if "minhash" not in _chosen(options):
         return None
     near_duplicates = MinHashDedup(minhash_config(options), own.keep_by, own.max_cc_rounds, against=_against(options))
-    return GlobalStep("minhash", "minhash", near_duplicates, _cluster_map_if_asked(options))
+    return GlobalStep(near_duplicates, _cluster_map_if_asked(options))
 
 
 def _sentence(options: PipelineOptions) -> GlobalStep | None:
@@ -265,7 +265,7 @@ def _sentence(options: PipelineOptions) -> GlobalStep | None:
         min_doc_sentences=own.min_doc_sentences,
         against=_against(options),
     )
-    return GlobalStep("sentence", "sentence_dedup", spans)
+    return GlobalStep(spans)
 
 
 def _substring(options: PipelineOptions) -> GlobalStep | None:
@@ -280,7 +280,7 @@ def _substring(options: PipelineOptions) -> GlobalStep | None:
     substrings = SubstringDedup(
         own.substring_tokenizer, own.substring_min_tokens, own.substring_min_doc_words, own.keep_by
     )
-    return GlobalStep("substring", "substring_dedup", substrings)
+    return GlobalStep(substrings)
 
 
 def _token_counter(step: str):
@@ -293,7 +293,8 @@ def _token_counter(step: str):
 
 SPEC = PipelineSpec(
     name="dedup",
-    description="Remove exact, URL, MinHash near-duplicate and repeated-sentence duplicates from documents.",
+    description="Remove duplicates from documents: exact text, same URL, Bloom-filter n-gram overlap, MinHash near "
+    "duplicates, repeated sentence spans and repeated token substrings.",
     options=(DedupOptions, RowInputOptions),
     reader=row_reader,
     steps=(

@@ -17,7 +17,6 @@ SPEC = PipelineSpec(
     name="extract",
     description="Extract the main text of the HTML pages in WARC files and write it as JSONL.",
     options=(ExtractionOptions,),
-    read_label="ReadWarc",
     reader=warc_reader,
     steps=(extraction,),
     sink=documents_sink,

@@ -20,6 +20,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from beamtrove.document import Document
 from beamtrove.fs import join
+from beamtrove.metrics import StepMetrics
 from beamtrove.options import BeamtroveOptions, Option, declared
 from beamtrove.pipelines.common import ExtractionOptions, documents_sink, input_files, warc_reader
 from beamtrove.pipelines.spec import DocumentStep, PipelineSpec
@@ -44,6 +45,8 @@ from beamtrove.transforms.filters import (
 from beamtrove.transforms.readers import ReadWarc
 
 __all__ = ["SPEC", "FineWebOptions"]
+
+_ADD_DUMP = "add_dump"
 
 
 class FineWebOptions(PipelineOptions):
@@ -88,19 +91,22 @@ def _reader(options: PipelineOptions) -> ReadWarc:
     return warc_reader(options, inputs)
 
 
-class _AddDump(beam.DoFn):
+class _AddDumpFn(beam.DoFn):
     """Records the Common Crawl dump in each document's metadata."""
 
-    def __init__(self, dump: str):
+    def __init__(self, dump: str, step: str):
         self._dump = dump
+        self._metrics = StepMetrics(step)
 
     def process(self, document: Document):
+        self._metrics.received()
+        self._metrics.emitted()
         yield dataclasses.replace(document, metadata={**document.metadata, "dump": self._dump})
 
 
 def _add_dump(options: PipelineOptions) -> DocumentStep | None:
     dump = options.view_as(FineWebOptions).dump
-    return DocumentStep("AddDump", _AddDump(dump)) if dump else None
+    return DocumentStep(_ADD_DUMP, _AddDumpFn(dump, _ADD_DUMP)) if dump else None
 
 
 SPEC = PipelineSpec(
@@ -115,7 +121,6 @@ SPEC = PipelineSpec(
         ExtractionOptions,
         WordSplitterOptions,
     ),
-    read_label="ReadWarc",
     reader=_reader,
     steps=(
         _add_dump,

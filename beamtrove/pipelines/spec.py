@@ -27,9 +27,10 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beamtrove.fs import InputFile
-from beamtrove.layout import DEAD_LETTERS, EXCLUDED, KEPT, WRITE_DEAD_LETTERS, write_clusters, write_excluded
+from beamtrove.layout import DEAD_LETTERS, EXCLUDED, KEPT, READ, WRITE_DEAD_LETTERS, write_clusters, write_excluded
 from beamtrove.options import BeamtroveOptions, ResumeOptions, StagedOptions
 from beamtrove.transforms.readers import FileReader
+from beamtrove.transforms.step_fn import check_step_fn
 
 __all__ = ["DocumentStep", "Flow", "GlobalStep", "PipelineSpec", "Sink", "Step", "StepOutputs"]
 
@@ -49,7 +50,8 @@ class DocumentStep:
     """A step that handles each record on its own.
 
     The same DoFn runs as a ``ParDo`` in the Beam graph and, in resumable runs,
-    inside the DoFn that processes one input file. It emits what it keeps as
+    inside the DoFn that processes one input file; it keeps to the protocol of
+    :mod:`beamtrove.transforms.step_fn`, checked here. It emits what it keeps as
     its main output, what it drops as ``excluded`` (documents carrying their
     ``filter_reason``) and what it cannot process as ``dead_letters``.
 
@@ -68,6 +70,9 @@ class DocumentStep:
 
     per_document: ClassVar[bool] = True
 
+    def __post_init__(self):
+        check_step_fn(self.name, self.fn)
+
     def apply(self, records: beam.PCollection) -> StepOutputs:
         """Applies the step's ``ParDo`` to ``records``."""
         outputs = records | self.name >> beam.ParDo(self.fn).with_outputs(EXCLUDED, DEAD_LETTERS, main=KEPT)
@@ -81,23 +86,26 @@ class GlobalStep:
     """A step that compares records across the whole input, so it needs all of it at once.
 
     Attributes:
-        name: Its folder under ``excluded/`` and ``clusters/``.
-        label: Its label in the graph, the stats name of its counters.
-        transform: Returns ``.kept`` and ``.excluded`` (and ``.clusters``).
+        transform: A :class:`~beamtrove.transforms.dedup.DedupStep`: returns ``.kept`` and ``.excluded`` (and
+            ``.clusters``), and names the step.
         cluster_map: Makes the writer of ``.clusters`` into a folder; None
             when the step's cluster map is not written.
     """
 
-    name: str
-    label: str
     transform: beam.PTransform
     cluster_map: Callable[[str], beam.PTransform] | None = None
 
     per_document: ClassVar[bool] = False
 
+    @property
+    def name(self) -> str:
+        """The step's one name: its label in the graph, its stats name, its folder under ``excluded/`` and
+        ``clusters/``."""
+        return self.transform.step
+
     def apply(self, records: beam.PCollection) -> StepOutputs:
         """Applies the step's transform to ``records``."""
-        result = records | self.label >> self.transform
+        result = records | self.name >> self.transform
         return StepOutputs(result.kept, result.excluded, None, result.clusters if self.cluster_map else None)
 
 
@@ -151,7 +159,7 @@ class Flow:
         """The stats names of what records pass through, in order: the reader, the steps, the sink."""
         return (
             self.read_label,
-            *(step.label if isinstance(step, GlobalStep) else step.name for step in self.steps),
+            *(step.name for step in self.steps),
             self.sink.label,
         )
 
@@ -203,7 +211,7 @@ class PipelineSpec:
     reader: Callable[[PipelineOptions], FileReader]
     steps: tuple[Callable[[PipelineOptions], Step | None], ...]
     sink: Callable[[PipelineOptions, str, Sequence[InputFile]], Sink]
-    read_label: str = "Read"
+    read_label: str = READ
     output: Callable[[PipelineOptions], str | None] = _output_option
     global_steps: str | None = None
     resumable: bool = False

@@ -9,10 +9,10 @@ then is the completion marker ``_completed/<stem>.json`` written. A run
 killed at any point leaves every input either completed, with all its outputs
 in place, or without a marker, to be processed again by the next run.
 
-The marker records each output's records, size and SHA-256, and the
-counters of every step over the input, and carries a checksum of itself
-(:func:`marker_checksum`), so that the next run can tell a completed input
-from one whose outputs or marker were damaged since.
+The marker (:mod:`beamtrove.completion`) records each output's records, size
+and SHA-256, and the counters of every step over the input, and carries a
+checksum of itself, so that the next run can tell a completed input from one
+whose outputs or marker were damaged since.
 
 The steps are the very DoFns the ordinary transforms apply (see
 ``Filter.step_fn`` and ``Extract.step_fn``), run one after the other inside
@@ -24,9 +24,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import hashlib
-import json
-import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
@@ -34,13 +31,14 @@ from typing import Any
 import apache_beam as beam
 from apache_beam import pvalue
 
+from beamtrove.completion import completion_marker_record
 from beamtrove.dead_letter import DeadLetter
-from beamtrove.document import Document
 from beamtrove.fs import InputFile, file_sha256, filesystem, join, move, write_json
 from beamtrove.layout import (
     DEAD_LETTERS,
     EXCLUDED,
     KEPT,
+    PROCESS_INPUTS,
     STAGING_DIR,
     WRITE_DEAD_LETTERS,
     WRITE_DOCUMENTS,
@@ -52,15 +50,12 @@ from beamtrove.layout import (
     write_excluded,
 )
 from beamtrove.metrics import StepMetrics, counters_recorded
-from beamtrove.transforms.batching import BatchDoFn
 from beamtrove.transforms.readers.base import FileReader
+from beamtrove.transforms.step_fn import run_step_fn
 from beamtrove.transforms.writers.base import TempFile
 from beamtrove.transforms.writers.jsonl import JsonlFormat, document_row
 
-__all__ = ["MARKER_CHECKSUM", "ProcessInputs", "marker_checksum", "record_sha256"]
-
-#: The field of a completion marker holding :func:`marker_checksum`.
-MARKER_CHECKSUM = "marker_sha256"
+__all__ = ["ProcessInputs"]
 
 #: Records read before they go through the steps together: batched steps see full batches.
 _CHUNK = 256
@@ -91,16 +86,6 @@ class _Output:
         }
 
 
-def record_sha256(record: Mapping[str, Any]) -> str:
-    """The SHA-256 of a JSON record, the same whatever the order of its keys."""
-    return hashlib.sha256(json.dumps(record, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
-
-
-def marker_checksum(marker: Mapping[str, Any]) -> str:
-    """The SHA-256 of a completion marker's fields but :data:`MARKER_CHECKSUM`: tells a marker edited by hand."""
-    return record_sha256({key: value for key, value in marker.items() if key != MARKER_CHECKSUM})
-
-
 class _ProcessInputFn(beam.DoFn):
     def __init__(self, spec: _Spec):
         self._spec = spec
@@ -109,7 +94,7 @@ class _ProcessInputFn(beam.DoFn):
         self._steps = list(self._spec.steps)
         for _, fn in self._steps:
             fn.setup()
-        self._inputs = StepMetrics("ProcessInputs")
+        self._inputs = StepMetrics(PROCESS_INPUTS)
 
     def teardown(self):
         for _, fn in getattr(self, "_steps", ()):
@@ -131,17 +116,7 @@ class _ProcessInputFn(beam.DoFn):
                 written = {output.final: output.close(spec.storage_options) for output in outputs.values()}
             for output in outputs.values():
                 move(output.file.path, join(spec.output, output.final), spec.storage_options)
-            marker = {
-                "input": file.url,
-                "name": file.name,
-                "size": file.size,
-                "config_sha256": spec.config_sha256,
-                "completed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                "outputs": written,
-                "counts": counts,
-                "counters": counters,
-            }
-            marker[MARKER_CHECKSUM] = marker_checksum(marker)
+            marker = completion_marker_record(file, spec.config_sha256, written, counts, counters)
             write_json(marker, join(spec.output, completion_marker(stem)), spec.storage_options)
         finally:
             fs, path = filesystem(temp_dir, spec.storage_options)
@@ -160,7 +135,7 @@ class _ProcessInputFn(beam.DoFn):
                 documents.append(outcome)
         for name, fn in self._steps:
             kept = []
-            for output in _apply(fn, documents):
+            for output in run_step_fn(fn, documents):
                 if isinstance(output, pvalue.TaggedOutput):
                     yield (EXCLUDED if output.tag == EXCLUDED else DEAD_LETTERS), name, output.value
                 else:
@@ -185,16 +160,6 @@ class _ProcessInputFn(beam.DoFn):
             )
             outputs[key] = _Output(final, temp, metrics)
         return outputs[key]
-
-
-def _apply(fn: beam.DoFn, documents: list[Document]) -> Iterator[Any]:
-    """The outputs of one step's DoFn over ``documents``, in order."""
-    if isinstance(fn, BatchDoFn):
-        for batch in _chunks(documents, fn.batch_size):
-            yield from fn.transform_batch(batch, fn.begin_batch(batch))
-        return
-    for document in documents:
-        yield from fn.process(document) or ()
 
 
 def _chunks(elements: Iterable[Any], size: int) -> Iterator[list[Any]]:

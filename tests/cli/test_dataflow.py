@@ -48,6 +48,6 @@ def test_graph_prints_the_steps_and_writes_the_job(tmp_path, capsys):
     assert main(argv) == 0
     printed = capsys.readouterr().out
     graph = json.loads(job.read_text())
-    assert graph["steps"][0]["name"] == "ReadWarc" and len(graph["steps"]) == 7
+    assert graph["steps"][0]["name"] == "read" and len(graph["steps"]) == 7
     assert "7 steps" in printed and f"job written to {job}" in printed
     assert graph["job"]["environment"]["sdkPipelineOptions"]["options"]["output"] == "gs://b/x"

@@ -95,9 +95,9 @@ def test_verify_and_merge_refuse_an_unfinished_job(review_jsonl, tmp_path, capsy
         "not done: 3 pending or running, 0 failed",
         "expected shards completed by at least 2 hosts",
     ]
-    assert main(["elastic", "merge", "--job-dir", str(job), "--output", str(tmp_path / "all.jsonl.gz")]) == 2
+    assert main(["elastic", "merge", "--job-dir", str(job), "--output", str(tmp_path / "all")]) == 2
     assert "Not every shard is done (missing: shard-00000, shard-00001, shard-00002" in capsys.readouterr().err
-    assert not (tmp_path / "all.jsonl.gz").exists()
+    assert not (tmp_path / "all").exists()
 
 
 def test_only_prepare_takes_pipeline_options_and_a_worker_needs_a_job(tmp_path, capsys):

@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from beamtrove.cli import main
+from beamtrove.layout import READ
 from tests.conftest import make_warc_set, require
 
 
@@ -157,7 +158,7 @@ def test_dead_letters_show_reason_step_source_and_offset(run_output, capsys):
             f"    source    {letter['file']} offset {letter['offset']}",
             f"    record_id {letter['record_id']}",
         ]
-    assert "  ReadWarc: truncated_record 1, undecodable 1" in out.splitlines()
+    assert f"  {READ}: truncated_record 1, undecodable 1" in out.splitlines()
     _, out, _ = inspect(capsys, run_output, "--dead-letters", "--reason", "trunc", "--json")
     assert [json.loads(line) for line in out.splitlines()] == [
         letter for letter in letters if letter["reason"] == "truncated_record"
@@ -179,6 +180,20 @@ def test_json_id_grep_full_and_fields(run_output, capsys):
     assert matching
     _, out, _ = inspect(capsys, run_output, "--grep", word, "--limit", 0)
     assert [block[0].split(" ", 1)[1] for block in blocks(out)] == matching
+
+
+def test_a_run_that_writes_its_documents_into_its_folder_shows_them_without_what_it_set_aside(
+    review_jsonl, tmp_path, capsys
+):
+    output = tmp_path / "converted"
+    assert main(["run", "convert", "--input", str(review_jsonl / "reviews-1.jsonl"), "--output", str(output)]) == 0
+    (part,) = output.glob("part-*.jsonl.gz")
+    status, out, err = inspect(capsys, output, "--limit", 0, "--json")
+    assert (status, err) == (0, "")
+    # Its dead letter (the malformed row) is not a document.
+    assert [json.loads(line) for line in out.splitlines()] == rows(part) and len(rows(part)) == 200
+    _, out, _ = inspect(capsys, output, "--dead-letters")
+    assert blocks(out)[0][0] == f"[1] malformed_json (step {READ})"
 
 
 def test_unreadable_lines_are_shown_in_place_and_reading_goes_on(review_jsonl, capsys):
@@ -259,10 +274,11 @@ def test_paths_that_hold_no_documents_say_what_they_hold(run_output, data_dir, t
     assert "WARC files hold pages rather than documents; extract their text first" in err
     dropped_only = tmp_path / "dropped-only"
     shutil.copytree(run_output / "excluded", dropped_only / "excluded")
+    shutil.copy(run_output / "stats.json", dropped_only)
     _, _, err = inspect(capsys, dropped_only)
     assert err == (
-        f"beamtrove: error: {dropped_only} holds no documents/: the run kept no document. It holds excluded/; "
-        "pass --excluded to see what its filters dropped, --dead-letters what it could not read\n"
+        f"beamtrove: error: {dropped_only} holds no documents/: the run kept no document. It holds excluded/, "
+        "stats.json; pass --excluded to see what its filters dropped, --dead-letters what it could not read\n"
     )
 
 

@@ -42,7 +42,7 @@ def test_a_step_added_to_the_declaration_runs_in_ordinary_and_resumable_runs(dat
         assert counters["in"] == steps["extract"]["counters"]["out"], out
         assert counters["in"] == counters["out"] + counters["dropped.too_short"] and counters["out"] > 0, out
         assert steps["write_excluded_length_filter"]["counters"]["out"] == counters["dropped.too_short"], out
-        assert steps["WriteDocuments"]["counters"]["out"] == counters["out"], out
+        assert steps["write_documents"]["counters"]["out"] == counters["out"], out
     assert runs[ordinary]["length_filter"]["counters"] == runs[resumable]["length_filter"]["counters"]
 
     kept, dropped = _rows(ordinary / "documents"), _rows(ordinary / "excluded" / "length_filter")
@@ -82,14 +82,14 @@ def test_the_graph_applies_the_declared_steps_in_order_with_their_writers(data_d
     assert built.flow.sink.documents_dir == f"{built.flow.write_to}/documents"
     steps = [step.name for step in built.flow.steps]
     assert steps == [
-        "AddDump", "url_filter", "extract", "language_filter", "gopher_repetition", "gopher_quality", "c4_quality",
+        "add_dump", "url_filter", "extract", "language_filter", "gopher_repetition", "gopher_quality", "c4_quality",
         "fineweb_quality",
     ]  # fmt: skip
     labels = [t.full_label for t in built.pipeline.transforms_stack[0].parts]
     filters = ("url_filter", "language_filter", "gopher_repetition", "gopher_quality", "c4_quality", "fineweb_quality")
     with_writers = {rule: [rule, f"write_excluded_{rule}"] for rule in filters}
     assert labels == [
-        "ReadWarc", "AddDump", *with_writers["url_filter"], "extract",
+        "read", "add_dump", *with_writers["url_filter"], "extract",
         *(label for rule in filters[1:] for label in with_writers[rule]),
-        "WriteDocuments", "FlattenDeadLetters", "WriteDeadLetters", "FlattenWritten", "Publish",
+        "write_documents", "FlattenDeadLetters", "write_dead_letters", "FlattenWritten", "Publish",
     ]  # fmt: skip

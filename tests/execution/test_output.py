@@ -233,8 +233,8 @@ def test_an_interrupted_run_rerun_gives_the_uninterrupted_output(kill_inputs, tm
         assert stray == [], attempt
         # The counts; the seconds the runner measured in the step differ between any two runs.
         assert (
-            json.loads((output / "stats.json").read_text())["steps"]["WriteDocuments"]["counters"]
-            == json.loads((reference / kind / "stats.json").read_text())["steps"]["WriteDocuments"]["counters"]
+            json.loads((output / "stats.json").read_text())["steps"]["write_documents"]["counters"]
+            == json.loads((reference / kind / "stats.json").read_text())["steps"]["write_documents"]["counters"]
         )
 
 
@@ -270,7 +270,7 @@ def _folder(output) -> dict[str, bytes]:
             continue
         data = (output / name).read_bytes()
         if name == "stats.json":
-            data = json.dumps(json.loads(data)["steps"]["Read"]["counters"]).encode()
+            data = json.dumps(json.loads(data)["steps"]["read"]["counters"]).encode()
         elif name == "report.html":
             data = b"drawn"  # its figures show the seconds the run took
         seen[name] = data

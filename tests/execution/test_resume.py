@@ -10,11 +10,11 @@ import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beamtrove.cli import main
+from beamtrove.completion import MARKER_CHECKSUM, marker_checksum
 from beamtrove.execution.resume import configuration, pending_inputs
 from beamtrove.fs import match_inputs
 from beamtrove.layout import COMPLETED_DIR, RESUME_CONFIG_FILE, input_stem
 from beamtrove.pipelines.fineweb import SPEC
-from beamtrove.transforms.per_input import MARKER_CHECKSUM, marker_checksum
 
 
 @pytest.fixture
@@ -145,7 +145,7 @@ def test_a_rerun_redoes_exactly_the_inputs_whose_outputs_or_marker_were_damaged(
     warnings = [record.getMessage() for record in caplog.records if record.levelname == "WARNING"]
     assert len(warnings) == 1 and damaged in warnings[0] and "runs again" in warnings[0], warnings
     rerun = json.loads((output / "stats.json").read_text())
-    assert rerun["run_steps"]["ProcessInputs"]["counters"]["completed"] == 1
+    assert rerun["run_steps"]["process_inputs"]["counters"]["completed"] == 1
     assert _contents(output) == files
     assert (rerun["steps"], rerun["inputs_completed"]) == (stats["steps"], 5)
 

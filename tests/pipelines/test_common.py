@@ -70,7 +70,7 @@ def test_the_reader_is_the_input_formats(movie_reviews, tmp_path):
 
 def test_documents_go_to_the_documents_folder_of_the_output():
     sink = documents_sink(PipelineOptions(["--max_file_size", "1000"]), "gs://bucket/run")
-    assert (sink.label, sink.documents_dir) == ("WriteDocuments", "gs://bucket/run/documents")
+    assert (sink.label, sink.documents_dir) == ("write_documents", "gs://bucket/run/documents")
     assert sink.transform._max_file_size == 1000 and sink.transform._template.template == "part-${shard}.jsonl.gz"
 
 
@@ -79,7 +79,7 @@ def _run(pipeline: str, *args: str) -> int:
 
 
 def _read_counters(output) -> dict:
-    return json.loads((output / "stats.json").read_text())["steps"]["Read"]["counters"]
+    return json.loads((output / "stats.json").read_text())["steps"]["read"]["counters"]
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +106,7 @@ def test_a_run_that_kept_nothing_is_an_empty_input_never_its_exclusions_or_dead_
         f"({kept_nothing / 'dead_letters'}) to read it."
     ]
     # No counter: nothing read, and no no_match dead letter when the run starts; nothing written but the run's books.
-    assert _read_counters(output) == {}
+    assert _read_counters(output) == {"in": 0, "out": 0}
     assert sorted(path.name for path in output.iterdir()) == ["report.html", "stats.json"]
 
 

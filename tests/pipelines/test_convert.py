@@ -32,7 +32,7 @@ def test_in_memory_and_multi_processing_give_identical_documents(faults_set, tmp
         )
         outputs[mode] = _jsonl_rows(out)
         stats = json.loads((out / "stats.json").read_text())["steps"]
-        assert stats["Read"]["counters"]["out"] == stats["Write"]["counters"]["out"] == 400
+        assert stats["read"]["counters"]["out"] == stats["write"]["counters"]["out"] == 400
     assert len(outputs["in_memory"]) == 400
     assert outputs["in_memory"] == outputs["multi_processing"]
 

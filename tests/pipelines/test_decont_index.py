@@ -43,9 +43,9 @@ def test_index_folders_hold_manifest_shards_and_stats(indexes):
         }
     }
     stats = json.loads((roosevelt / "stats.json").read_text())
-    assert stats["funnel"] == ["Read", "write_index"]
+    assert stats["funnel"] == ["read", "write_index"]
     # 92 sentences, one per line; the 24 of fewer than 12 words give no n-gram.
-    assert stats["steps"]["Read"]["counters"]["out"] == 92
+    assert stats["steps"]["read"]["counters"]["out"] == 92
     assert stats["steps"]["write_index"]["counters"] == {
         "in": 92,
         "out": 68,

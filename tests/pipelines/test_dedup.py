@@ -66,21 +66,26 @@ def test_every_step_removes_its_duplicates_and_says_why(corpus, reviews, tmp_pat
     # The boilerplate stays in the first review that has it.
     assert kept["review-020"].startswith(BOILERPLATE) and not kept["review-030"].startswith("Subscribe")
     steps = json.loads((output / "stats.json").read_text())["steps"]
-    assert steps["exact_dedup"]["counters"]["dropped.exact_duplicate"] == 3
-    minhash = steps["minhash_remove"]["counters"]
+    assert steps["exact"]["counters"]["dropped.exact_duplicate"] == 3
+    minhash = steps["minhash"]["counters"]
     assert {name: value for name, value in minhash.items() if not name.startswith("chars_")} == {
         "in": 83,
         "out": 80,
         "dropped.minhash_duplicate": 3,
+        # The clustering's counters are the step's too: 83 signatures, 15 bands shared, 3 clusters of 2.
+        "documents": 83,
+        "shared_bands": 15,
+        "links": 15,
+        "components": 3,
     }
     # Characters in and out of each step: the last one's out is what the output holds.
-    assert steps["sentence_dedup"]["counters"]["chars_out"] == sum(len(text) for text in kept.values())
-    assert steps["sentence_dedup"]["counters"]["chars_in"] == minhash["chars_out"]
+    assert steps["sentence"]["counters"]["chars_out"] == sum(len(text) for text in kept.values())
+    assert steps["sentence"]["counters"]["chars_in"] == minhash["chars_out"]
     assert minhash["chars_in"] - minhash["chars_out"] == sum(
         len(near_copy(reviews[n].text, 0.01, seed=n)) for n in range(10, 13)
     )
     # The boilerplate, and a real repeat: review-010 spells "l . i . e ." twice (one-letter sentences).
-    assert steps["sentence_dedup"]["counters"]["spans_removed"] == 2
+    assert steps["sentence"]["counters"]["spans_removed"] == 2
 
 
 def test_minhash_alone_reads_the_input_twice_and_agrees(corpus, tmp_path):
@@ -162,7 +167,7 @@ def test_a_new_dump_against_the_index_of_an_earlier_one(corpus, reviews, tmp_pat
     kept = {row["id"]: row["text"] for row in jsonl_rows(output / "documents")}
     # The boilerplate the earlier dump held is cut; the new review stays whole.
     assert kept == {"new-100": reviews[100].text.strip(), "new-101": reviews[101].text}
-    counters = json.loads((output / "stats.json").read_text())["steps"]["sentence_dedup"]["counters"]
+    counters = json.loads((output / "stats.json").read_text())["steps"]["sentence"]["counters"]
     assert counters["spans_in_index.reviews-2024"] == 1
     capsys.readouterr()
     refused = ["run", "dedup_index", "--input", str(new_dump / "*.jsonl"), "--output", str(tmp_path / "again")]
@@ -183,7 +188,7 @@ def test_substring_cuts_runs_of_tokens_seen_before(corpus, reviews, gpt2_path, t
     for n in (10, 11, 12):
         near = near_copy(reviews[n].text, 0.01, seed=n)
         assert len(kept[f"review-0{n}-near"]) < len(near)
-    counters = json.loads((output / "stats.json").read_text())["steps"]["substring_dedup"]["counters"]
+    counters = json.loads((output / "stats.json").read_text())["steps"]["substring"]["counters"]
     assert counters["dropped.substring_dedup_too_short"] == 3
 
 
@@ -200,13 +205,13 @@ def test_bloom_removes_documents_whose_ngrams_mostly_occurred_before(corpus, tmp
     assert {removed[f"review-00{n}-exact"]["bloom_duplicate_fraction"] for n in range(3)} == {1.0}
     assert all(0.8 < removed[f"review-0{n}-near"]["bloom_duplicate_fraction"] < 1 for n in (10, 11, 12))
     steps = json.loads((output / "stats.json").read_text())["steps"]
-    counters = steps["bloom_dedup"]["counters"]
+    counters = steps["bloom"]["counters"]
     assert (counters["in"], counters["out"], counters["dropped.bloom_duplicate"]) == (87, 81, 6)
     # The filter lets through every occurrence of a shingle two documents share, and its false positives.
     assert counters["candidates"] >= counters["shared_shingles"] * 2 + counters["unshared_candidates"]
     assert counters["unshared_candidates"] < 0.01 * (counters["shingles"] - counters["candidates"])
     # Nothing is left for MinHash to remove.
-    assert "dropped.minhash_duplicate" not in steps["minhash_remove"]["counters"]
+    assert "dropped.minhash_duplicate" not in steps["minhash"]["counters"]
 
 
 # Two datasets that each number their rows from "0": every id names one document of each. Every dedup step must

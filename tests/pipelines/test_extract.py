@@ -17,7 +17,7 @@ def test_extract_pipeline_keeps_every_page_with_text(data_dir, tmp_path):
     assert (
         len(rows)
         == steps["extract"]["counters"]["out"]
-        == steps["ReadWarc"]["counters"]["out"]
+        == steps["read"]["counters"]["out"]
         - steps["extract"]["counters"].get("dropped.empty", 0)
         - sum(v for k, v in steps["extract"]["counters"].items() if k.startswith("errors."))
     )
@@ -26,7 +26,7 @@ def test_extract_pipeline_keeps_every_page_with_text(data_dir, tmp_path):
 
 def test_extract_is_shard_safe_resumable_and_takes_the_extraction_options():
     spec = pipeline_spec("extract")
-    assert spec.shard_safe and spec.resumable and spec.read_label == "ReadWarc"
+    assert spec.shard_safe and spec.resumable and spec.read_label == "read"
     assert [c.__name__ for c in spec.option_classes] == [
         "ExtractionOptions",
         "ResumeOptions",

@@ -55,7 +55,7 @@ def test_steps_run_in_the_order_given_and_drop_what_each_filter_drops(review_doc
         expected = {doc_id: reason for doc_id, (name, reason) in dropped.items() if name == step}
         assert {row["id"]: row["metadata"]["filter_reason"] for row in excluded} == expected
     stats = json.loads((tmp_path / "stats.json").read_text())
-    assert stats["funnel"] == ["Read", *steps.split(","), WRITE_DOCUMENTS]
+    assert stats["funnel"] == ["read", *steps.split(","), WRITE_DOCUMENTS]
     assert stats["steps"]["gopher_quality"]["counters"]["out"] == len(kept)
 
 

@@ -50,7 +50,7 @@ def screened_run(faults_set, tmp_path_factory):
 def test_every_record_is_accounted_for(request, run, step_names):
     out, manifest, steps = request.getfixturevalue(run)
     assert [step for step in steps if step in SCREENED_STEPS] == list(step_names)
-    read = steps["ReadWarc"]["counters"]
+    read = steps["read"]["counters"]
     # 400 pages and 4 injected faults, the last one a record cut short by the truncated file.
     assert read["in"] == len(manifest) == 404
     not_passed_on = sum(v for k, v in read.items() if k.startswith(("skipped.", "errors.")))
@@ -63,7 +63,7 @@ def test_every_record_is_accounted_for(request, run, step_names):
         assert counters["in"] == counters["out"] + lost, step
         passed_on = counters["out"]
     kept = jsonl_rows(out / "documents")
-    assert len(kept) == passed_on == steps["WriteDocuments"]["counters"]["out"]
+    assert len(kept) == passed_on == steps["write_documents"]["counters"]["out"]
     for step in (step for step in step_names if step != "extract"):
         excluded = jsonl_rows(out / "excluded" / step) if (out / "excluded" / step).exists() else []
         dropped = {k[len("dropped.") :]: v for k, v in steps[step]["counters"].items() if k.startswith("dropped.")}
@@ -189,12 +189,12 @@ def test_resumable_run_equals_the_ordinary_run_and_a_rerun_reads_nothing(fineweb
     assert _lines(out / "dead_letters"), "the faults set has records that cannot be read"
     stats = json.loads((out / "stats.json").read_text())
     steps = stats["steps"]
-    assert sum(m["counts"]["documents"] for m in markers.values()) == steps["WriteDocuments"]["counters"]["out"]
-    read = steps["ReadWarc"]["counters"]
+    assert sum(m["counts"]["documents"] for m in markers.values()) == steps["write_documents"]["counters"]["out"]
+    read = steps["read"]["counters"]
     assert sum(m["counts"]["read"] for m in markers.values()) == read["out"] + read.get("errors.truncated", 0) + sum(
         v for k, v in read.items() if k.startswith("errors.") and k != "errors.truncated"
     )
-    assert stats["run_steps"]["ProcessInputs"]["counters"]["completed"] == stats["inputs_completed"] == 3
+    assert stats["run_steps"]["process_inputs"]["counters"]["completed"] == stats["inputs_completed"] == 3
 
     # stats.json and report.html describe each run; every other file stays as the first run wrote it.
     stamps = {
@@ -204,7 +204,7 @@ def test_resumable_run_equals_the_ordinary_run_and_a_rerun_reads_nothing(fineweb
     }
     assert main(argv) == 0
     rerun = json.loads((out / "stats.json").read_text())
-    assert rerun["run_steps"]["ReadWarc"]["counters"] == {} and "ProcessInputs" not in rerun["run_steps"]
+    assert rerun["run_steps"]["read"]["counters"] == {"in": 0, "out": 0} and "process_inputs" not in rerun["run_steps"]
     # The stats still total the whole output.
     assert rerun["steps"] == steps and rerun["inputs_completed"] == 3
     assert {path: path.stat().st_mtime_ns for path in stamps} == stamps
@@ -255,10 +255,10 @@ def test_a_run_killed_midway_resumes_without_redoing_completed_inputs(tmp_path):
 
     assert beamtrove("run", "fineweb", *inputs, "--output", str(out), "--resumable").returncode == 0
     stats = json.loads((out / "stats.json").read_text())
-    assert stats["run_steps"]["ReadWarc"]["counters"]["files"] == 8 - len(completed)
-    assert stats["run_steps"]["ProcessInputs"]["counters"]["completed"] == 8 - len(completed)
+    assert stats["run_steps"]["read"]["counters"]["files"] == 8 - len(completed)
+    assert stats["run_steps"]["process_inputs"]["counters"]["completed"] == 8 - len(completed)
     # The stats total the whole output, the inputs the killed run completed included.
-    assert (stats["steps"]["ReadWarc"]["counters"]["files"], stats["inputs_completed"]) == (8, 8)
+    assert (stats["steps"]["read"]["counters"]["files"], stats["inputs_completed"]) == (8, 8)
     assert {path: (path.stat().st_ino, path.stat().st_mtime_ns) for path in finished} == finished
     assert len(list((out / "_completed").glob("*.json"))) == 8
     assert not (out / ".beamtrove-staging").exists(), "temporary files were left behind"
@@ -311,7 +311,7 @@ def test_every_runner_keeps_the_same_documents(runner_set, runner, tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     assert _lines(tmp_path / "documents") == documents
     steps = json.loads((tmp_path / "stats.json").read_text())["steps"]
-    assert steps["WriteDocuments"]["counters"]["out"] == len(documents)
+    assert steps["write_documents"]["counters"]["out"] == len(documents)
     # Each runner's workers report their progress to the command, which ends on all inputs read, quietly.
     progress = [line for line in result.stderr.splitlines() if line.startswith("fineweb: ")]
     assert progress[-1].startswith("fineweb: 4/4 inputs"), result.stderr[-3000:]

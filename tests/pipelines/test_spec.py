@@ -30,11 +30,10 @@ def test_a_flow_leaves_out_the_steps_the_options_do_not_ask_for(movie_reviews, t
     dedup = pipeline_spec("dedup")
     flow = dedup.flow(PipelineOptions(["--input", str(reviews), "--output", str(tmp_path / "out"), "--dedup",
                                        "sentence,exact"]))  # fmt: skip
-    assert [(step.name, step.label, step.per_document) for step in flow.steps] == [
-        ("exact", "exact_dedup", False),
-        ("sentence", "sentence_dedup", False),
-    ]
-    assert flow.output == str(tmp_path / "out") and flow.read_label == "Read"
+    assert [(step.name, step.per_document) for step in flow.steps] == [("exact", False), ("sentence", False)]
+    # One name per step: its label, stats name and excluded/ folder, the name --dedup knows it by.
+    assert flow.funnel == ("read", "exact", "sentence", "write_documents")
+    assert flow.output == str(tmp_path / "out") and flow.read_label == "read"
     assert flow.sink.documents_dir == str(tmp_path / "out" / "documents")
     with pytest.raises(
         ValueError, match="--dedup takes a comma-separated list of exact, url, bloom, minhash, sentence"
@@ -47,7 +46,7 @@ def test_the_dump_moves_a_fineweb_run_into_its_folder(data_dir, tmp_path):
     fineweb = pipeline_spec("fineweb")
     flow = fineweb.flow(PipelineOptions(["--input", warc, "--output", str(tmp_path), "--dump", "CC-MAIN-2020-34"]))
     assert flow.output == str(tmp_path / "CC-MAIN-2020-34")
-    assert flow.steps[0].name == "AddDump"
+    assert flow.steps[0].name == "add_dump"
     # Without --input, the dump's WARC files are read from --cc_base (here a local folder without them).
     with pytest.raises(FileNotFoundError, match=r"crawl-data/CC-MAIN-2020-34/segments/\*/warc/\*\.warc\.gz"):
         fineweb.flow(PipelineOptions(["--output", str(tmp_path), "--dump", "CC-MAIN-2020-34", "--cc_base",
@@ -60,7 +59,7 @@ def test_a_shard_safe_declaration_cannot_hold_a_global_step(tmp_path):
     reviews = tmp_path / "reviews.jsonl"
     reviews.write_text('{"text": "one review"}\n')
     convert = pipeline_spec("convert")
-    exact = GlobalStep("exact", "exact_dedup", ExactDedup())
+    exact = GlobalStep(ExactDedup())
     wrong = dataclasses.replace(convert, steps=(lambda options: exact,))
     with pytest.raises(TypeError, match="The convert pipeline is declared shard-safe but has a global step"):
         wrong.flow(PipelineOptions(["--input", str(reviews), "--output", str(tmp_path / "out")]))

@@ -71,7 +71,7 @@ def test_dedup_counts_tokens_before_and_after(review_jsonl, data_dir, tmp_path):
     steps = _stats(output)
     before, after = steps["tokens_before_dedup"], steps["tokens_after_dedup"]
     assert before["in"] == before["out"] == 600
-    assert after["in"] == steps["exact_dedup"]["out"]
+    assert after["in"] == steps["exact"]["out"]
     assert 0 < after["tokens"] <= before["tokens"]
     kept = [json.loads(line) for path in (output / "documents").glob("*.jsonl.gz") for line in _gunzip(path)]
     assert sum(row["metadata"]["token_count"] for row in kept) == after["tokens"]

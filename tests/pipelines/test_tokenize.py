@@ -40,7 +40,7 @@ def test_tokenize_writes_shuffled_shards_holding_every_document_once(corpus, gpt
     assert masks[expected[0]] == b"\x00" * masked + b"\x01" * (len(expected[0]) // 2 - masked)
     assert all(loss == b"\x01" * (len(tokens) // 2) for tokens, loss in written if tokens != expected[0])
     steps = json.loads((out / "stats.json").read_text())["steps"]
-    assert steps["Read"]["counters"]["out"] == steps["tokenize"]["counters"]["in"] == 60
+    assert steps["read"]["counters"]["out"] == steps["tokenize"]["counters"]["in"] == 60
     assert steps["write_tokens"]["counters"]["out"] == 60
     assert steps["write_tokens"]["counters"]["tokens"] == sum(len(t) // 2 for t in expected)
     assert steps["write_tokens"]["counters"]["files"] == 3

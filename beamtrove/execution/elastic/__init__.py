@@ -4,7 +4,7 @@ No cluster is needed. ``prepare`` cuts the input into shards and publishes a
 manifest; any number of ``worker`` processes, on any nodes that see the job
 directory, claim shards with ``O_CREAT|O_EXCL`` locks and run the pipeline
 on each with a local Beam runner; ``merge`` verifies every shard's output
-and concatenates them in manifest order.
+and publishes them in manifest order as one run folder.
 
 Job directory layout::
 

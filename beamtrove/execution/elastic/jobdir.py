@@ -19,6 +19,7 @@ import uuid
 from typing import Any
 
 from beamtrove import __version__
+from beamtrove.fs import staging_file
 
 __all__ = [
     "STAGED_KIND",
@@ -29,7 +30,6 @@ __all__ = [
     "is_staged",
     "publish_once",
     "sha256_of",
-    "write_atomically",
 ]
 
 MANIFEST = "manifest.json"
@@ -60,24 +60,6 @@ def config_sha256(pipeline: str, args: list[str]) -> str:
     return sha256_of(json.dumps({"pipeline": pipeline, "args": args}, separators=(",", ":")).encode())
 
 
-def _temporary_beside(path: pathlib.Path) -> pathlib.Path:
-    return path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-
-
-def _write_synced(path: pathlib.Path, data: bytes) -> None:
-    with open(path, "wb") as out:
-        out.write(data)
-        out.flush()
-        os.fsync(out.fileno())
-
-
-def write_atomically(path: pathlib.Path, data: bytes) -> None:
-    """Writes ``data`` under a temporary name, then renames it to ``path`` (replacing it)."""
-    temporary = _temporary_beside(path)
-    _write_synced(temporary, data)
-    os.replace(temporary, path)
-
-
 def publish_once(path: pathlib.Path, record: dict[str, Any]) -> bool:
     """Publishes ``record`` as ``path`` unless it exists; True when this call published it.
 
@@ -85,15 +67,12 @@ def publish_once(path: pathlib.Path, record: dict[str, Any]) -> bool:
     temporary file), so readers never see half of one, and of racing
     publishers exactly one wins.
     """
-    temporary = _temporary_beside(path)
-    _write_synced(temporary, json.dumps(record, indent=1).encode())
-    try:
-        os.link(temporary, path)
-        return True
-    except FileExistsError:
-        return False
-    finally:
-        temporary.unlink()
+    with staging_file(path, json.dumps(record, indent=1).encode()) as staging:
+        try:
+            os.link(staging, path)
+            return True
+        except FileExistsError:
+            return False
 
 
 def read_json(path: pathlib.Path) -> dict[str, Any] | None:

@@ -1,24 +1,40 @@
-"""Verifying an elastic job's shard outputs and merging them in order: ``beamtrove elastic verify`` and ``merge``."""
+"""Verifying an elastic job's shard outputs, and merging them into one run folder: ``elastic verify`` and ``merge``."""
 
 from __future__ import annotations
 
 import gzip
 import json
 import os
-import pathlib
+import posixpath
 import shutil
 import time
-import uuid
 from typing import Any
 
 from beamtrove.execution.elastic.jobdir import ElasticError, JobDir, is_staged, read_json
 from beamtrove.execution.elastic.status import DamagedRecord, output_damage, read_done
-from beamtrove.execution.output import OutputPlan, lock_output, recover_output
-from beamtrove.layout import STAGING_DIR
-from beamtrove.options import ConfigurationError
-from beamtrove.stats import merge_stats
+from beamtrove.execution.output import plan_output
+from beamtrove.execution.resume import configuration
+from beamtrove.execution.run import write_run_report
+from beamtrove.fs import join
+from beamtrove.layout import (
+    CLUSTERS_DIR,
+    DEAD_LETTERS_DIR,
+    DOCUMENTS_DIR,
+    EXCLUDED_DIR,
+    STATS_FILE,
+    SUMMARY_STATS_DIR,
+)
+from beamtrove.options import ConfigurationError, parse
+from beamtrove.pipelines import pipeline_spec
+from beamtrove.run_output import RunOutput
+from beamtrove.stats import merge_stats, write_stats
+from beamtrove.transforms.summary.merge import merge_summary_stats
+from beamtrove.transforms.writers.base import SHARD, FilenameTemplate
 
 __all__ = ["format_verification", "merge_job", "verify_job"]
+
+# The names of the one file merge wrote before it wrote a run folder: JSONL, gzip when named .gz.
+_FILE_SUFFIXES = (".jsonl", ".json", ".gz", ".zst")
 
 
 def _check_output(job: JobDir, done: dict[str, Any]) -> str | None:
@@ -112,32 +128,54 @@ def verify_job(job_dir: str | os.PathLike, expect_hosts: int | None = None) -> d
     }
 
 
-def merge_job(job_dir: str | os.PathLike, output: str | os.PathLike, overwrite: bool = False) -> dict[str, Any]:
-    """Verifies every shard, then concatenates their documents in manifest order into ``output``.
-
-    ``output`` is gzip-compressed when its name ends in ``.gz``. The shards'
-    stats are added up into ``<output>.stats.json``. Both are written in the
-    staging folder of the folder that holds them and published together, as
-    a run publishes its outputs (:mod:`beamtrove.execution.output`): with
-    ``overwrite``, an existing ``output`` (a file or a folder) and its stats
-    are replaced, and an interrupted merge leaves the old ones or the new
-    ones, which the next merge into that folder finishes publishing.
-
-    Returns:
-        The verification report, with the output paths.
+def _refuse_a_file(output: str) -> None:
+    """Refuses the form ``merge`` took when it wrote one file: an ``--output`` named as a JSONL file.
 
     Raises:
-        ElasticError: Shards are not all done, an output fails its check,
-            ``output`` exists and ``overwrite`` is off, or another merge or
-            run is writing into the folder.
+        ElasticError: ``output`` is named as a file and is not a folder.
     """
+    name = posixpath.basename(posixpath.normpath(output))
+    if name.endswith(_FILE_SUFFIXES) and not os.path.isdir(output):
+        folder = posixpath.join(posixpath.dirname(posixpath.normpath(output)), name.split(".", 1)[0] or "merged")
+        raise ElasticError(
+            f"--output {output} names a file, but `beamtrove elastic merge` writes a run folder as `beamtrove run` "
+            f"does (documents/, excluded/, dead_letters/, stats.json, report.html): pass a folder, e.g. --output "
+            f"{folder}"
+        )
+
+
+def merge_job(job_dir: str | os.PathLike, output: str | os.PathLike, overwrite: bool = False) -> dict[str, Any]:
+    """Verifies every shard, then publishes their outputs in manifest order as the run folder ``output``.
+
+    The folder is laid out as ``beamtrove run`` lays out its output: the
+    documents of each shard that kept any (sorted by id within it, as its
+    worker published them) are one ``documents/part-NNNNN.jsonl.gz``, in
+    manifest order, so reading the parts in name order gives the shards
+    one after the other; what the shards' steps excluded, their cluster maps
+    and their dead letters are the parts of ``excluded/<step>/``,
+    ``clusters/<step>/`` and ``dead_letters/``, shard after shard; their
+    summary statistics are added up into ``summary_stats/``; ``stats.json``
+    adds up their counters, and ``report.html`` is drawn from it. Everything
+    is staged and published as a run publishes its outputs
+    (:mod:`beamtrove.execution.output`): with ``overwrite``, what ``output``
+    held is replaced once the merge succeeds, and a merge stopped while
+    publishing is finished by the next one.
+
+    Returns:
+        The verification report, with ``output`` and ``stats`` (the path of ``stats.json``).
+
+    Raises:
+        ElasticError: ``output`` is named as a file; shards are not all done,
+            an output fails its check; ``output`` holds something and
+            ``overwrite`` is off, or another merge or run is writing into it.
+    """
+    output = str(output)
+    _refuse_a_file(output)
     job = JobDir(job_dir)
     if is_staged(job.manifest()):
         from beamtrove.execution.staged.run import merge_staged_job  # noqa: PLC0415
 
-        return merge_staged_job(job.path, str(output), overwrite=overwrite)
-    target = pathlib.Path(output).absolute()
-    stats_target = target.with_name(f"{target.name}.stats.json")
+        return merge_staged_job(job.path, output, overwrite=overwrite)
     report = verify_job(job_dir)
     if not report["complete"]:
         raise ElasticError(
@@ -155,45 +193,76 @@ def merge_job(job_dir: str | os.PathLike, output: str | os.PathLike, overwrite: 
         )
     manifest = job.manifest()
     dones = [read_json(job.done_path(shard["id"])) for shard in manifest["shards"]]
-    folder = str(target.parent)
     try:
-        lock = lock_output(folder)
+        plan = plan_output(output, overwrite=overwrite)
     except ConfigurationError as exc:
         raise ElasticError(str(exc)) from None
     try:
-        recover_output(folder)
-        replaces = tuple(path.name for path in (target, stats_target) if path.exists())
-        if replaces and not overwrite:
-            raise ElasticError(f"{target} already exists: pass --overwrite to replace it.")
-    except BaseException:
-        lock.release()
-        raise
-    plan = OutputPlan(folder, os.path.join(folder, STAGING_DIR, uuid.uuid4().hex), replaces, lock=lock)
-    try:
         plan.stage()
-        staged = pathlib.Path(plan.write_to)
-        with open(staged / target.name, "wb") as raw:
-            out = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) if target.suffix == ".gz" else raw
-            with out:
-                for done in dones:
-                    with gzip.open(job.path / done["output"], "rb") as source:
-                        shutil.copyfileobj(source, out, 1 << 20)
-        stats = merge_stats(json.loads((job.path / d["stats"]).read_text())["steps"] for d in dones if d["stats"])
-        summary = {
-            "pipeline": manifest["pipeline"]["name"],
-            "shards": len(dones),
-            "documents": report["documents"],
-            "hosts": report["hosts"],
-            "merged_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "steps": stats,
-        }
-        (staged / stats_target.name).write_text(json.dumps(summary, indent=2) + "\n")
+        _lay_out(job, dones, plan.write_to)
+        write_stats(_merged_stats(job, manifest, dones, report, output), plan.write_to)
+        write_run_report(plan.write_to, plan.output)
         plan.publish()
     except BaseException:
         plan.abandon()
         raise
     plan.release()
-    return {**report, "output": str(target), "stats": str(stats_target)}
+    return {**report, "output": output, "stats": join(output, STATS_FILE)}
+
+
+def _shard_runs(job: JobDir, dones: list[dict[str, Any]]) -> list[RunOutput]:
+    """The output folders of the shards' runs, in manifest order: where their ``stats.json`` is."""
+    return [RunOutput(str((job.path / done["stats"]).parent)) for done in dones if done["stats"]]
+
+
+def _lay_out(job: JobDir, dones: list[dict[str, Any]], folder: str) -> None:
+    """Puts the shards' outputs into ``folder`` (a run's staging folder) as the parts of one run, in manifest order."""
+    documents = [job.path / done["output"] for done in dones if done["records"]]
+    parts: dict[str, list[str]] = {DOCUMENTS_DIR: [str(path) for path in documents]}
+    runs = _shard_runs(job, dones)
+    for run in runs:
+        for step in run.excluded_steps():
+            parts.setdefault(join(EXCLUDED_DIR, step), []).extend(file.url for file in run.excluded(step).files)
+        for step in run.cluster_steps():
+            parts.setdefault(join(CLUSTERS_DIR, step), []).extend(file.url for file in run.clusters(step).files)
+        parts.setdefault(DEAD_LETTERS_DIR, []).extend(file.url for file in run.dead_letters().files)
+    for where, files in parts.items():
+        if files:
+            os.makedirs(join(folder, where))
+        for number, source in enumerate(files):
+            # The parts of a shard's run end as its writer named them (.jsonl.gz, .jsonl, ...).
+            extension = posixpath.basename(source).split(".", 1)[1]
+            name = FilenameTemplate.with_shard(f"part-${{{SHARD}}}.{extension}", number)
+            shutil.copyfile(source, join(folder, where, name))
+    summaries = [run.path(SUMMARY_STATS_DIR) for run in runs if run.holds(SUMMARY_STATS_DIR)]
+    if summaries:
+        merge_summary_stats(summaries, join(folder, SUMMARY_STATS_DIR))
+
+
+def _merged_stats(
+    job: JobDir, manifest: dict[str, Any], dones: list[dict[str, Any]], report: dict[str, Any], output: str
+) -> dict[str, Any]:
+    """What ``stats.json`` holds for a merged job: its options, its funnel and the shards' counters added up."""
+    runs = [json.loads((job.path / done["stats"]).read_text()) for done in dones if done["stats"]]
+    first = runs[0] if runs else {}
+    spec = pipeline_spec(manifest["pipeline"]["name"])
+    options = parse(spec, [*manifest["pipeline"]["args"], "--output", output])
+    return {
+        "beamtrove_version": manifest["beamtrove_version"],
+        "pipeline": spec.name,
+        "runner": first.get("runner", "DirectRunner"),
+        "state": "DONE",
+        "options": configuration(spec.name, options, spec.option_classes)["options"],
+        "funnel": first.get("funnel", []),
+        "steps": merge_stats(run["steps"] for run in runs),
+        "elastic": {
+            "job_dir": str(job.path),
+            "shards": len(dones),
+            "documents": report["documents"],
+            "hosts": report["hosts"],
+            "merged_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        },
+    }
 
 
 def format_verification(report: dict[str, Any], expect_hosts: int | None = None) -> str:

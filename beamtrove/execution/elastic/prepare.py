@@ -191,7 +191,8 @@ def prepare_job(
 
     Args:
         job_dir: The job directory to create (on storage every worker sees).
-        pipeline: A shard-safe pipeline: ``fineweb``, ``extract`` or ``convert``.
+        pipeline: A shard-safe pipeline (``fineweb``, ``extract``, ``filter``, ``convert``), or one whose global
+            steps all have staged forms (``dedup``, ``dedup_index``, ``tokenize``, ``merge_tokens``).
         inputs: Input files, directories or glob patterns (local paths).
         num_shards: How many shards to cut; at most the number of units.
         pipeline_args: The pipeline's options (``--lid_model ...``) and local

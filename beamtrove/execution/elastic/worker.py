@@ -33,11 +33,10 @@ from beamtrove.execution.elastic.jobdir import (
     is_staged,
     publish_once,
     read_json,
-    write_atomically,
 )
 from beamtrove.execution.elastic.scan import shard_inputs, shard_sha256
 from beamtrove.execution.elastic.status import job_progress, shard_states
-from beamtrove.fs import file_sha256, join, write_input_ranges
+from beamtrove.fs import file_sha256, join, write_input_ranges, write_local_atomically
 from beamtrove.layout import STATS_FILE
 from beamtrove.options import parse
 from beamtrove.pipelines import pipeline_spec
@@ -304,7 +303,7 @@ class _Worker:
                 preexec_fn=die_with_parent,  # noqa: PLW1509 - a SIGKILLed worker cannot stop its pipeline
             )
         record["child_pid"] = child.pid
-        write_atomically(attempt_dir / ATTEMPT_FILE, orjson.dumps(record))
+        write_local_atomically(attempt_dir / ATTEMPT_FILE, orjson.dumps(record))
         limit = self.manifest["attempt_timeout"]
         timed_out = False
         try:
@@ -318,7 +317,7 @@ class _Worker:
             child.kill()
             child.wait()
             record.update(status="interrupted", finished_at=time.time())
-            write_atomically(attempt_dir / ATTEMPT_FILE, orjson.dumps(record))
+            write_local_atomically(attempt_dir / ATTEMPT_FILE, orjson.dumps(record))
             raise
         record.update(exit_code=exit_code, finished_at=time.time(), seconds=round(time.time() - started, 3))
         if timed_out:
@@ -332,7 +331,7 @@ class _Worker:
                 record.update(status="failed", error=f"collecting the output failed: {type(exc).__name__}: {exc}")
         else:
             record.update(status="failed", error=f"exit code {exit_code}; end of {log}:\n{_log_tail(log)}")
-        write_atomically(attempt_dir / ATTEMPT_FILE, orjson.dumps(record))
+        write_local_atomically(attempt_dir / ATTEMPT_FILE, orjson.dumps(record))
         return record
 
     def publish(

@@ -39,9 +39,9 @@ from beamtrove.execution.elastic.jobdir import (
 from beamtrove.execution.elastic.prepare import publish_job
 from beamtrove.execution.elastic.scan import scan_inputs, scan_whole_files, shard_inputs, shards
 from beamtrove.execution.elastic.status import retry_shards, shard_states
-from beamtrove.execution.local import RunInterrupted, RunResult, write_run_report
 from beamtrove.execution.output import OutputPlan, check_auxiliary_inputs, check_separate, plan_output
 from beamtrove.execution.resume import configuration
+from beamtrove.execution.run import RunInterrupted, RunResult, write_run_report
 from beamtrove.execution.staged.plan import JobPlan, held_per_input_byte, input_ranges_file, not_staged
 from beamtrove.execution.staged.status import copy_run_outputs, staged_stats, verify_staged
 from beamtrove.fs import InputFile, input_ranges_json, join

@@ -26,9 +26,10 @@ import orjson
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.runner import PipelineState
 
-from beamtrove.execution.elastic.jobdir import JobDir, ShardLock, publish_once, read_json, write_atomically
+from beamtrove.execution.elastic.jobdir import JobDir, ShardLock, publish_once, read_json
 from beamtrove.execution.staged.plan import JobPlan
 from beamtrove.execution.staged.records import DamagedDataset, ReadDataset, WriteDataset, written_files
+from beamtrove.fs import write_local_atomically
 from beamtrove.processes import is_alive
 from beamtrove.stats import collect_stats
 from beamtrove.transforms.stages import Stage
@@ -197,7 +198,7 @@ class _Worker:
         attempt_dir = self.job.attempts_dir(task) / f"{len(attempts) + 1:02d}-{safe_host}-{os.getpid()}"
         attempt_dir.mkdir(parents=True)
         record = {"task": task, "host": self.host, "pid": os.getpid(), "started_at": time.time(), "status": "running"}
-        write_atomically(attempt_dir / ATTEMPT_FILE, orjson.dumps(record))
+        write_local_atomically(attempt_dir / ATTEMPT_FILE, orjson.dumps(record))
         self.echo(f"{task}: attempt {attempt_dir.name} started")
         started = time.monotonic()
         try:
@@ -206,7 +207,7 @@ class _Worker:
         except Exception as exc:  # a task that fails is retried, then failed; the worker goes on
             record.update(status="failed", error="".join(traceback.format_exception_only(exc)).strip())
             record["traceback"] = traceback.format_exc()
-            write_atomically(attempt_dir / ATTEMPT_FILE, orjson.dumps(record))
+            write_local_atomically(attempt_dir / ATTEMPT_FILE, orjson.dumps(record))
             if len(counted) + 1 >= allowed:
                 self.fail(task, record["error"])
             else:
@@ -231,7 +232,7 @@ class _Worker:
             # What a sink laid out for the run (the write task's outputs, or token shards).
             done["run_output"] = str((attempt_dir / RUN_OUTPUT_DIR).relative_to(self.job.path))
         record.update(status="succeeded", seconds=seconds)
-        write_atomically(attempt_dir / ATTEMPT_FILE, orjson.dumps(record))
+        write_local_atomically(attempt_dir / ATTEMPT_FILE, orjson.dumps(record))
         if publish_once(self.job.done_path(task), done):
             self.echo(f"{task}: done in {seconds:.1f} s")
 

@@ -18,7 +18,7 @@ from beamtrove.transforms.decont.index import (
     read_manifest,
     task_name,
 )
-from beamtrove.transforms.decont.ngrams import DecontConfig, benchmark_ngrams, hash_ngram, normalize_text, word_ngrams
+from beamtrove.transforms.decont.ngrams import DecontConfig, benchmark_ngrams, hash_ngram, word_ngrams
 
 __all__ = [
     "HASHES_SUFFIX",
@@ -30,7 +30,6 @@ __all__ = [
     "NGramsDecontFilter",
     "benchmark_ngrams",
     "hash_ngram",
-    "normalize_text",
     "read_manifest",
     "task_name",
     "word_ngrams",

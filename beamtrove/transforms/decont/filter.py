@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 
 from beamtrove.document import Document
-from beamtrove.text import word_splitter
+from beamtrove.text import normalize_text, word_splitter
 from beamtrove.transforms.decont.index import DecontIndex, IndexManifest, read_manifest
-from beamtrove.transforms.decont.ngrams import hash_ngram, normalize_text, word_ngrams
+from beamtrove.transforms.decont.ngrams import hash_ngram, word_ngrams
 from beamtrove.transforms.filters.base import DocumentFilter, Drop, Verdict, load_once
 
 __all__ = ["NGramsDecontFilter"]

@@ -50,7 +50,7 @@ import numpy as np
 import orjson
 
 from beamtrove.document import Document
-from beamtrove.fs import filesystem, join, open_url, write_atomically, write_json
+from beamtrove.fs import filesystem, join, open_url, write_json, write_url_atomically
 from beamtrove.metrics import StepMetrics
 from beamtrove.options import ConfigurationError
 from beamtrove.text import word_splitter
@@ -348,7 +348,7 @@ class _WriteShardFn(beam.DoFn):
         values = np.sort(np.fromiter(hashes, dtype=_DTYPE))
         relative = f"{task}/part-{shard:05d}{HASHES_SUFFIX}"
         data = values.tobytes()
-        write_atomically(data, join(self._output_dir, relative), self._storage_options)
+        write_url_atomically(join(self._output_dir, relative), data, self._storage_options)
         self._metrics.inc("files")
         self._metrics.inc("hashes", len(values))
         yield beam.pvalue.TaggedOutput(_DIGESTS, (relative, _digest(data)))

@@ -2,57 +2,27 @@
 
 A benchmark item is a ``query`` (the prompt) and a ``label`` (the gold
 answer). Both sides of decontamination normalize text the same way
-(:func:`normalize_text`), split it into words and hash every run of ``n``
-consecutive words joined by single spaces with 64-bit xxHash: DataTrove's
-``NGramsDecontIndexer`` and ``NGramsDecontFilter`` with their defaults, so
-that an index either tool builds names the same n-grams.
+(:func:`~beamtrove.text.normalize_text`), split it into words and hash every
+run of ``n`` consecutive words joined by single spaces with 64-bit xxHash:
+DataTrove's ``NGramsDecontIndexer`` and ``NGramsDecontFilter`` with their
+defaults, so that an index either tool builds names the same n-grams.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import string
-import unicodedata
 from collections.abc import Callable, Sequence
 
-import regex
 import xxhash
 
-from beamtrove.text import check_word_splitter
+from beamtrove.text import check_word_splitter, normalize_text
 
 __all__ = [
     "DecontConfig",
     "benchmark_ngrams",
     "hash_ngram",
-    "normalize_text",
     "word_ngrams",
 ]
-
-# The marks DataTrove's text simplification turns into spaces: ASCII punctuation, common CJK and typographic
-# marks, and the C0/C1 control characters except tab and newline (whitespace, folded later anyway).
-_MARKS = (
-    string.punctuation
-    + "\u2013\u2014\u2019\u201c\u201d\u201e\u2026\u2236\u2501\u25ba\u00ab\u00b4\u00bb"
-    + "\u3001\u3002\u3008\u3009\u300a\u300b\u300c\u300d\u3010\u3011"
-    + "\uff01\uff05\uff08\uff09\uff0c\uff0e\uff11\uff1a\uff1b\uff1f\uff5e"
-    + "".join(chr(code) for code in (*range(0, 9), *range(11, 32), *range(127, 160)))
-)
-_MARKS_TO_SPACES = str.maketrans(_MARKS, " " * len(_MARKS))
-# A number, with at most one decimal part after one of the separators in use across scripts.
-_NUMBER = regex.compile(r"\p{Nd}+(?:[.,\u060c\u066b\u2396\u2397\u2398]\p{Nd}+)?")
-
-
-def normalize_text(text: str) -> str:
-    """``text`` as decontamination compares it: DataTrove's default text simplification.
-
-    Lowercased; every number (``3``, ``3.14``, ``2,5``) becomes ``0``;
-    punctuation and control characters become spaces; runs of whitespace
-    become one space; accents are removed (NFD, combining marks dropped).
-    Example: ``"Café  déjà-vu: 3.14 €!"`` becomes ``"cafe deja vu 0 €"``.
-    """
-    text = _NUMBER.sub("0", text.lower()).translate(_MARKS_TO_SPACES)
-    text = unicodedata.normalize("NFD", " ".join(text.split()))
-    return "".join(char for char in text if unicodedata.category(char) != "Mn").strip()
 
 
 @dataclasses.dataclass(frozen=True)

@@ -16,7 +16,7 @@ from beamtrove.transforms.dedup.index import (
     ReadIndexEntries,
     read_index_manifest,
 )
-from beamtrove.transforms.dedup.keep import ClusterMember, DedupOutputs, KeepOrder, index_node, input_node
+from beamtrove.transforms.dedup.keep import ClusterMember, DedupOutputs, DedupStep, KeepOrder, index_node, input_node
 from beamtrove.transforms.dedup.minhash import (
     MinHashClusters,
     MinHashConfig,
@@ -26,7 +26,7 @@ from beamtrove.transforms.dedup.minhash import (
     sketch_agreement,
 )
 from beamtrove.transforms.dedup.sentences import SentenceDedup, span_digests, split_sentences
-from beamtrove.transforms.dedup.shingles import normalize_text, shingle_hashes
+from beamtrove.transforms.dedup.shingles import shingle_hashes
 from beamtrove.transforms.dedup.substrings import SubstringDedup
 
 __all__ = [
@@ -40,6 +40,7 @@ __all__ = [
     "DedupIndexManifest",
     "DedupIndexes",
     "DedupOutputs",
+    "DedupStep",
     "ExactDedup",
     "IndexMatch",
     "KeepOrder",
@@ -56,7 +57,6 @@ __all__ = [
     "index_node",
     "input_node",
     "key_digest",
-    "normalize_text",
     "normalize_url",
     "read_index_manifest",
     "shingle_hashes",

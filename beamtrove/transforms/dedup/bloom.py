@@ -44,12 +44,9 @@ and ``k = round(m / n * ln 2)`` hash functions; bit ``i`` of a shingle hash
 for the data only makes more candidates. ``fpr`` None or 0 skips the filter
 and shuffles every shingle.
 
-Text is normalized with :func:`~beamtrove.transforms.dedup.shingles.normalize_text`
-(the normalization of beamtrove's other dedups), not with DataTrove's
-``simplify_text``: both lowercase, strip accents, turn numbers into ``0`` and
-punctuation into spaces, but DataTrove's punctuation is a fixed list that
-leaves symbols such as ``•``, ``©`` or ``€`` in the text, which spaCy then
-makes words of, and it splits ``1,234.5`` into two numbers. Words are then
+Text is normalized with :func:`~beamtrove.text.normalize_text` (the
+normalization of beamtrove's other dedups and of DataTrove's, which keeps
+symbols such as ``•``, ``©`` or ``€`` as words). Words are then
 split with ``word_splitter`` (``"spacy"`` for DataTrove's tokenizer) and
 every n-gram of them is hashed to 64 bits (DataTrove: 32 bits, whose
 collisions also count as repeats).
@@ -58,8 +55,6 @@ collisions also count as repeats).
 from __future__ import annotations
 
 import collections
-import dataclasses
-import math
 
 import apache_beam as beam
 import numpy as np
@@ -67,165 +62,20 @@ import numpy as np
 from beamtrove.document import Document
 from beamtrove.layout import EXCLUDED
 from beamtrove.metrics import StepMetrics
-from beamtrove.text import check_word_splitter, word_splitter
-from beamtrove.transforms.dedup.keep import DedupOutputs, KeepOrder
-from beamtrove.transforms.dedup.shingles import normalize_text, shingle_hashes
+from beamtrove.transforms.dedup.bloom_filter import (
+    POPCOUNT,
+    BloomDedupConfig,
+    SharedBits,
+    bloom_shingles,
+    in_two_documents,
+)
+from beamtrove.transforms.dedup.keep import DedupStep, KeepOrder
 from beamtrove.transforms.filters.base import excluded_output
-from beamtrove.transforms.stages import KEYED, SAME, Stage, StagedForm, applied_outputs
+from beamtrove.transforms.stages import KEYED, SAME, Stage, StagedForm
 
 __all__ = ["BloomDedup", "BloomDedupConfig", "bloom_shingles"]
 
 _REASON = "bloom_duplicate"
-# 8 GiB per bit array: a larger filter means a wrong fpr or expected_shingles rather than a real need.
-_MAX_BITS = 1 << 36
-# Enough slices of the key space to keep 2 workers busy, each holding a few tens of MB of shingles.
-_MIN_PARTITIONS = 16
-_SHINGLES_PER_PARTITION = 1 << 21
-# Set bits of every byte value (np.bitwise_count needs numpy 2).
-_POPCOUNT = np.array([bin(value).count("1") for value in range(256)], dtype=np.uint8)
-
-
-@dataclasses.dataclass(frozen=True)
-class BloomDedupConfig:
-    """What counts as a duplicate, and how large the filter that narrows the search is.
-
-    Attributes:
-        n_grams: Words per shingle (DataTrove: 13).
-        threshold: Remove a document when more than this fraction of its
-            shingle occurrences are repeats (DataTrove: 0.8).
-        fpr: The filter's target false-positive rate, in (0, 1); ``None``
-            or 0 to shuffle every shingle instead. The kept set does not
-            depend on it.
-        expected_shingles: Distinct shingles expected in the whole input (about
-            its word count): sizes the filter for ``fpr`` and sets ``k``.
-        filter_bytes: A filter size in bytes, instead of the size derived from
-            ``fpr``; ``k`` is still the best for ``expected_shingles``.
-        word_splitter: What splits the normalized text into words, see
-            :data:`beamtrove.text.WORD_SPLITTERS` (``"spacy"``: DataTrove's words).
-        partitions: Slices of the shingle key space, each searched for repeats
-            by one worker at a time; ``None``: one per 2**21 expected shingles,
-            at least 16. The result does not depend on it.
-    """
-
-    n_grams: int = 13
-    threshold: float = 0.8
-    fpr: float | None = 0.01
-    expected_shingles: int = 10_000_000
-    filter_bytes: int | None = None
-    word_splitter: str = "beamtrove"
-    partitions: int | None = None
-
-    def __post_init__(self):
-        if isinstance(self.n_grams, bool) or not isinstance(self.n_grams, int) or self.n_grams < 1:
-            raise ValueError(f"Bloom dedup n_grams must be a whole number of words, at least 1 (got {self.n_grams!r}).")
-        if not 0 <= self.threshold <= 1:
-            raise ValueError(
-                f"Bloom dedup threshold is a fraction of shingle occurrences, in [0, 1] (got {self.threshold})."
-            )
-        if self.fpr is not None and not 0 <= self.fpr < 1:
-            raise ValueError(
-                f"Bloom dedup fpr must be in (0, 1), or None or 0 to shuffle every shingle (got {self.fpr})."
-            )
-        if self.expected_shingles < 1:
-            raise ValueError(f"Bloom dedup expected_shingles must be at least 1 (got {self.expected_shingles}).")
-        if self.filter_bytes is not None and self.filter_bytes < 1:
-            raise ValueError(f"Bloom dedup filter_bytes must be at least 1, or None (got {self.filter_bytes}).")
-        if self.partitions is not None and self.partitions < 1:
-            raise ValueError(f"Bloom dedup partitions must be at least 1, or None (got {self.partitions}).")
-        if self.bits is not None and self.bits > _MAX_BITS:
-            raise ValueError(
-                f"A Bloom filter of {self.bits} bits is larger than the {_MAX_BITS} allowed: "
-                "raise fpr, or lower expected_shingles or filter_bytes."
-            )
-        check_word_splitter(self.word_splitter)
-
-    @property
-    def exact(self) -> bool:
-        """Whether every shingle is shuffled (no filter)."""
-        return not self.fpr
-
-    @property
-    def bits(self) -> int | None:
-        """The filter's size in bits ``m``, or None without a filter."""
-        if self.exact:
-            return None
-        if self.filter_bytes is not None:
-            return 8 * self.filter_bytes
-        return max(8, math.ceil(-self.expected_shingles * math.log(self.fpr) / math.log(2) ** 2))
-
-    @property
-    def shingle_partitions(self) -> int:
-        """How many slices of the shingle key space are searched for repeats."""
-        if self.partitions is not None:
-            return self.partitions
-        return max(_MIN_PARTITIONS, math.ceil(self.expected_shingles / _SHINGLES_PER_PARTITION))
-
-    @property
-    def hashes(self) -> int | None:
-        """The number of hash functions ``k``, or None without a filter."""
-        if self.exact:
-            return None
-        return max(1, round(self.bits / self.expected_shingles * math.log(2)))
-
-    @property
-    def expected_fpr(self) -> float | None:
-        """The false-positive rate of the filter once ``expected_shingles`` are in, or None without a filter."""
-        if self.exact:
-            return None
-        return (1 - math.exp(-self.hashes * self.expected_shingles / self.bits)) ** self.hashes
-
-
-def bloom_shingles(text: str, n_grams: int = 13, word_splitter_name: str = "beamtrove") -> np.ndarray:
-    """The 64-bit hashes of every word n-gram of ``text`` in order, repeats included, as :class:`BloomDedup` sees them.
-
-    Args:
-        text: A document's text.
-        n_grams: Words per shingle.
-        word_splitter_name: One of :data:`beamtrove.text.WORD_SPLITTERS`.
-
-    Returns:
-        A ``uint64`` array, empty when the text has fewer than ``n_grams`` words.
-    """
-    words = word_splitter(word_splitter_name)(normalize_text(text))
-    return shingle_hashes(" ".join(words), n_grams)
-
-
-def _bit_indexes(hashes: np.ndarray, bits: int, k: int) -> np.ndarray:
-    """The ``(len(hashes), k)`` bit positions of each shingle hash."""
-    step = (hashes >> np.uint64(32)) | (hashes << np.uint64(32))
-    with np.errstate(over="ignore"):
-        positions = hashes[:, None] + np.arange(k, dtype=np.uint64)[None, :] * step[:, None]
-    return positions % np.uint64(bits)
-
-
-class _SharedBits:
-    """Per-bit counters of the documents whose shingles hit the bit, saturating at 2, as two packed bit arrays."""
-
-    def __init__(self, bits: int, k: int):
-        self.bits = bits
-        self.k = k
-        self.once = np.zeros((bits + 7) // 8, dtype=np.uint8)
-        self.twice = np.zeros_like(self.once)
-
-    def add(self, hashes: np.ndarray) -> None:
-        """Counts one document, given its distinct shingle hashes."""
-        positions = _bit_indexes(hashes, self.bits, self.k).ravel()
-        cells = positions >> np.uint64(3)
-        masks = np.left_shift(1, positions & np.uint64(7)).astype(np.uint8)
-        # Read before any write: a document that hits a bit twice still counts once.
-        again = (self.once[cells] & masks) != 0
-        np.bitwise_or.at(self.twice, cells[again], masks[again])
-        np.bitwise_or.at(self.once, cells, masks)
-
-    def merge(self, other: _SharedBits) -> None:
-        self.twice |= other.twice | (self.once & other.once)
-        self.once |= other.once
-
-
-def _in_two_documents(twice: np.ndarray, hashes: np.ndarray, bits: int, k: int) -> np.ndarray:
-    """Which shingles have all their bits set in the "two documents or more" array: a boolean mask."""
-    positions = _bit_indexes(hashes, bits, k)
-    return ((twice[positions >> np.uint64(3)] >> (positions & np.uint64(7)).astype(np.uint8)) & 1).all(axis=1)
 
 
 class _SharedBitsFn(beam.CombineFn):
@@ -233,22 +83,22 @@ class _SharedBitsFn(beam.CombineFn):
         self._bits = bits
         self._k = k
 
-    def create_accumulator(self) -> _SharedBits:
-        return _SharedBits(self._bits, self._k)
+    def create_accumulator(self) -> SharedBits:
+        return SharedBits(self._bits, self._k)
 
-    def add_input(self, accumulator: _SharedBits, shingled) -> _SharedBits:
+    def add_input(self, accumulator: SharedBits, shingled) -> SharedBits:
         _, hashes, _ = shingled
         accumulator.add(hashes)
         return accumulator
 
-    def merge_accumulators(self, accumulators) -> _SharedBits:
+    def merge_accumulators(self, accumulators) -> SharedBits:
         accumulators = iter(accumulators)
         merged = next(accumulators)
         for accumulator in accumulators:
             merged.merge(accumulator)
         return merged
 
-    def extract_output(self, accumulator: _SharedBits) -> _SharedBits:
+    def extract_output(self, accumulator: SharedBits) -> SharedBits:
         return accumulator
 
 
@@ -282,11 +132,11 @@ class _FilterStatsFn(beam.DoFn):
     def __init__(self, metrics: StepMetrics):
         self._metrics = metrics
 
-    def process(self, shared: _SharedBits):
+    def process(self, shared: SharedBits):
         self._metrics.inc("filter_bits", shared.bits)
         self._metrics.inc("filter_hashes", shared.k)
-        self._metrics.inc("filter_bits_set", int(_POPCOUNT[shared.once].sum(dtype=np.int64)))
-        self._metrics.inc("filter_bits_shared", int(_POPCOUNT[shared.twice].sum(dtype=np.int64)))
+        self._metrics.inc("filter_bits_set", int(POPCOUNT[shared.once].sum(dtype=np.int64)))
+        self._metrics.inc("filter_bits_shared", int(POPCOUNT[shared.twice].sum(dtype=np.int64)))
         yield shared.twice
 
 
@@ -302,7 +152,7 @@ class _CandidatesFn(beam.DoFn):
     def process(self, shingled, twice=None):
         node, hashes, counts = shingled
         if twice is not None:
-            candidates = _in_two_documents(twice, hashes, self._bits, self._k)
+            candidates = in_two_documents(twice, hashes, self._bits, self._k)
             hashes, counts = hashes[candidates], counts[candidates]
         self._metrics.inc("candidates", len(hashes))
         owners = hashes % np.uint64(self._partitions)
@@ -383,7 +233,7 @@ class _DecideFn(beam.DoFn):
             )
 
 
-class BloomDedup(beam.PTransform):
+class BloomDedup(DedupStep):
     """Removes documents whose word n-grams mostly occur in earlier documents; reason ``bloom_duplicate``.
 
     See the module documentation for the rule and the design. "Earlier" is
@@ -408,11 +258,10 @@ class BloomDedup(beam.PTransform):
         step: Stats name.
     """
 
-    def __init__(self, config: BloomDedupConfig | None = None, keep_by: str | None = None, step: str = "bloom_dedup"):
-        super().__init__()
+    def __init__(self, config: BloomDedupConfig | None = None, keep_by: str | None = None, step: str = "bloom"):
+        super().__init__(step)
         self._config = config or BloomDedupConfig()
         self._order = KeepOrder(keep_by)
-        self._metrics = StepMetrics(step)
 
     def staged_form(self) -> StagedForm:
         """The step as stages: shingles, the filter (one task), candidates, each slice's repeats, the decisions.
@@ -504,6 +353,3 @@ class BloomDedup(beam.PTransform):
             >> beam.ParDo(_DecideFn(self._config.threshold, self._metrics)).with_outputs(EXCLUDED, main="kept")
         )
         return {"decided": decided.kept, EXCLUDED: decided[EXCLUDED]}
-
-    def expand(self, documents):
-        return DedupOutputs(*applied_outputs(self.staged_form(), documents))

@@ -16,10 +16,10 @@ import apache_beam as beam
 from beamtrove.document import Document
 from beamtrove.layout import CLUSTERS, EXCLUDED
 from beamtrove.metrics import StepMetrics
-from beamtrove.transforms.dedup.keep import ClusterMember, DedupOutputs, KeepOrder
-from beamtrove.transforms.dedup.shingles import normalize_text
+from beamtrove.text import normalize_text
+from beamtrove.transforms.dedup.keep import ClusterMember, DedupStep, KeepOrder
 from beamtrove.transforms.filters.base import excluded_output
-from beamtrove.transforms.stages import KEYED, SAME, Stage, StagedForm, applied_outputs
+from beamtrove.transforms.stages import KEYED, SAME, Stage, StagedForm
 
 if TYPE_CHECKING:
     from beamtrove.transforms.dedup.index import DedupIndexes
@@ -117,7 +117,7 @@ class _KeepFirstFn(beam.DoFn):
             yield excluded_output(document, reason, duplicate_of=first_id)
 
 
-class _KeepFirstPerKey(beam.PTransform):
+class _KeepFirstPerKey(DedupStep):
     def __init__(
         self,
         key_of: Callable[[Document], str | None],
@@ -127,11 +127,10 @@ class _KeepFirstPerKey(beam.PTransform):
         kind: str,
         against: DedupIndexes | None,
     ):
-        super().__init__()
+        super().__init__(step)
         self._key_of = key_of
         self._order = KeepOrder(keep_by)
         self._reason = reason
-        self._metrics = StepMetrics(step)
         self._kind = kind
         self._against = against
 
@@ -172,9 +171,6 @@ class _KeepFirstPerKey(beam.PTransform):
         )
         return {"first": first.kept, EXCLUDED: first[EXCLUDED], CLUSTERS: first[CLUSTERS]}
 
-    def expand(self, documents):
-        return DedupOutputs(*applied_outputs(self.staged_form(), documents))
-
 
 class ExactDedup(_KeepFirstPerKey):
     """Keeps one document per distinct text; the others go to ``excluded`` with reason ``exact_duplicate``.
@@ -197,7 +193,7 @@ class ExactDedup(_KeepFirstPerKey):
         self,
         normalized: bool = False,
         keep_by: str | None = None,
-        step: str = "exact_dedup",
+        step: str = "exact",
         against: DedupIndexes | None = None,
     ):
         if normalized and against is not None:
@@ -219,7 +215,7 @@ class UrlDedup(_KeepFirstPerKey):
             ``url_duplicate_in_<index name>``.
     """
 
-    def __init__(self, keep_by: str | None = None, step: str = "url_dedup", against: DedupIndexes | None = None):
+    def __init__(self, keep_by: str | None = None, step: str = "url", against: DedupIndexes | None = None):
         super().__init__(_normalized_url, keep_by, "url_duplicate", step, "url", against)
 
 

@@ -31,7 +31,7 @@ The manifest says how the records were made, so a run using settings that
 would not match them fails before it starts, and what each shard holds, so a
 damaged index is refused instead of silently removing less::
 
-    {"format": "beamtrove-dedup-index", "version": 2, "name": "CC-MAIN-2024-10",
+    {"format": "beamtrove-dedup-index", "version": 3, "name": "CC-MAIN-2024-10",
      "documents": 1000, "keep_by": null,
      "kinds": {"exact": {"records": 990, "files": ["exact/part-00000-of-00008.jsonl.gz", ...]},
                "minhash": {"records": 980, "files": [...], "n_grams": 5, "num_buckets": 14,
@@ -65,7 +65,7 @@ import apache_beam as beam
 import orjson
 
 from beamtrove.document import Document
-from beamtrove.fs import filesystem, join, open_url, write_atomically, write_json
+from beamtrove.fs import filesystem, join, open_url, write_json, write_url_atomically
 from beamtrove.metrics import StepMetrics
 from beamtrove.options import ConfigurationError
 from beamtrove.transforms.dedup.exact import key_digest, normalize_url
@@ -91,8 +91,9 @@ MANIFEST_FILE = "index.json"
 #: What an index can hold: one kind per dedup step that compares whole keys.
 INDEX_KINDS = ("exact", "url", "minhash", "sentence")
 _FORMAT = "beamtrove-dedup-index"
-# Version 2: MinHash band keys hold a digest of each band instead of its hashes.
-_VERSION = 2
+# Version 2: MinHash band keys hold a digest of each band instead of its hashes. Version 3: MinHash and sentence
+# keys are of text normalized as DataTrove normalizes it (symbols such as € stay words).
+_VERSION = 3
 # The MinHash settings band keys depend on, each with the option of `beamtrove run dedup` that sets it.
 _MINHASH_OPTIONS = {
     "n_grams": "minhash_ngrams",
@@ -352,7 +353,7 @@ class _WriteShardFn(beam.DoFn):
         lines = sorted(orjson.dumps(record) for record in records)
         data = gzip.compress(b"".join(line + b"\n" for line in lines), mtime=0)
         relative = f"{kind}/part-{shard:05d}-of-{self._num_shards:05d}.jsonl.gz"
-        write_atomically(data, join(self._output_dir, relative), self._storage_options)
+        write_url_atomically(join(self._output_dir, relative), data, self._storage_options)
         self._metrics.inc(f"records.{kind}", len(lines))
         self._metrics.inc("files")
         yield WrittenFile(join(self._output_dir, relative), len(lines), len(data), relative)
@@ -532,7 +533,9 @@ def _span_key(digest: bytes) -> tuple[bytes, None]:
 
 
 def _counted(document: Document, metrics: StepMetrics) -> Document:
+    # Every document it receives goes into the index: the sink's "out" is what the index holds.
     metrics.received()
+    metrics.emitted()
     return document
 
 

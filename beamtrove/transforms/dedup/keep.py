@@ -17,9 +17,13 @@ import hashlib
 import math
 from typing import Any, NamedTuple
 
-from beamtrove.document import Document, DocumentCoder
+import apache_beam as beam
 
-__all__ = ["INDEX", "INPUT", "ClusterMember", "DedupOutputs", "KeepOrder", "index_node", "input_node"]
+from beamtrove.document import Document, DocumentCoder
+from beamtrove.metrics import StepMetrics
+from beamtrove.transforms.stages import StagedForm, applied_outputs
+
+__all__ = ["INDEX", "INPUT", "ClusterMember", "DedupOutputs", "DedupStep", "KeepOrder", "index_node", "input_node"]
 
 # Documents whose keep_by value is a number sort before those with a string, which sort before those without one.
 _NUMBER, _STRING, _MISSING = 0, 1, 2
@@ -132,3 +136,31 @@ class DedupOutputs(NamedTuple):
     kept: Any
     excluded: Any
     clusters: Any
+
+
+class DedupStep(beam.PTransform):
+    """A dedup step, declared once as its :class:`~beamtrove.transforms.stages.StagedForm`.
+
+    Applied to documents in one pipeline it runs the form's stages in one graph and returns
+    :class:`DedupOutputs`; a staged run (:mod:`beamtrove.execution.staged`) runs the same stages as tasks.
+
+    Args:
+        step: The step's one name: its stats name and, in a pipeline, its folder under ``excluded/`` and
+            ``clusters/`` and its bar in the report's funnel.
+    """
+
+    def __init__(self, step: str):
+        super().__init__()
+        self._metrics = StepMetrics(step)
+
+    @property
+    def step(self) -> str:
+        """The step's name."""
+        return self._metrics.step
+
+    def staged_form(self) -> StagedForm:
+        """The step's stages, from the ``documents`` dataset to its kept, excluded and cluster datasets."""
+        raise NotImplementedError
+
+    def expand(self, documents):
+        return DedupOutputs(*applied_outputs(self.staged_form(), documents))

@@ -29,21 +29,19 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import struct
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 import apache_beam as beam
-import numpy as np
 
 from beamtrove.document import Document
 from beamtrove.layout import CLUSTERS, EXCLUDED
 from beamtrove.metrics import StepMetrics
 from beamtrove.transforms.dedup.components import ConnectedComponents
-from beamtrove.transforms.dedup.keep import INDEX, ClusterMember, DedupOutputs, KeepOrder, input_node
-from beamtrove.transforms.dedup.shingles import normalize_text, shingle_hashes
+from beamtrove.transforms.dedup.keep import INDEX, ClusterMember, DedupOutputs, DedupStep, KeepOrder, input_node
+from beamtrove.transforms.dedup.signatures import DIGEST_BYTES, MinHashConfig, MinHasher, sketch_agreement
 from beamtrove.transforms.filters.base import excluded_output
-from beamtrove.transforms.stages import KEYED, SAME, Stage, StagedForm, applied_outputs, apply_stages, flatten
+from beamtrove.transforms.stages import KEYED, SAME, Stage, StagedForm, apply_stages, flatten
 
 if TYPE_CHECKING:
     from beamtrove.transforms.dedup.index import DedupIndexes
@@ -57,119 +55,12 @@ __all__ = [
     "sketch_agreement",
 ]
 
-#: The tagged output of :class:`RemoveClustered` with one :class:`ClusterMember` per removed document.
-
-# A Mersenne prime: the permutations are affine maps modulo it, and x mod 2**61 - 1
-# is computed with a shift, a mask and an add instead of a division.
-_PRIME = np.uint64((1 << 61) - 1)
-_SHIFT = np.uint64(61)
-# Shingles permuted at once; bounds the temporary array to this many rows of hashes.
-_CHUNK_ROWS = 4096
-# Two one-byte sketches of unequal hashes match this often by chance.
-_CHANCE_MATCH = 1 / 256
-# A band and a whole signature are keyed by a digest this long: unequal ones share it with probability 2**-128.
-_DIGEST_BYTES = 16
 # A band key: the bucket number (2 bytes) then the band's digest.
-_BAND_KEY_BYTES = 2 + _DIGEST_BYTES
+_BAND_KEY_BYTES = 2 + DIGEST_BYTES
 # The tagged output of the links from each copy of a signature to the first document holding it.
 _COPY_LINKS = "copy_links"
 # The two sides of the join of documents with their components.
 _DOCUMENTS, _COMPONENT = "documents", "component"
-
-
-@dataclasses.dataclass(frozen=True)
-class MinHashConfig:
-    """MinHash LSH parameters; every worker and rerun must use the same ones.
-
-    Attributes:
-        n_grams: Words per shingle.
-        num_buckets: Bands of the signature (LSH buckets).
-        hashes_per_bucket: Hashes per band.
-        seed: Seed of the hash permutations.
-        threshold: Verify every LSH link: keep it only when the signatures
-            agree on at least this fraction of their hashes. ``None`` links
-            every pair that shares a band, as DataTrove does.
-    """
-
-    n_grams: int = 5
-    num_buckets: int = 14
-    hashes_per_bucket: int = 8
-    seed: int = 1
-    threshold: float | None = None
-
-    def __post_init__(self):
-        for name in ("n_grams", "num_buckets", "hashes_per_bucket"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"MinHash {name} must be at least 1 (got {getattr(self, name)}).")
-        if self.threshold is not None and not 0 < self.threshold <= 1:
-            raise ValueError(f"MinHash threshold must be in (0, 1] (got {self.threshold}).")
-        if self.num_buckets > 0xFFFF:
-            raise ValueError(f"MinHash num_buckets must be at most 65535 (got {self.num_buckets}).")
-
-    def match_probability(self, similarity: float) -> float:
-        """The probability that two documents with this Jaccard similarity share a band."""
-        return 1 - (1 - similarity**self.hashes_per_bucket) ** self.num_buckets
-
-
-class MinHasher:
-    """Computes MinHash signatures and LSH band keys of texts."""
-
-    # 2**64 / golden ratio, odd (Fibonacci hashing); the sketch keeps the top byte of hash * this.
-    _SKETCH_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
-    _SKETCH_SHIFT = np.uint64(56)
-
-    def __init__(self, config: MinHashConfig):
-        self.config = config
-        hashes = config.num_buckets * config.hashes_per_bucket
-        # RandomState's streams never change between numpy versions, so neither do the signatures.
-        generator = np.random.RandomState(config.seed)
-        self._multipliers = generator.randint(1, _PRIME, size=hashes, dtype=np.uint64)
-        self._offsets = generator.randint(0, _PRIME, size=hashes, dtype=np.uint64)
-
-    def signature(self, text: str) -> np.ndarray | None:
-        """The ``(num_buckets, hashes_per_bucket)`` ``uint64`` signature, or None below ``n_grams`` words."""
-        shingles = shingle_hashes(normalize_text(text), self.config.n_grams)
-        if not len(shingles):
-            return None
-        minimum = np.full(len(self._multipliers), _PRIME, dtype=np.uint64)
-        for start in range(0, len(shingles), _CHUNK_ROWS):
-            permuted = np.multiply.outer(shingles[start : start + _CHUNK_ROWS], self._multipliers)
-            permuted += self._offsets
-            reduced = permuted & _PRIME
-            permuted >>= _SHIFT
-            reduced += permuted
-            np.subtract(reduced, _PRIME, out=reduced, where=reduced >= _PRIME)
-            np.minimum(minimum, reduced.min(axis=0), out=minimum)
-        return minimum.reshape(self.config.num_buckets, self.config.hashes_per_bucket)
-
-    @staticmethod
-    def band_keys(signature: np.ndarray) -> list[bytes]:
-        """One key per bucket: the bucket number then a 128-bit digest of its band's hashes."""
-        little_endian = signature.astype("<u8", copy=False)
-        return [
-            struct.pack("<H", bucket) + hashlib.blake2b(band.tobytes(), digest_size=_DIGEST_BYTES).digest()
-            for bucket, band in enumerate(little_endian)
-        ]
-
-    @staticmethod
-    def sketch(signature: np.ndarray) -> bytes:
-        """One byte of every hash, drawn from all its bits: enough to estimate the agreement of two signatures.
-
-        Two bytes of unequal hashes still match by chance once in 256 times,
-        which :func:`sketch_agreement` corrects for (b-bit minwise hashing,
-        Li and König, 2010).
-        """
-        # Not the lowest byte: with a multiplier ending in k zero bits, the k low bits of a*x + b are b's for
-        # every x and the reduction modulo the prime adds only 0 to 7, so for k >= 4 unequal hashes shared
-        # their lowest byte 2**(k - 11) of the time (1 in 8 from k = 8), not 1/256. The top byte of a
-        # product with an odd constant mixes every bit.
-        return ((signature * MinHasher._SKETCH_MULTIPLIER) >> MinHasher._SKETCH_SHIFT).astype(np.uint8).tobytes()
-
-
-def sketch_agreement(first: bytes, second: bytes) -> float:
-    """The estimated fraction of equal hashes of two signatures, from their :meth:`MinHasher.sketch`."""
-    equal = np.count_nonzero(np.frombuffer(first, np.uint8) == np.frombuffer(second, np.uint8)) / len(first)
-    return max(0.0, (equal - _CHANCE_MATCH) / (1 - _CHANCE_MATCH))
 
 
 class _SignatureFn(beam.DoFn):
@@ -193,7 +84,7 @@ class _SignatureFn(beam.DoFn):
         node = self._order.node(document)
         if self._against_indexes:
             node = input_node(node)
-        digest = hashlib.blake2b(signature.astype("<u8", copy=False).tobytes(), digest_size=_DIGEST_BYTES).digest()
+        digest = hashlib.blake2b(signature.astype("<u8", copy=False).tobytes(), digest_size=DIGEST_BYTES).digest()
         bands = b"".join(MinHasher.band_keys(signature))
         if self._config.threshold is None:
             yield digest, (node, bands)
@@ -285,8 +176,8 @@ class MinHashClusters(beam.PTransform):
     ``identical_signatures`` (documents linked to an earlier one with the
     same signature), ``shared_bands``, ``links`` (and ``rejected_links``
     with a ``threshold``), and the distributions ``signature_group_size``
-    and ``band_group_size`` (of band groups with two members or more);
-    ``beamtrove/<step>_components``: see ``ConnectedComponents``.
+    and ``band_group_size`` (of band groups with two members or more),
+    and the counters of :class:`~beamtrove.transforms.dedup.components.ConnectedComponents`.
 
     Args:
         config: MinHash parameters.
@@ -316,8 +207,7 @@ class MinHashClusters(beam.PTransform):
                 manifest.check_minhash(self._config)
         self._against = against
         self._order = KeepOrder(keep_by)
-        self._components_step = f"{step}_components"
-        self._components = ConnectedComponents(max_rounds, step=self._components_step)
+        self._components = ConnectedComponents(max_rounds, step=step)
         self._metrics = StepMetrics(step)
 
     def link_stages(self) -> tuple[Stage, ...]:
@@ -333,7 +223,7 @@ class MinHashClusters(beam.PTransform):
 
     def components(self, links):
         """The components of ``links`` (node pairs)."""
-        return links | self._components_step >> self._components
+        return links | "Components" >> self._components
 
     def _signatures(self, pipeline, inputs, sides):
         fn = _SignatureFn(self._config, self._order, self._against is not None, self._metrics)
@@ -452,7 +342,7 @@ class RemoveClustered(beam.PTransform):
         components,
         keep_by: str | None = None,
         reason: str = "minhash_duplicate",
-        step: str = "minhash_remove",
+        step: str = "minhash",
         against: DedupIndexes | None = None,
     ):
         super().__init__()
@@ -488,7 +378,7 @@ class RemoveClustered(beam.PTransform):
         return self.remove(self.key_by_node(documents), self.by_node(self._components))
 
 
-class MinHashDedup(beam.PTransform):
+class MinHashDedup(DedupStep):
     """:class:`MinHashClusters` then :class:`RemoveClustered` on one PCollection of documents.
 
     Returns ``.kept``, ``.excluded`` and ``.clusters`` as :class:`RemoveClustered` does.
@@ -498,6 +388,7 @@ class MinHashDedup(beam.PTransform):
         keep_by: See :class:`KeepOrder`.
         max_rounds: Connected-components rounds to unroll.
         against: Dedup indexes whose documents come before every input document.
+        step: Stats name of the clustering and of the removal alike.
     """
 
     def __init__(
@@ -506,11 +397,12 @@ class MinHashDedup(beam.PTransform):
         keep_by: str | None = None,
         max_rounds: int = 30,
         against: DedupIndexes | None = None,
+        step: str = "minhash",
     ):
-        super().__init__()
-        self._clusters = MinHashClusters(config, keep_by, max_rounds, against=against)
+        super().__init__(step)
+        self._clusters = MinHashClusters(config, keep_by, max_rounds, step, against)
         # Its components arrive through the stages, not the constructor.
-        self._remove = RemoveClustered(None, keep_by, against=against)
+        self._remove = RemoveClustered(None, keep_by, step=step, against=against)
 
     def staged_form(self) -> StagedForm:
         """The step as stages: signatures, band groups, links, components (one task), then the removal."""
@@ -547,6 +439,3 @@ class MinHashDedup(beam.PTransform):
     def _removal(self, pipeline, inputs, sides):
         removed = self._remove.remove(inputs[_DOCUMENTS], inputs[_COMPONENT])
         return {"kept": removed.kept, EXCLUDED: removed.excluded, CLUSTERS: removed.clusters}
-
-    def expand(self, documents):
-        return DedupOutputs(*applied_outputs(self.staged_form(), documents))

@@ -3,7 +3,7 @@
 Boilerplate that survives extraction (cookie notices, newsletter pitches,
 "all rights reserved" blocks) repeats verbatim over thousands of pages. As in
 C4, every run of ``span_sentences`` consecutive sentences is hashed after
-:func:`~beamtrove.transforms.dedup.shingles.normalize_text` (sentences of
+:func:`~beamtrove.text.normalize_text` (sentences of
 punctuation alone are skipped); a span seen more
 than once is kept where it first occurs (the first document in
 :class:`KeepOrder`, then the first position) and removed everywhere else,
@@ -25,11 +25,10 @@ import regex
 from beamtrove.document import Document
 from beamtrove.layout import EXCLUDED
 from beamtrove.metrics import StepMetrics
-from beamtrove.text import TERMINAL_PUNCTUATION
-from beamtrove.transforms.dedup.keep import INDEX, DedupOutputs, KeepOrder, input_node
-from beamtrove.transforms.dedup.shingles import normalize_text
+from beamtrove.text import TERMINAL_PUNCTUATION, normalize_text
+from beamtrove.transforms.dedup.keep import INDEX, DedupStep, KeepOrder, input_node
 from beamtrove.transforms.filters.base import excluded_output
-from beamtrove.transforms.stages import KEYED, SAME, Stage, StagedForm, applied_outputs
+from beamtrove.transforms.stages import KEYED, SAME, Stage, StagedForm
 
 if TYPE_CHECKING:
     from beamtrove.transforms.dedup.index import DedupIndexes
@@ -181,7 +180,7 @@ class _CutRepeatsFn(beam.DoFn):
         return not sentences_left or sentences_left < self._min_doc_sentences or len(text.split()) < self._min_doc_words
 
 
-class SentenceDedup(beam.PTransform):
+class SentenceDedup(DedupStep):
     """Cuts sentence spans repeated across documents out of all but their first occurrence.
 
     Returns :class:`DedupOutputs` (``clusters`` empty): ``.kept`` (documents, shortened where spans
@@ -211,11 +210,11 @@ class SentenceDedup(beam.PTransform):
         span_sentences: int = 3,
         min_doc_words: int = 50,
         keep_by: str | None = None,
-        step: str = "sentence_dedup",
+        step: str = "sentence",
         min_doc_sentences: int = 3,
         against: DedupIndexes | None = None,
     ):
-        super().__init__()
+        super().__init__(step)
         if span_sentences < 1:
             raise ValueError(f"span_sentences must be at least 1 (got {span_sentences}).")
         if against is not None:
@@ -226,7 +225,6 @@ class SentenceDedup(beam.PTransform):
         self._min_doc_words = min_doc_words
         self._min_doc_sentences = min_doc_sentences
         self._order = KeepOrder(keep_by)
-        self._metrics = StepMetrics(step)
 
     def staged_form(self) -> StagedForm:
         """The step as stages: span keys, the repeats of each span, then the cuts of each document."""
@@ -278,6 +276,3 @@ class SentenceDedup(beam.PTransform):
             | "CutRepeats" >> beam.ParDo(cut).with_outputs(EXCLUDED, main="kept")
         )
         return {"kept": outputs.kept, EXCLUDED: outputs[EXCLUDED]}
-
-    def expand(self, documents):
-        return DedupOutputs(*applied_outputs(self.staged_form(), documents))

@@ -1,33 +1,23 @@
-"""Text normalization and word n-gram shingles for near-duplicate detection.
+"""Word n-gram shingles for near-duplicate detection.
 
 Two pages that differ in case, punctuation, spacing, accents or the digits of
 a date are the same text to a reader, so they are compared after
-:func:`normalize_text` folds those differences away. A shingle is the 64-bit
-hash of n consecutive words of the normalized text; the hashes are computed
-for all n-grams at once with numpy (a polynomial hash over the UTF-8 bytes,
-taken from prefix sums, then mixed), so the cost per document is a handful of
-array operations rather than a Python call per n-gram. The same text gives
-the same shingles on every worker, runner and Python process. :func:`powers`
-and :func:`mix64` are the building blocks of such hashes, shared with the
-token-window hashes of :mod:`~beamtrove.transforms.dedup.substrings`.
+:func:`~beamtrove.text.normalize_text` folds those differences away. A
+shingle is the 64-bit hash of n consecutive words of the normalized text; the
+hashes are computed for all n-grams at once with numpy (a polynomial hash
+over the UTF-8 bytes, taken from prefix sums, then mixed), so the cost per
+document is a handful of array operations rather than a Python call per
+n-gram. The same text gives the same shingles on every worker, runner and
+Python process. :func:`powers` and :func:`mix64` are the building blocks of
+such hashes, shared with the token-window hashes of
+:mod:`~beamtrove.transforms.dedup.substrings`.
 """
 
 from __future__ import annotations
 
-import unicodedata
-
 import numpy as np
-import regex
 
-__all__ = ["mix64", "normalize_text", "powers", "shingle_hashes"]
-
-_COMBINING_MARKS = regex.compile(r"\p{Mn}+")
-# Invisible characters that sit inside words (soft hyphen, zero-width joiners, word joiner, BOM): the word
-# they are in is one word, so they go before punctuation and control characters turn into separators.
-_INSIDE_WORDS = regex.compile("[\u00ad\u200c\u200d\u2060\ufeff]+")
-_NUMBER = regex.compile(r"\p{Nd}+(?:[.,]\p{Nd}+)*")
-# Punctuation, symbols, control characters and whitespace all separate words.
-_SEPARATORS = regex.compile(r"[\p{P}\p{S}\p{C}\s]+")
+__all__ = ["mix64", "powers", "shingle_hashes"]
 
 # Odd, so that its powers are invertible modulo 2**64.
 _BASE = np.uint64(0x9E3779B97F4A7C15)
@@ -35,18 +25,6 @@ _INVERSE_BASE = np.uint64(pow(int(_BASE), -1, 1 << 64))
 _SPACE = ord(" ")
 # Powers kept per process: enough for sequences up to 1 MiB of UTF-8 or 1 Mi tokens.
 _CACHED_POWERS = 1 << 20
-
-
-def normalize_text(text: str) -> str:
-    """Lowercase words separated by single spaces, without accents, punctuation or symbols; numbers become ``0``.
-
-    Example: ``"Café  déjà-vu: 3.14 €!"`` becomes ``"cafe deja vu 0"``, and ``"Mittel\u00adalter"`` (a soft
-    hyphen) ``"mittelalter"``.
-    """
-    text = unicodedata.normalize("NFD", _INSIDE_WORDS.sub("", text).lower())
-    text = _COMBINING_MARKS.sub("", text)
-    text = _NUMBER.sub("0", text)
-    return _SEPARATORS.sub(" ", text).strip()
 
 
 class _Powers:
@@ -116,7 +94,7 @@ def shingle_hashes(normalized: str, n_grams: int) -> np.ndarray:
     """The 64-bit hashes of every run of ``n_grams`` consecutive words of a normalized text, in order.
 
     Args:
-        normalized: Output of :func:`normalize_text` (words separated by single spaces).
+        normalized: Output of :func:`~beamtrove.text.normalize_text` (words separated by single spaces).
         n_grams: Words per shingle.
 
     Returns:

@@ -61,10 +61,11 @@ from beamtrove.metrics import StepMetrics
 from beamtrove.resources import load_once
 from beamtrove.text import split_words
 from beamtrove.transforms.batching import BatchDoFn
-from beamtrove.transforms.dedup.keep import DedupOutputs, KeepOrder
+from beamtrove.transforms.dedup.keep import DedupStep, KeepOrder
 from beamtrove.transforms.dedup.shingles import mix64, powers
+from beamtrove.transforms.dedup.spans import cut_bounds, cut_token_spans, cut_with_bounds, merge_spans, pack_bounds
 from beamtrove.transforms.filters.base import excluded_output
-from beamtrove.transforms.stages import KEYED, SAME, Stage, StagedForm, applied_outputs
+from beamtrove.transforms.stages import KEYED, SAME, Stage, StagedForm
 from beamtrove.transforms.tokens.tokenize import TokenizerSpec
 
 __all__ = ["SubstringDedup", "cut_token_spans", "merge_spans"]
@@ -76,60 +77,6 @@ _CHUNK_RUNS = 4096
 # Groups of up to _BATCHED_RUNS runs are handled _GROUP_BATCH at a time.
 _BATCHED_RUNS = 64
 _GROUP_BATCH = 256
-
-
-def merge_spans(spans) -> list[tuple[int, int]]:
-    """``[start, end)`` spans sorted, with overlapping or touching ones joined."""
-    merged: list[tuple[int, int]] = []
-    for start, end in sorted(spans):
-        if merged and start <= merged[-1][1]:
-            if end > merged[-1][1]:
-                merged[-1] = (merged[-1][0], end)
-        else:
-            merged.append((start, end))
-    return merged
-
-
-def cut_token_spans(text: str, offsets: list[tuple[int, int]], spans: list[tuple[int, int]]) -> str:
-    """``text`` without the characters of the token ``spans`` (merged, sorted ``[start, end)`` token indices).
-
-    ``offsets`` are the encoding's ``(start, end)`` character offsets per
-    token. A character shared by a removed token and a kept one (byte-level
-    tokens split multi-byte characters) is kept.
-    """
-    return _cut(text, _cut_bounds(offsets), spans)
-
-
-def _cut_bounds(offsets: list[tuple[int, int]]) -> np.ndarray:
-    """``(2, tokens)`` character offsets: where a cut from token ``t`` starts, where a cut through token ``t`` ends.
-
-    A cut starts after the previous token and ends before the next one, so
-    that a character shared with a kept token stays.
-    """
-    flat = np.fromiter(itertools.chain.from_iterable(offsets), dtype=np.int64, count=2 * len(offsets))
-    starts, ends = flat[0::2], flat[1::2]
-    bounds = np.empty((2, len(offsets)), dtype=np.int64)
-    bounds[0, 0], bounds[1, -1] = starts[0], ends[-1]
-    np.maximum(starts[1:], ends[:-1], out=bounds[0, 1:])
-    np.minimum(ends[:-1], starts[1:], out=bounds[1, :-1])
-    return bounds
-
-
-def _pack_bounds(bounds: np.ndarray) -> np.ndarray:
-    """The cut bounds as differences in the smallest integer type: a byte per bound for most tokenizers."""
-    steps = np.diff(bounds, axis=1, prepend=0)
-    return steps.astype(np.result_type(np.min_scalar_type(steps.min()), np.min_scalar_type(steps.max())))
-
-
-def _cut(text: str, bounds: np.ndarray, spans: list[tuple[int, int]]) -> str:
-    pieces, position = [], 0
-    for first, after in spans:
-        start, end = int(bounds[0, first]), int(bounds[1, after - 1])
-        if start < end:
-            pieces.append(text[position:start])
-            position = end
-    pieces.append(text[position:])
-    return "".join(pieces)
 
 
 def _run_hashes(ids: np.ndarray, lengths: tuple[int, ...]) -> list[np.ndarray]:
@@ -210,7 +157,7 @@ class _AnchoredWindowsFn(BatchDoFn):
             (key, (node, start, windows[start:end].tobytes()))
             for key, start, end in zip(keys, starts, starts[1:], strict=False)
         ]
-        return node, document, _pack_bounds(_cut_bounds(encoding.offsets)), runs
+        return node, document, pack_bounds(cut_bounds(encoding.offsets)), runs
 
 
 class _SplitRunsFn(beam.DoFn):
@@ -355,7 +302,7 @@ class _CutSpansFn(beam.DoFn):
                 self._metrics.chars("out", document.text)
                 yield document
                 continue
-            text = _cut(document.text, np.cumsum(bounds, axis=1, dtype=np.int64), spans)
+            text = cut_with_bounds(document.text, np.cumsum(bounds, axis=1, dtype=np.int64), spans)
             self._metrics.inc("spans_removed", len(spans))
             self._metrics.inc("tokens_removed", sum(end - start for start, end in spans))
             self._metrics.inc("chars_removed", len(document.text) - len(text))
@@ -370,7 +317,7 @@ class _CutSpansFn(beam.DoFn):
             yield dataclasses.replace(document, text=text)
 
 
-class SubstringDedup(beam.PTransform):
+class SubstringDedup(DedupStep):
     """Cuts every run of ``min_tokens`` tokens out of all but its first occurrence.
 
     Returns :class:`DedupOutputs` (``clusters`` empty): ``.kept`` (documents, shortened where spans
@@ -399,7 +346,7 @@ class SubstringDedup(beam.PTransform):
         min_tokens: int = 50,
         min_doc_words: int = 50,
         keep_by: str | None = None,
-        step: str = "substring_dedup",
+        step: str = "substring",
     ):
         """Loads the tokenizer once now, so that a wrong path fails before the run.
 
@@ -407,7 +354,7 @@ class SubstringDedup(beam.PTransform):
             FileNotFoundError: No tokenizer at ``tokenizer_path``.
             ValueError: ``min_tokens`` < 1, ``min_doc_words`` < 0, or a malformed tokenizer or ``keep_by``.
         """
-        super().__init__()
+        super().__init__(step)
         if min_tokens < 1:
             raise ValueError(f"min_tokens must be at least 1 token (got {min_tokens}); DataTrove uses 50.")
         if min_doc_words < 0:
@@ -417,7 +364,6 @@ class SubstringDedup(beam.PTransform):
         self._min_tokens = min_tokens
         self._min_doc_words = min_doc_words
         self._order = KeepOrder(keep_by)
-        self._metrics = StepMetrics(step)
 
     def staged_form(self) -> StagedForm:
         """The step as stages: anchored runs of windows, the repeated spans of each anchor, then the cuts."""
@@ -468,6 +414,3 @@ class SubstringDedup(beam.PTransform):
             >> beam.ParDo(_CutSpansFn(self._min_doc_words, self._metrics)).with_outputs(EXCLUDED, main="kept")
         )
         return {"kept": outputs.kept, EXCLUDED: outputs[EXCLUDED]}
-
-    def expand(self, documents):
-        return DedupOutputs(*applied_outputs(self.staged_form(), documents))

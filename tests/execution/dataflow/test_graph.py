@@ -88,26 +88,26 @@ def test_steps_are_the_pipelines(fineweb):
     steps = fineweb["graph"]["steps"]
 
     assert [step["name"] for step in steps] == [
-        "ReadWarc",
-        "AddDump",
+        "read",
+        "add_dump",
         "url_filter",
         "write_excluded_url_filter",
         "extract",
         *(name for rule in FILTERS[1:] for name in (rule, f"write_excluded_{rule}")),
-        "WriteDocuments",
+        "write_documents",
         "FlattenDeadLetters",
-        "WriteDeadLetters",
+        "write_dead_letters",
         "FlattenWritten",
         "Publish",
     ]
     by_name = {step["name"]: step["transforms"] for step in steps}
-    assert by_name["ReadWarc"][0] == {"name": "ReadWarc/Inputs/Impulse", "urn": "beam:transform:impulse:v1"}
+    assert by_name["read"][0] == {"name": "read/Inputs/Impulse", "urn": "beam:transform:impulse:v1"}
     assert {"name": "FlattenDeadLetters", "urn": "beam:transform:flatten:v1"} in by_name["FlattenDeadLetters"]
     # Writing the documents gathers the temporary files of every worker: one shuffle.
-    assert [t["name"] for t in by_name["WriteDocuments"] if t["urn"] == "beam:transform:group_by_key:v1"] == [
-        "WriteDocuments/CollectTempFiles/CollectTempFiles/CombinePerKey/GroupByKey"
+    assert [t["name"] for t in by_name["write_documents"] if t["urn"] == "beam:transform:group_by_key:v1"] == [
+        "write_documents/CollectTempFiles/CollectTempFiles/CombinePerKey/GroupByKey"
     ]
-    assert "WriteDocuments" in fineweb["printed"]
+    assert "write_documents" in fineweb["printed"]
     # The last step waits for every writer, then moves the staged outputs into the output folder.
     assert {"name": "FlattenWritten", "urn": "beam:transform:flatten:v1"} in by_name["FlattenWritten"]
     assert "20 steps" in fineweb["printed"]
@@ -172,11 +172,11 @@ def test_without_setup_file_nothing_of_beamtrove_is_staged(tmp_path):
     assert (status, attempts) == (0, [])
     graph = json.loads((tmp_path / "job.json").read_text())
     assert [step["name"] for step in graph["steps"]] == [
-        "ReadWarc",
+        "read",
         "extract",
-        "WriteDocuments",
+        "write_documents",
         "FlattenDeadLetters",
-        "WriteDeadLetters",
+        "write_dead_letters",
         "FlattenWritten",
         "Publish",
     ]

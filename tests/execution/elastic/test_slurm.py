@@ -24,6 +24,6 @@ def test_an_array_of_workers_completes_the_job(slurm, review_jsonl, single_conve
         assert "finished after processing" in log.read_text(), log.read_text()[-2000:]
     status = beamtrove("elastic", "status", "--job-dir", str(job), "--json")
     assert status.returncode == 0 and json.loads(status.stdout)["counts"]["done"] == 4
-    merged = tmp_path / "merged.jsonl.gz"
+    merged = tmp_path / "merged"
     assert beamtrove("elastic", "merge", "--job-dir", str(job), "--output", str(merged)).returncode == 0
-    assert sorted(jsonl_lines([merged])) == single_convert
+    assert sorted(jsonl_lines(sorted((merged / "documents").iterdir()))) == single_convert

@@ -30,9 +30,10 @@ def _prepare(job: pathlib.Path, pipeline: str, inputs: str, shards: int, *option
 
 
 def _merge(job: pathlib.Path, output: pathlib.Path) -> list[bytes]:
+    """The documents of the run folder merge writes, in the order of its parts."""
     result = beamtrove("elastic", "merge", "--job-dir", str(job), "--output", str(output))
     assert result.returncode == 0, result.stderr[-3000:]
-    return jsonl_lines([output])
+    return jsonl_lines(sorted((output / "documents").glob("part-*.jsonl.gz")))
 
 
 def _attempts(job: pathlib.Path) -> dict[str, list[dict]]:
@@ -43,7 +44,7 @@ def _attempts(job: pathlib.Path) -> dict[str, list[dict]]:
 
 
 def _ids_in_shard_order(job: pathlib.Path, merged: list[bytes]) -> None:
-    """The merged file is the shards in manifest order, each sorted by document id."""
+    """The merged documents are the shards in manifest order, each sorted by document id."""
     position = 0
     for shard in JobDir(job).manifest()["shards"]:
         count = json.loads((job / "done" / f"{shard['id']}.json").read_text())["records"]
@@ -63,17 +64,17 @@ def test_racing_workers_do_every_shard_once_and_merge_to_the_single_run(review_j
     assert all(len(runs) == 1 and runs[0]["status"] == "succeeded" for runs in attempts.values())
     assert len(list((job / "done").glob("*.json"))) == 6
     assert not list((job / "locks").iterdir())
-    merged = _merge(job, tmp_path / "merged.jsonl.gz")
+    merged = _merge(job, tmp_path / "merged")
     assert sorted(merged) == single_convert and len(merged) == 600
     _ids_in_shard_order(job, merged)
-    stats = json.loads((tmp_path / "merged.jsonl.gz.stats.json").read_text())
-    assert stats["documents"] == 600
+    stats = json.loads((tmp_path / "merged" / "stats.json").read_text())
+    assert stats["elastic"]["documents"] == 600 and stats["elastic"]["shards"] == 6
     # Every record read is accounted for across the shards, the malformed row included.
-    assert stats["steps"]["Read"]["counters"]["in"] == 601
-    assert stats["steps"]["Read"]["counters"]["errors.malformed_json"] == 1
+    assert stats["steps"]["read"]["counters"]["in"] == 601
+    assert stats["steps"]["read"]["counters"]["errors.malformed_json"] == 1
     status = beamtrove("elastic", "status", "--job-dir", str(job), "--json")
     assert status.returncode == 0 and json.loads(status.stdout)["counts"]["done"] == 6
-    again = beamtrove("elastic", "merge", "--job-dir", str(job), "--output", str(tmp_path / "merged.jsonl.gz"))
+    again = beamtrove("elastic", "merge", "--job-dir", str(job), "--output", str(tmp_path / "merged"))
     assert again.returncode == 2 and "--overwrite" in again.stderr
 
 
@@ -91,13 +92,13 @@ def test_fineweb_shards_merge_to_the_single_run(warc_set, single_fineweb, tmp_pa
     _prepare(job, "fineweb", str(warc_set / "*.warc.gz"), 3, args=fineweb_assets())
     workers = [start_worker(job, f"node{k}") for k in range(2)]
     assert [worker.wait(timeout=900) for worker in workers] == [0, 0]
-    merged = _merge(job, tmp_path / "merged.jsonl")
+    merged = _merge(job, tmp_path / "merged")
     assert len(merged) > 20 and sorted(merged) == single
     # Whole WARC files per shard: every step's counters add up to the single run's, input files included;
     # only the writers made more (smaller) files.
-    merged_stats = json.loads((tmp_path / "merged.jsonl.stats.json").read_text())["steps"]
+    merged_stats = json.loads((tmp_path / "merged" / "stats.json").read_text())["steps"]
     assert _without_written_files(merged_stats) == _without_written_files(single_stats)
-    assert merged_stats["WriteDocuments"]["counters"]["files"] == 3
+    assert merged_stats["write_documents"]["counters"]["files"] == 3
 
 
 def _without_written_files(steps: dict) -> dict:
@@ -132,7 +133,7 @@ def test_a_worker_killed_mid_shard_is_taken_over_after_the_lock_timeout(review_j
     assert [run["host"] for run in runs] == ["doomed", "rescuer"]
     assert list((job / "history" / shard).glob("*/*.lock")), "the stale lock is archived"
     assert "taking over" in (tmp_path / "worker-rescuer.log").read_text()
-    assert sorted(_merge(job, tmp_path / "merged.jsonl.gz")) == single_convert
+    assert sorted(_merge(job, tmp_path / "merged")) == single_convert
 
 
 def test_sigterm_frees_the_shard_at_once_without_spending_an_attempt(review_jsonl, single_convert, tmp_path):
@@ -147,7 +148,7 @@ def test_sigterm_frees_the_shard_at_once_without_spending_an_attempt(review_json
     assert not list((job / "locks").glob("*.lock"))
     # With no retries allowed, the interrupted attempt must not count as the shard's one attempt.
     assert start_worker(job, "next").wait(timeout=600) == 0
-    assert sorted(_merge(job, tmp_path / "merged.jsonl.gz")) == single_convert
+    assert sorted(_merge(job, tmp_path / "merged")) == single_convert
 
 
 @pytest.mark.slow
@@ -167,7 +168,7 @@ def test_failures_exhaust_retries_then_retry_requeues_and_a_worker_completes(war
     assert failed["attempts"] == 2 and "lid.176.ftz" in failed["error"]
     status = beamtrove("elastic", "status", "--job-dir", str(job))
     assert status.returncode == 1 and "1 failed" in status.stdout
-    refused = beamtrove("elastic", "merge", "--job-dir", str(job), "--output", str(tmp_path / "m.jsonl"))
+    refused = beamtrove("elastic", "merge", "--job-dir", str(job), "--output", str(tmp_path / "m"))
     assert refused.returncode == 2 and "failed: shard-00000)" in refused.stderr
     assert beamtrove("elastic", "retry", "--job-dir", str(job), "--shard-id", "shard-00009").returncode == 2
 
@@ -178,7 +179,7 @@ def test_failures_exhaust_retries_then_retry_requeues_and_a_worker_completes(war
     # The failure record and the attempts directory, archived together.
     assert sorted(p.name for p in (job / "history").glob("shard-*/*/*")) == ["shard-00000", "shard-00000.json"]
     assert start_worker(job, "node0").wait(timeout=900) == 0
-    assert sorted(_merge(job, tmp_path / "merged.jsonl.gz")) == single_fineweb[0]
+    assert sorted(_merge(job, tmp_path / "merged")) == single_fineweb[0]
 
 
 @pytest.fixture(scope="module")
@@ -210,13 +211,13 @@ def test_merge_catches_a_corrupted_or_miscounted_shard_output(finished_job, tmp_
     damaged = bytearray(pristine)
     damaged[len(damaged) // 2] ^= 0xFF
     output.write_bytes(bytes(damaged))
-    merge = beamtrove("elastic", "merge", "--job-dir", str(finished_job), "--output", str(tmp_path / "m.jsonl"))
+    merge = beamtrove("elastic", "merge", "--job-dir", str(finished_job), "--output", str(tmp_path / "m"))
     assert merge.returncode == 2 and "shard-00001: output hash differs" in merge.stderr
-    assert not (tmp_path / "m.jsonl").exists()
+    assert not (tmp_path / "m").exists()
     assert beamtrove("elastic", "verify", "--job-dir", str(finished_job)).returncode == 2
     output.write_bytes(pristine)
     done_path.write_text(json.dumps({**done, "records": done["records"] + 1}))
-    merge = beamtrove("elastic", "merge", "--job-dir", str(finished_job), "--output", str(tmp_path / "m.jsonl"))
+    merge = beamtrove("elastic", "merge", "--job-dir", str(finished_job), "--output", str(tmp_path / "m"))
     assert merge.returncode == 2 and f"holds {done['records']} documents" in merge.stderr
 
 
@@ -238,7 +239,7 @@ def test_a_done_shard_whose_output_was_deleted_is_damaged_then_retried_and_redon
     finished_job, single_convert, tmp_path
 ):
     job = _copy_of(finished_job, tmp_path)
-    before = _merge(job, tmp_path / "before.jsonl.gz")
+    before = _merge(job, tmp_path / "before")
     output = _output_of(job, "shard-00001")
     output.unlink()
     status = beamtrove("elastic", "status", "--job-dir", str(job))
@@ -258,7 +259,7 @@ def test_a_done_shard_whose_output_was_deleted_is_damaged_then_retried_and_redon
     assert start_worker(job, "gamma").wait(timeout=600) == 0
     assert _status(job)["shard-00001"]["owner"].startswith("gamma:")
     assert beamtrove("elastic", "verify", "--job-dir", str(job)).returncode == 0
-    after = _merge(job, tmp_path / "after.jsonl.gz")
+    after = _merge(job, tmp_path / "after")
     assert after == before and sorted(after) == single_convert
 
 
@@ -314,7 +315,7 @@ def test_verify_reports_a_manifest_whose_shard_records_were_edited_with_a_recomp
     assert f"mismatch: shard-00000: the manifest says it holds {records - 1} records, its run read {records}" in (
         verify.stdout.splitlines()
     )
-    merge = beamtrove("elastic", "merge", "--job-dir", str(job), "--output", str(tmp_path / "m.jsonl"))
+    merge = beamtrove("elastic", "merge", "--job-dir", str(job), "--output", str(tmp_path / "m"))
     assert merge.returncode == 2 and "the manifest and the done records disagree" in merge.stderr
 
 
@@ -360,7 +361,7 @@ def test_a_done_record_replaced_by_garbage_is_damaged_named_with_its_retry_and_r
     finished_job, single_convert, tmp_path
 ):
     job = _copy_of(finished_job, tmp_path)
-    before = _merge(job, tmp_path / "before.jsonl.gz")
+    before = _merge(job, tmp_path / "before")
     record = job / "done" / "shard-00001.json"
     # Garbage of a real kind: the bytes of a shard output, gzip.
     record.write_bytes(_output_of(job, "shard-00000").read_bytes())
@@ -382,13 +383,13 @@ def test_a_done_record_replaced_by_garbage_is_damaged_named_with_its_retry_and_r
     assert (tmp_path / "worker-gamma.log").read_text().splitlines()[-1] == hint
     verify = beamtrove("elastic", "verify", "--job-dir", str(job))
     assert verify.returncode == 2 and f"damaged: {hint}" in verify.stdout.splitlines()
-    merge = beamtrove("elastic", "merge", "--job-dir", str(job), "--output", str(tmp_path / "merged.jsonl.gz"))
+    merge = beamtrove("elastic", "merge", "--job-dir", str(job), "--output", str(tmp_path / "merged"))
     assert merge.returncode == 2 and hint in merge.stderr and "Traceback" not in merge.stderr
-    assert not (tmp_path / "merged.jsonl.gz").exists()
+    assert not (tmp_path / "merged").exists()
 
     retry = beamtrove("elastic", "retry", "--job-dir", str(job), "--shard-id", "shard-00001")
     assert retry.returncode == 0 and retry.stdout.strip() == "re-queued 1 shard(s): shard-00001"
     assert start_worker(job, "gamma").wait(timeout=600) == 0
     assert beamtrove("elastic", "verify", "--job-dir", str(job)).returncode == 0
-    after = _merge(job, tmp_path / "after.jsonl.gz")
+    after = _merge(job, tmp_path / "after")
     assert after == before and sorted(after) == single_convert

@@ -152,8 +152,8 @@ def test_staged_every_step_gives_the_one_pipeline_run(staged_run, one_pipeline):
         "clusters/minhash",
     }
     steps = json.loads((one_pipeline / "stats.json").read_text())["steps"]
-    assert steps["sentence_dedup"]["counters"]["spans_removed"] > 0
-    assert "unconverged" not in steps["minhash_components"]["counters"]
+    assert steps["sentence"]["counters"]["spans_removed"] > 0
+    assert "unconverged" not in steps["minhash"]["counters"]
     excluded = [json.loads(row)["metadata"] for part in removed for row in rows[part]]
     assert all(metadata["filter_reason"] and metadata["duplicate_of"] for metadata in excluded)
     assert_same_run(staged_run, one_pipeline)
@@ -178,7 +178,7 @@ def test_one_worker_gives_what_two_do(corpus, one_pipeline_exact, tmp_path):
 
 def test_a_staged_read_counts_each_input_file_once(staged_run, one_pipeline):
     counters = [
-        json.loads((run / "stats.json").read_text())["steps"]["Read"]["counters"] for run in (staged_run, one_pipeline)
+        json.loads((run / "stats.json").read_text())["steps"]["read"]["counters"] for run in (staged_run, one_pipeline)
     ]
     assert counters[0]["files"] == counters[1]["files"] == 2
 

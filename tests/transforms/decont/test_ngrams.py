@@ -1,4 +1,4 @@
-"""Normalization, n-grams and hashes of decontamination, checked against DataTrove 0.10.1's outputs."""
+"""N-grams and hashes of decontamination, checked against DataTrove 0.10.1's outputs."""
 
 from __future__ import annotations
 
@@ -6,26 +6,16 @@ import importlib.util
 
 import pytest
 
-from beamtrove.text import word_splitter
-from beamtrove.transforms.decont import DecontConfig, benchmark_ngrams, hash_ngram, normalize_text
+from beamtrove.text import normalize_text, word_splitter
+from beamtrove.transforms.decont import DecontConfig, benchmark_ngrams, hash_ngram
 
 needs_spacy = pytest.mark.skipif(importlib.util.find_spec("spacy") is None, reason="spaCy is an optional dependency")
 
-# Kennedy, 1961; the normalized text and the hash are what DataTrove's simplify_text and xxhash64 give.
+# Kennedy, 1961; the hash is what DataTrove's xxhash64 gives.
 KENNEDY = (
     "Let every nation know, whether it wishes us well or ill, that we shall pay any price, bear any burden, "
     "meet any hardship, support any friend, oppose any foe to assure the survival and the success of liberty."
 )
-
-
-def test_normalization_is_datatrove_simplify_text():
-    assert (
-        normalize_text(KENNEDY[:84])
-        == "let every nation know whether it wishes us well or ill that we shall pay any price"
-    )
-    # One decimal separator per number ("1,000.5" is two numbers), accents dropped, symbols DataTrove keeps kept.
-    assert normalize_text("Café  déjà-vu: 3.14 € (1,000.5)!  ¿Qué?") == "cafe deja vu 0 € 0 0 ¿que"
-    assert normalize_text("“Fellow-Citizens”\t\r\n of the\u00a0SENATE…") == "fellow citizens of the senate"
 
 
 def test_hash_is_datatrove_xxhash64_of_the_joined_words():

@@ -12,8 +12,8 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from beamtrove.document import Document
+from beamtrove.text import normalize_text
 from beamtrove.transforms.dedup.bloom import BloomDedup, BloomDedupConfig, bloom_shingles
-from beamtrove.transforms.dedup.shingles import normalize_text
 from tests.conftest import near_copy, run_and_collect
 
 
@@ -128,7 +128,7 @@ def test_counters_give_the_filter_and_its_measured_false_positives(corpus):
     config = BloomDedupConfig(fpr=0.05, expected_shingles=150_000)
     assert (config.bits, config.hashes) == (935_284, 4)
     stats = run_and_collect(lambda p: p | beam.Create(corpus) | BloomDedup(config))
-    counters = stats["bloom_dedup"]["counters"]
+    counters = stats["bloom"]["counters"]
     assert counters == {
         "in": 227,
         "out": 215,
@@ -198,7 +198,7 @@ def test_documents_without_shingles_and_repeats_inside_one_document(reviews):
         sources = result.excluded | beam.Map(lambda d: (d.id, d.metadata["duplicate_of"]))
         assert_that(sources, equal_to([("z-later-sentence", "self-repeating")]))
 
-    counters = run_and_collect(build)["bloom_dedup"]["counters"]
+    counters = run_and_collect(build)["bloom"]["counters"]
     assert (counters["in"], counters["out"], counters["no_shingles"], counters["shingle_occurrences"]) == (5, 4, 3, 96)
 
 

@@ -215,4 +215,4 @@ def test_no_side_input_of_the_dedup_pipeline_grows_with_the_documents(tmp_path):
     # Bloom's filter (of a configured size) and the links changed by each connected-components round.
     ours = [(label, kind) for label, kind in side_inputs if not label.endswith("/InjectDefault")]
     assert {kind for _, kind in ours} == {"AsSingleton"}, ours
-    assert sum("minhash_components/Round" in label for label, _ in ours) == 29
+    assert sum("minhash/Components/Round" in label for label, _ in ours) == 29

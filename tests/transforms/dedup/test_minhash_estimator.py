@@ -16,7 +16,8 @@ import random
 import numpy as np
 import pytest
 
-from beamtrove.transforms.dedup import MinHashConfig, MinHasher, normalize_text, shingle_hashes, sketch_agreement
+from beamtrove.text import normalize_text
+from beamtrove.transforms.dedup import MinHashConfig, MinHasher, shingle_hashes, sketch_agreement
 from tests.conftest import near_copy
 
 BANDS = [(0.2, 0.3), (0.3, 0.4), (0.4, 0.5), (0.5, 0.6), (0.6, 0.7), (0.7, 0.8), (0.8, 0.9)]

@@ -74,7 +74,7 @@ def _run(documents, **options):
             name: dict(json.loads(line) for line in pathlib.Path(folder, name).read_text().splitlines())
             for name in ("kept", "excluded")
         }
-    counters = collect_stats(outcome, pipeline)["substring_dedup"]["counters"]
+    counters = collect_stats(outcome, pipeline)["substring"]["counters"]
     return rows["kept"], rows["excluded"], counters
 
 

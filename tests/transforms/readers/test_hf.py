@@ -20,7 +20,7 @@ datasets = pytest.importorskip(
     "datasets", reason="the `datasets` package writes these tests' data (beamtrove reads it without the package)"
 )
 
-from benchmarks.readers_parity import prepare_as_hub_dataset  # noqa: E402  (it needs datasets)
+from benchmarks.common import prepare_as_hub_dataset  # noqa: E402  (it needs datasets)
 
 _LANGUAGES = ["eng", "fra", "deu", "spa", "ita", "nld", "pol"]
 
@@ -127,7 +127,7 @@ def test_convert_tells_a_saved_dataset_by_its_folder(tmp_path, udhr_rows):
         (f"{folder}/train/00000/{i}", row["text"], {"lang": row["lang"], "dataset": f"{folder}/train"})
         for i, row in enumerate(udhr_rows[:5])
     ]
-    assert json.loads((out / "stats.json").read_text())["steps"]["Read"]["counters"]["out"] == 5
+    assert json.loads((out / "stats.json").read_text())["steps"]["read"]["counters"]["out"] == 5
 
 
 def test_hf_options_are_refused_for_other_inputs(tmp_path, udhr_texts, capsys):
@@ -252,5 +252,5 @@ def test_damage_only_reading_finds_keeps_the_other_rows_and_is_one_dead_letter(s
     assert sorted(row["text"] for row in jsonl_rows(out)) == sorted(row["text"] for row in rows[:100] + rows[200:])
     (dead,) = jsonl_rows(out / "dead_letters")
     assert (dead["reason"], dead["file"], dead["line"]) == ("corrupt_ipc", str(shard), 100)
-    counters = json.loads((out / "stats.json").read_text())["steps"]["Read"]["counters"]
+    counters = json.loads((out / "stats.json").read_text())["steps"]["read"]["counters"]
     assert (counters["in"], counters["out"], counters["errors.corrupt_ipc"]) == (201, 200, 1)

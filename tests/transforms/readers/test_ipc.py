@@ -120,4 +120,4 @@ def test_convert_reads_ipc_files(tmp_path, movie_reviews):
         (f"reviews.arrow/{i}", text, name) for i, (name, text) in enumerate(reviews)
     ]
     steps = json.loads((out / "stats.json").read_text())["steps"]
-    assert steps["Read"]["counters"]["out"] == 50
+    assert steps["read"]["counters"]["out"] == 50

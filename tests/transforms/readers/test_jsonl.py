@@ -242,8 +242,8 @@ def test_a_row_nested_too_deep_for_any_writer_is_a_dead_letter_and_the_run_compl
     assert main([*argv, "--output_format", output_format]) == 0
 
     steps = json.loads((out / "stats.json").read_text())["steps"]
-    assert steps["Read"]["counters"]["errors.nested_too_deep"] == 1
-    assert steps["Write"]["counters"]["out"] == 19
+    assert steps["read"]["counters"]["errors.nested_too_deep"] == 1
+    assert steps["write"]["counters"]["out"] == 19
     # The deepest metadata kept reads back from either format.
     written = jsonl_rows(out) if output_format == "jsonl" else pq.read_table(next(out.glob("*.parquet"))).to_pylist()
     assert sorted(row["id"] for row in written) == sorted(row["id"] for row in rows if row is not rows[3])
@@ -284,7 +284,7 @@ def test_a_jsonl_gz_cut_short_keeps_every_line_before_the_cut(tmp_path, movie_re
     (dead,) = jsonl_rows(out / "dead_letters")
     assert (dead["reason"], dead["file"], dead["offset"], dead["line"]) == ("truncated", str(path), len(cut), 49)
     assert dead["message"].startswith(f"the gzip data ends at byte {len(cut)}, before its end marker")
-    counters = json.loads((out / "stats.json").read_text())["steps"]["Read"]["counters"]
+    counters = json.loads((out / "stats.json").read_text())["steps"]["read"]["counters"]
     assert (counters["in"], counters["out"], counters["errors.truncated"]) == (whole_lines + 1, whole_lines, 1)
     assert _counted_once(counters)
 

@@ -86,8 +86,8 @@ def test_rows_with_values_json_cannot_store_are_dead_letters_and_the_run_complet
     assert main(["run", "convert", "--input", str(path), "--output", str(out)]) == 0
 
     steps = json.loads((out / "stats.json").read_text())["steps"]
-    assert steps["Read"]["counters"]["errors.not_json"] == 2
-    assert steps["Write"]["counters"]["out"] == 8
+    assert steps["read"]["counters"]["errors.not_json"] == 2
+    assert steps["write"]["counters"]["out"] == 8
     dead = sorted(jsonl_rows(out / "dead_letters"), key=lambda letter: letter["line"])
     assert [(letter["reason"], letter["line"]) for letter in dead] == [("not_json", 2), ("not_json", 5)]
     assert dead[0]["message"] == "metadata['raw'] cannot be stored as JSON: Type is not JSON serializable: bytes"

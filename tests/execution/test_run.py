@@ -1,4 +1,4 @@
-"""Running a pipeline locally: built, run, waited for, and its stats written where its results are."""
+"""Running a pipeline: built, run, waited for, and its stats written where its results are."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import pytest
 
 from beamtrove import __version__
-from beamtrove.execution.local import run_pipeline
+from beamtrove.execution.run import run_pipeline
 from beamtrove.layout import STAGING_DIR
 from beamtrove.options import ConfigurationError, parse
 from beamtrove.pipelines import pipeline_spec
@@ -31,8 +31,8 @@ def test_a_run_writes_its_stats_beside_its_results(data_dir, tmp_path):
         "runner": "DirectRunner",
     }
     steps = result.stats["steps"]
-    assert list(steps)[:2] == ["ReadWarc", "extract"]
-    assert steps["WriteDocuments"]["counters"]["out"] == len(jsonl_rows(tmp_path / "documents")) > 0
+    assert list(steps)[:2] == ["read", "extract"]
+    assert steps["write_documents"]["counters"]["out"] == len(jsonl_rows(tmp_path / "documents")) > 0
 
 
 def test_a_resumable_runs_stats_list_its_steps_as_an_ordinary_run_does(data_dir, tmp_path):
@@ -47,13 +47,13 @@ def test_a_resumable_runs_stats_list_its_steps_as_an_ordinary_run_does(data_dir,
     run_pipeline(extract, parse(extract, argv))
     # The second run completes the second input only; the stats total both, in the flow's order.
     resumed = run_pipeline(extract, parse(extract, [*argv[:2], "--input", warcs[1], *argv[2:]]))
-    funnel = ["ReadWarc", "extract", "WriteDocuments"]
+    funnel = ["read", "extract", "write_documents"]
     assert ordinary.stats["funnel"] == resumed.stats["funnel"] == funnel
     assert list(resumed.stats["steps"])[:3] == list(ordinary.stats["steps"])[:3] == funnel
-    assert list(resumed.stats["steps"])[-1] == list(ordinary.stats["steps"])[-1] == "WriteDeadLetters"
+    assert list(resumed.stats["steps"])[-1] == list(ordinary.stats["steps"])[-1] == "write_dead_letters"
     assert resumed.stats["inputs_completed"] == 2
-    assert resumed.stats["steps"]["ReadWarc"]["counters"]["files"] == 2
-    assert resumed.stats["run_steps"]["ReadWarc"]["counters"]["files"] == 1
+    assert resumed.stats["steps"]["read"]["counters"]["files"] == 2
+    assert resumed.stats["run_steps"]["read"]["counters"]["files"] == 1
     table = format_stats(resumed.stats)
     assert "Totals over the 2 inputs the output holds; this run completed 1." in table
     assert not any(line.startswith("ProcessInputs ") and line.split()[1:3] == ["0", "0"] for line in table.splitlines())
@@ -80,7 +80,7 @@ def test_summary_statistics_of_what_a_run_keeps_are_published_with_it_and_drawn_
     warc = str(require(data_dir / "warc" / "dolma_wget_sample-0000.warc.gz"))
     argv = ["--input", warc, "--output", str(tmp_path), "--extractor", "resiliparse", "--progress_interval", "0"]
     result = run_pipeline(extract, parse(extract, [*argv, "--summary_stats", "doc,line"]))
-    kept = result.stats["steps"]["WriteDocuments"]["counters"]["out"]
+    kept = result.stats["steps"]["write_documents"]["counters"]["out"]
     assert result.stats["steps"]["summary_stats"]["counters"]["in"] == kept > 0
     summary = json.loads((tmp_path / "summary_stats" / "summary" / "length" / "metric.json").read_text())
     assert summary["summary"]["n"] == kept

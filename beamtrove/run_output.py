@@ -1,0 +1,263 @@
+"""Reading a run's output folder: the documents it kept, what its steps set aside, what it counted.
+
+:class:`RunOutput` is the one reader of the folders :mod:`beamtrove.layout`
+describes: ``beamtrove report``, ``beamtrove inspect``, pipelines whose input
+is a run's output folder, and ``beamtrove elastic merge`` (which lays shards'
+outputs into one folder) all read them through it. Records stream file after
+file in name order: a file is opened only once the records before it were
+taken, so the first records of a large folder cost only their own reading,
+and no more than a file's read buffer (a Parquet file's batch of rows) is
+held at a time.
+
+Files are read in the formats beamtrove's writers write, told by their
+names: JSON Lines (plain, ``.gz``, ``.zst``, ...) and Parquet. A line or a
+part of a file that cannot be read is a
+:class:`~beamtrove.dead_letter.DeadLetter` in its place, and reading goes on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from beamtrove.dead_letter import DeadLetter
+from beamtrove.document import Document
+from beamtrove.fs import InputFile, filesystem, is_glob, is_hidden, join, match_inputs
+from beamtrove.layout import (
+    CLUSTERS_DIR,
+    DEAD_LETTERS_DIR,
+    DOCUMENTS_DIR,
+    EXCLUDED_DIR,
+    FILTER_REASON_KEY,
+    RUN_MARKS,
+    STATS_FILE,
+)
+from beamtrove.stats import read_stats
+from beamtrove.transforms.readers import FileReader, JsonlParser, ParquetParser, RecordParser, RowError, RowFields
+
+if TYPE_CHECKING:
+    from beamtrove.transforms.dedup.keep import ClusterMember
+
+__all__ = ["OutputRecord", "Records", "RunOutput"]
+
+# The formats of the files beamtrove's writers write, by the endings of their names.
+_DOCUMENT_PARSERS = (JsonlParser, ParquetParser)
+
+
+@dataclasses.dataclass(frozen=True)
+class OutputRecord:
+    """A document of a run's output as read, or a dead letter shown as one.
+
+    Attributes:
+        document: The document; for a dead letter, its excerpt as the text,
+            its record's id as the id and the whole record as metadata.
+        step: The step that set it aside: the one that excluded the
+            document, or the one a dead letter names; None for a kept document.
+        reason: Why: an excluded document's ``filter_reason``, a dead
+            letter's reason; None when it has none.
+    """
+
+    document: Document
+    step: str | None = None
+    reason: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class _WholeRows(RowFields):
+    """Takes each JSON row whole, as ``make`` builds it, rather than as the fields of a document."""
+
+    make: Callable[[dict[str, Any]], Any] = dict
+
+    def to_document(self, row: dict[str, Any], file: InputFile, index: int) -> Any:
+        try:
+            return self.make(row)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise RowError("malformed_row", f"the row is not what {file.name} holds: {exc}") from None
+
+
+def _dead_letter_document(row: dict[str, Any]) -> Document:
+    return Document(text=str(row.get("excerpt") or ""), id=str(row.get("record_id") or ""), metadata=row)
+
+
+def _documents_of(step: str | None) -> Callable[[Document], OutputRecord]:
+    """Makes the records of documents that ``step`` excluded (None: of documents kept, or of any files)."""
+
+    def record(document: Document) -> OutputRecord:
+        reason = document.metadata.get(FILTER_REASON_KEY)
+        return OutputRecord(document, step, None if reason is None else str(reason))
+
+    return record
+
+
+def _dead_letter(document: Document) -> OutputRecord:
+    letter = document.metadata
+    step, reason = letter.get("step"), letter.get("reason")
+    return OutputRecord(document, None if step is None else str(step), None if reason is None else str(reason))
+
+
+class _Part(NamedTuple):
+    file: InputFile
+    reader: FileReader
+    wrap: Callable[[Any], Any]
+
+
+class Records:
+    """Records of files read one after the other: a file is opened only once the records before it were taken.
+
+    Iterating yields each record (an :class:`OutputRecord`, or what the
+    reader of a cluster map makes) or, where a record or the rest of a file
+    cannot be read, a :class:`~beamtrove.dead_letter.DeadLetter` saying where
+    and why; each iteration reads the files anew.
+
+    Attributes:
+        files: The files, in the order they are read.
+    """
+
+    def __init__(self, parts: Iterable[_Part] = ()):
+        self._parts = tuple(parts)
+        self.files: tuple[InputFile, ...] = tuple(part.file for part in self._parts)
+
+    @classmethod
+    def of(cls, reader: FileReader) -> Records:
+        """The documents of ``reader``'s files, each with the ``filter_reason`` it has, if any."""
+        wrap = _documents_of(None)
+        return cls(_Part(file, reader, wrap) for file in reader.files)
+
+    def __add__(self, other: Records) -> Records:
+        return Records((*self._parts, *other._parts))
+
+    def __iter__(self) -> Iterator[Any]:
+        for part in self._parts:
+            for outcome in part.reader.read_file(part.file):
+                yield outcome if isinstance(outcome, DeadLetter) else part.wrap(outcome)
+
+
+class RunOutput:
+    """The output folder of a beamtrove run, to read.
+
+    Attributes:
+        folder: The folder, as given.
+    """
+
+    def __init__(self, folder: str, storage_options: Mapping[str, Any] | None = None):
+        self.folder = folder
+        self._storage_options = dict(storage_options or {})
+
+    @classmethod
+    def at(cls, path: str, storage_options: Mapping[str, Any] | None = None) -> RunOutput | None:
+        """The run's output folder ``path`` names; None when it names a file, a glob or another folder.
+
+        A folder is a run's output when it holds one of
+        :data:`~beamtrove.layout.RUN_MARKS`, as for
+        :func:`~beamtrove.fs.match_inputs`, which reads such a folder as the
+        documents its run kept.
+        """
+        if not path.strip():
+            # As a path, the current directory: no input names it.
+            return None
+        fs, fs_path = filesystem(path, storage_options)
+        if is_glob(fs, fs_path) or not fs.isdir(fs_path):
+            return None
+        if not any(fs.exists(join(fs_path, mark)) for mark in RUN_MARKS):
+            return None
+        return cls(path, storage_options)
+
+    def path(self, *parts: str) -> str:
+        """``parts`` joined under the folder."""
+        return join(self.folder, *parts)
+
+    def holds(self, *parts: str) -> bool:
+        """Whether the folder holds ``parts`` (a file or a folder)."""
+        fs, path = filesystem(self.path(*parts), self._storage_options)
+        return fs.exists(path)
+
+    def stats(self) -> dict[str, Any]:
+        """Its ``stats.json``.
+
+        Raises:
+            FileNotFoundError: It has none.
+            ConfigurationError: It is damaged (:func:`~beamtrove.stats.read_stats`).
+        """
+        return read_stats(self.path(STATS_FILE), self._storage_options)
+
+    @property
+    def documents_folder(self) -> str:
+        """Where the kept documents are: ``documents/``, or the folder itself for a run that writes them there.
+
+        In the folder itself (as ``convert`` writes them), they are what it
+        holds besides what its run set aside.
+        """
+        fs, path = filesystem(self.path(DOCUMENTS_DIR), self._storage_options)
+        return self.path(DOCUMENTS_DIR) if fs.isdir(path) else self.folder
+
+    def documents(self) -> Records:
+        """The documents the run kept, in file-name order; no files when it kept none."""
+        return self._records(self._files(self.documents_folder, _DOCUMENT_PARSERS), _documents_of(None))
+
+    def excluded_steps(self) -> list[str]:
+        """The steps that excluded documents (the folders of ``excluded/``), by name."""
+        return self._subfolders(EXCLUDED_DIR)
+
+    def excluded(self, steps: str | Sequence[str] | None = None) -> Records:
+        """What ``steps`` excluded, step after step in the order given; by default every step's, by name."""
+        steps = self.excluded_steps() if steps is None else [steps] if isinstance(steps, str) else steps
+        records = Records()
+        for step in steps:
+            files = self._files(self.path(EXCLUDED_DIR, step), _DOCUMENT_PARSERS)
+            records += self._records(files, _documents_of(step))
+        return records
+
+    def dead_letters(self) -> Records:
+        """The records the run could not read or process, each with its reason and the step that gave up."""
+        files = self._files(self.path(DEAD_LETTERS_DIR), (JsonlParser,))
+        return self._records(files, _dead_letter, _WholeRows(make=_dead_letter_document))
+
+    def cluster_steps(self) -> list[str]:
+        """The dedup steps that wrote a cluster map (the folders of ``clusters/``), by name."""
+        return self._subfolders(CLUSTERS_DIR)
+
+    def clusters(self, step: str) -> Records:
+        """The cluster map of the dedup step ``step``: a :class:`~beamtrove.transforms.dedup.ClusterMember` each."""
+        # Imported here: the dedup package is large, and only readers of cluster maps need it.
+        from beamtrove.transforms.dedup.keep import ClusterMember  # noqa: PLC0415
+
+        def member(row: dict[str, Any]) -> ClusterMember:
+            return ClusterMember(**row)
+
+        files = self._files(self.path(CLUSTERS_DIR, step), (JsonlParser,))
+        return self._records(files, lambda outcome: outcome, _WholeRows(make=member))
+
+    def _subfolders(self, name: str) -> list[str]:
+        fs, path = filesystem(self.path(name), self._storage_options)
+        if not fs.isdir(path):
+            return []
+        names = (
+            entry["name"].rstrip("/").rsplit("/", 1)[-1]
+            for entry in fs.ls(path, detail=True)
+            if entry["type"] == "directory"
+        )
+        return sorted(name for name in names if not is_hidden(name))
+
+    def _files(self, folder: str, parsers: Sequence[type[RecordParser]]) -> list[InputFile]:
+        """The data files under ``folder`` in name order, each of a format of ``parsers``; none when it holds none."""
+        suffixes = tuple(suffix for parser in parsers for suffix in parser.suffixes)
+        try:
+            return match_inputs(folder, suffixes, self._storage_options, warn_empty_runs=False)
+        except FileNotFoundError:
+            return []
+
+    def _records(
+        self, files: Sequence[InputFile], wrap: Callable[[Any], Any], fields: RowFields | None = None
+    ) -> Records:
+        """``files`` read by the parser their names call for, each outcome made a record by ``wrap``."""
+        parts = []
+        readers: dict[type[RecordParser], FileReader] = {}
+        for file in files:
+            parser = next(parser for parser in _DOCUMENT_PARSERS if file.name.endswith(parser.suffixes))
+            if parser not in readers:
+                chosen = [other for other in files if other.name.endswith(parser.suffixes)]
+                made = parser() if fields is None else parser(fields)
+                readers[parser] = FileReader(chosen, made, storage_options=self._storage_options, progress_interval=0)
+            parts.append(_Part(file, readers[parser], wrap))
+        return Records(parts)
