@@ -33,13 +33,11 @@ PSS of the whole process tree and of its largest process.
 
 Usage:
     python -m benchmarks.bloom_dedup [--records 10200 102000] [--fpr 0.01] [--word_splitter spacy]
-        [--workdir DIR] [--datatrove-venv PATH] [--show 10] [--datatrove-fpr-only]
+        [--workdir DIR] [--datatrove_venv PATH] [--show 10] [--datatrove_fpr_only] [--results FILE]
 """
 
 from __future__ import annotations
 
-import argparse
-import gzip
 import json
 import math
 import pathlib
@@ -47,11 +45,20 @@ import shutil
 import subprocess
 import sys
 
-from benchmarks.datatrove_env import DEFAULT_VENV, datatrove_python
+from benchmarks.common import (
+    GIB,
+    Results,
+    add_datatrove_venv_argument,
+    add_workdir_arguments,
+    argument_parser,
+    datatrove_python,
+    jaccard,
+    jsonl_rows,
+    run_measured,
+    write_jsonl,
+)
 from benchmarks.dedup_inputs import excluded_ids, split_documents
-from benchmarks.measure import run_measured
 
-_GIB = 1 << 30
 # DataTrove asserts 8 * m_bytes < 2**31.
 _DATATROVE_MAX_M_BYTES = (1 << 28) - 1
 _THRESHOLD = 0.8
@@ -125,7 +132,7 @@ def run_beamtrove(source: str, output: str, fpr: float, expected: int, word_spli
     _ = removed_rows | "Removed" >> beam.io.WriteToText(output + "/removed/part", file_name_suffix=".jsonl")
     run = pipeline.run()
     run.wait_until_finish()
-    stats = collect_stats(run, pipeline)["bloom_dedup"]["counters"]
+    stats = collect_stats(run, pipeline)["bloom"]["counters"]
     pathlib.Path(output, "counters.json").write_text(json.dumps(stats))
 
 
@@ -140,15 +147,8 @@ def _removed(folder: pathlib.Path) -> dict[str, tuple[float, str]]:
 
 def _sorted_copy(source: pathlib.Path, target: pathlib.Path) -> list[str]:
     """The documents in one gzipped JSONL file in id order (DataTrove's single task); returns the ids."""
-    rows = []
-    for path in sorted(source.glob("*.jsonl.gz")):
-        with gzip.open(path, "rt", encoding="utf-8") as lines:
-            rows.extend(json.loads(line) for line in lines)
-    rows.sort(key=lambda row: row["id"])
-    target.mkdir(parents=True, exist_ok=True)
-    with gzip.open(target / "sorted.jsonl.gz", "wt", encoding="utf-8") as out:
-        for row in rows:
-            out.write(json.dumps(row, ensure_ascii=False) + "\n")
+    rows = sorted(jsonl_rows(source, "*.jsonl.gz"), key=lambda row: row["id"])
+    write_jsonl(target / "sorted.jsonl.gz", rows)
     return [row["id"] for row in rows]
 
 
@@ -167,10 +167,6 @@ def _datatrove_sizing(effective_bits: int, shingles: int, k: int) -> tuple[int, 
     return m_bytes, expected, k, _real_fpr(m_bytes, k, shingles), own
 
 
-def _jaccard(first: set[str], second: set[str]) -> float:
-    return len(first & second) / max(len(first | second), 1)
-
-
 def _explain(doc_id, ours, theirs_removed, exact_fractions) -> str:
     exact = exact_fractions.get(doc_id)
     exact_text = "no shingles" if exact is None else f"{exact:.3f}"
@@ -184,7 +180,8 @@ def _explain(doc_id, ours, theirs_removed, exact_fractions) -> str:
     return f"{doc_id}: {side}; repeated fraction beamtrove {our_text}, DataTrove exact {exact_text}: {cause}"
 
 
-def _measure_size(args, python, records: int) -> list[tuple]:
+def _measure_size(args, python, records: int, results: Results) -> list[tuple]:
+    """Runs both tools on one size, printing and recording what their filters did; returns each run's figures."""
     source = split_documents(
         args.workdir, records=records, files=4 if records <= 20_000 else 8, extractor="resiliparse"
     )
@@ -199,7 +196,7 @@ def _measure_size(args, python, records: int) -> list[tuple]:
     expected = 10_000_000
     for label, fpr in (("exact", 0.0), (f"fpr {args.fpr}", args.fpr)):
         out = base / f"beamtrove-{label.replace(' ', '')}"
-        command = [sys.executable, "-m", "benchmarks.bloom_dedup", "--run-beamtrove", str(source / "*.jsonl.gz")]
+        command = [sys.executable, "-m", "benchmarks.bloom_dedup", "--run_beamtrove", str(source / "*.jsonl.gz")]
         command += [str(out), str(fpr), str(expected), args.word_splitter]
         print(f"{documents} documents: beamtrove {label} ...", file=sys.stderr)
         wall, monitor = run_measured(command, base / f"beamtrove-{label.replace(' ', '')}.log")
@@ -213,9 +210,12 @@ def _measure_size(args, python, records: int) -> list[tuple]:
     filtered = counters[f"fpr {args.fpr}"]
     unshared = filtered["shingles"] - filtered["candidates"] + filtered["unshared_candidates"]
     print(
-        f"beamtrove filter: {filtered['filter_bits']} bits, k={filtered['filter_hashes']}, {expected} distinct "
-        f"shingles; candidates {filtered['candidates']} of {filtered['shingles']} document shingles; "
-        f"measured fpr {filtered['unshared_candidates']}/{unshared} = {filtered['unshared_candidates'] / unshared:.4f}"
+        results.note(
+            f"{documents} docs: beamtrove filter: {filtered['filter_bits']} bits, k={filtered['filter_hashes']}, "
+            f"{expected} distinct shingles; candidates {filtered['candidates']} of {filtered['shingles']} document "
+            f"shingles; measured fpr {filtered['unshared_candidates']}/{unshared} = "
+            f"{filtered['unshared_candidates'] / unshared:.4f}"
+        )
     )
 
     if args.datatrove_fpr_only:
@@ -230,9 +230,11 @@ def _measure_size(args, python, records: int) -> list[tuple]:
         exact_fractions, datatrove_distinct = exact["fractions"], exact["distinct"]
         datatrove_exact_removed = {doc_id for doc_id, fraction in exact_fractions.items() if fraction > _THRESHOLD}
         print(
-            f"DataTrove shingles with an exact set: {datatrove_distinct} distinct; removes "
-            f"{len(datatrove_exact_removed)}; kept-set Jaccard with beamtrove "
-            f"{_jaccard(ids - datatrove_exact_removed, ids - set(exact_removed)):.5f}"
+            results.note(
+                f"{documents} docs: DataTrove shingles with an exact set: {datatrove_distinct} distinct; removes "
+                f"{len(datatrove_exact_removed)}; kept-set Jaccard with beamtrove "
+                f"{jaccard(ids - datatrove_exact_removed, ids - set(exact_removed)):.5f}"
+            )
         )
 
     near_zero_bits = 32 * datatrove_distinct
@@ -255,10 +257,12 @@ def _measure_size(args, python, records: int) -> list[tuple]:
         rows.append(("DataTrove", label, documents, wall, len(theirs), monitor))
         differing = sorted(set(exact_removed) ^ theirs)
         print(
-            f"DataTrove {label}: m_bytes={m_bytes} ({m_bytes} usable bits), expected_elements={elements}, k={k};"
-            f" real fpr {real:.2e}, DataTrove's formula {own:.2e}; removes {len(theirs)} vs beamtrove"
-            f" {len(exact_removed)}; kept-set Jaccard {_jaccard(ids - theirs, ids - set(exact_removed)):.5f};"
-            f" {len(differing)} ids differ"
+            results.note(
+                f"{documents} docs: DataTrove {label}: m_bytes={m_bytes} ({m_bytes} usable bits), "
+                f"expected_elements={elements}, k={k}; real fpr {real:.2e}, DataTrove's formula {own:.2e}; removes "
+                f"{len(theirs)} vs beamtrove {len(exact_removed)}; kept-set Jaccard "
+                f"{jaccard(ids - theirs, ids - set(exact_removed)):.5f}; {len(differing)} ids differ"
+            )
         )
         if args.datatrove_fpr_only:
             continue
@@ -271,51 +275,55 @@ def _measure_size(args, python, records: int) -> list[tuple]:
 
 
 def main() -> int:
-    if len(sys.argv) > 1 and sys.argv[1] == "--run-beamtrove":
+    if len(sys.argv) > 1 and sys.argv[1] == "--run_beamtrove":
         source, output, fpr, expected, word_splitter = sys.argv[2:7]
         run_beamtrove(source, output, float(fpr), int(expected), word_splitter)
         return 0
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argument_parser(__doc__)
     parser.add_argument("--records", type=int, nargs="+", default=[10_200, 102_000])
     parser.add_argument("--fpr", type=float, default=0.01)
     parser.add_argument("--word_splitter", default="spacy", choices=("beamtrove", "spacy"))
-    parser.add_argument("--workdir", type=pathlib.Path, default=pathlib.Path("/tmp/beamtrove-dedup"))
-    parser.add_argument("--datatrove-venv", type=pathlib.Path, default=DEFAULT_VENV)
+    add_workdir_arguments(parser, "beamtrove-dedup")
+    add_datatrove_venv_argument(parser)
     parser.add_argument("--show", type=int, default=10, help="differing ids to list per DataTrove run")
     parser.add_argument(
-        "--datatrove-fpr-only",
+        "--datatrove_fpr_only",
         action="store_true",
         help="run DataTrove only at --fpr, without the fpr ~0 run and the untimed pass that explains differences "
         "(for large sizes, where each DataTrove run takes tens of minutes)",
     )
     args = parser.parse_args()
+    results = Results(__file__, __doc__, args)
     python = datatrove_python(args.datatrove_venv)
     rows = []
     for records in args.records:
-        rows += _measure_size(args, python, records)
-    print(f"{'tool':<10} {'run':<10} {'docs':>7} {'wall s':>8} {'removed':>8} {'PSS GiB':>8} {'max proc GiB':>13}")
-    for tool, label, documents, wall, removed, monitor in rows:
-        print(
-            f"{tool:<10} {label:<10} {documents:>7} {wall:>8.1f} {removed:>8}"
-            f" {monitor.peak_pss / _GIB:>8.2f} {monitor.peak_process_pss / _GIB:>13.2f}"
-        )
+        rows += _measure_size(args, python, records, results)
+    table = [
+        [
+            tool,
+            label,
+            documents,
+            f"{wall:.1f}",
+            removed,
+            f"{monitor.peak_pss / GIB:.2f}",
+            f"{monitor.peak_process_pss / GIB:.2f}",
+        ]
+        for tool, label, documents, wall, removed, monitor in rows
+    ]
+    columns = ["tool", "run", "docs", "wall s", "removed", "peak PSS GiB", "largest process GiB"]
+    print(results.table("Bloom dedup against DataTrove's SingleBloomFilter", columns, table))
     per_size = 3 if args.datatrove_fpr_only else 4
     for index in range(0, len(rows), per_size):
         ours_exact, ours_filter, *theirs = rows[index : index + per_size]
-        theirs_fpr = theirs[-1]
-        print(
-            f"{ours_exact[2]} docs: beamtrove at fpr {args.fpr} is {theirs_fpr[3] / ours_filter[3]:.2f}x DataTrove at"
-            " the same fpr",
-            end="",
-        )
+        speed = f"{ours_exact[2]} docs: beamtrove at fpr {args.fpr} is {theirs[-1][3] / ours_filter[3]:.2f}x DataTrove"
+        speed += " at the same fpr"
         if not args.datatrove_fpr_only:
-            theirs_zero = theirs[0]
-            print(
-                f", {theirs_zero[3] / ours_filter[3]:.2f}x DataTrove at fpr ~0;"
-                f" beamtrove exact is {theirs_zero[3] / ours_exact[3]:.2f}x DataTrove at fpr ~0",
-                end="",
+            speed += (
+                f", {theirs[0][3] / ours_filter[3]:.2f}x DataTrove at fpr ~0;"
+                f" beamtrove exact is {theirs[0][3] / ours_exact[3]:.2f}x DataTrove at fpr ~0"
             )
-        print()
+        print(results.note(speed))
+    results.write()
     return 0
 
 

@@ -11,7 +11,7 @@ extracted documents (the JSONL output of ``beamtrove run extract``):
   ``$HF_ASSETS_CACHE/datatrove/filters/unigram_logprob_filter/``, in a
   temporary ``HF_ASSETS_CACHE``), beamtrove from its path. By default the
   table is wordfreq's English frequencies as counts (beamtrove's default
-  table); ``--unigram-table`` gives another (Google's ``unigram_freq.csv``).
+  table); ``--unigram_table`` gives another (Google's ``unigram_freq.csv``).
   beamtrove is run with each of its word splitters.
 
 Without ``--model`` a small classifier is trained first, as ``beamtrove
@@ -20,34 +20,41 @@ Wikipedia excerpt in ../shared/data/text-corpora, negatives the documents
 themselves.
 
 Usage:
-    python -m benchmarks.classifier_parity [DOCUMENTS_DIR] [--model MODEL] [--unigram-table CSV] [--show 3]
+    python -m benchmarks.classifier_parity [DOCUMENTS_DIR] [--model MODEL] [--save_model PATH] [--unigram_table CSV]
+        [--show 3] [--datatrove_venv PATH] [--workdir DIR] [--results FILE]
 """
 
 from __future__ import annotations
 
-import argparse
 import bz2
 import csv
-import gzip
 import json
 import os
 import pathlib
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
-import zipfile
 
 from beamtrove.cli.train_classifier import TrainingSettings, train_classifier
 from beamtrove.document import Document
 from beamtrove.transforms.filters import Drop
 from beamtrove.transforms.filters.classifier import FastTextClassifierFilter
 from beamtrove.transforms.filters.unigram import UnigramLogProbFilter, wordfreq_unigram_counts
-from benchmarks.datatrove_env import DEFAULT_VENV, datatrove_python
+from benchmarks.common import (
+    TEXT_CORPORA,
+    Results,
+    add_datatrove_venv_argument,
+    add_workdir_arguments,
+    argument_parser,
+    datatrove_python,
+    json_output,
+    jsonl_rows,
+    nltk_texts,
+    write_jsonl,
+)
 
-_CORPORA = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data" / "text-corpora"
 _DOCUMENTS = pathlib.Path("/tmp/shared19/extract3k/documents")
 
 #: name -> settings given to both filters (beyond the model).
@@ -85,25 +92,10 @@ json.dump(out, sys.stdout)
 """
 
 
-def _documents(directory: pathlib.Path) -> list[dict]:
-    rows = []
-    for path in sorted(directory.glob("*.jsonl.gz")):
-        with gzip.open(path, "rt", encoding="utf-8") as lines:
-            rows.extend(json.loads(line) for line in lines)
-    return sorted(rows, key=lambda row: row["id"])
-
-
 def _corpus_texts() -> list[str]:
     """State of the Union, inaugural addresses, movie reviews and the Wikipedia excerpt's articles."""
-    texts = []
-    for name in ("state_union", "inaugural", "movie_reviews"):
-        with zipfile.ZipFile(_CORPORA / "nltk_data" / f"{name}.zip") as archive:
-            texts.extend(
-                archive.read(member).decode("utf-8", "replace")
-                for member in sorted(archive.namelist())
-                if member.endswith(".txt")
-            )
-    wikipedia = _CORPORA / "wikipedia" / "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
+    texts = [text for corpus in ("state_union", "inaugural", "movie_reviews") for text in nltk_texts(corpus)]
+    wikipedia = TEXT_CORPORA / "wikipedia" / "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
     xml = bz2.decompress(wikipedia.read_bytes()).decode("utf-8")
     pages = (page.group(1) for page in re.finditer(r"<text[^>]*>(.*?)</text>", xml, re.DOTALL))
     texts.extend(page for page in pages if not page.startswith("#REDIRECT"))
@@ -162,29 +154,30 @@ def _theirs(model: pathlib.Path, rows: list[dict], table: pathlib.Path, venv: pa
         cached = pathlib.Path(assets, "datatrove", "filters", "unigram_logprob_filter")
         cached.mkdir(parents=True)
         (cached / "unigram_freq.csv").symlink_to(table.resolve())
-        documents = pathlib.Path(assets, "documents.jsonl")
-        documents.write_text("".join(json.dumps({"id": r["id"], "text": r["text"]}) + "\n" for r in rows))
-        command = [str(datatrove_python(venv)), "-c", _DATATROVE_SCRIPT, str(model)]
-        command += [json.dumps(_CLASSIFIER_SETTINGS), str(documents)]
-        result = subprocess.run(
-            command, capture_output=True, text=True, env={**os.environ, "HF_ASSETS_CACHE": assets}, check=False
+        documents = write_jsonl(
+            pathlib.Path(assets, "documents.jsonl"), ({"id": r["id"], "text": r["text"]} for r in rows)
         )
-        if result.returncode:
-            sys.exit(f"DataTrove failed:\n{result.stderr}")
-    out = json.loads(result.stdout)
+        command = [datatrove_python(venv), "-c", _DATATROVE_SCRIPT, model, json.dumps(_CLASSIFIER_SETTINGS), documents]
+        out = json_output(command, env={**os.environ, "HF_ASSETS_CACHE": assets})
     return out, out.pop("seconds")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argument_parser(__doc__)
     parser.add_argument("documents", type=pathlib.Path, nargs="?", default=_DOCUMENTS, help="folder of *.jsonl.gz")
     parser.add_argument("--model", type=pathlib.Path, help="fastText classifier with labels hq and lq")
-    parser.add_argument("--save-model", type=pathlib.Path, help="keep the model trained here at this path")
-    parser.add_argument("--unigram-table", type=pathlib.Path, help="word,count CSV; default: wordfreq's, as counts")
+    parser.add_argument("--save_model", type=pathlib.Path, help="keep the model trained here at this path")
+    parser.add_argument(
+        "--unigram_table",
+        type=pathlib.Path,
+        help="word,count CSV; default: wordfreq's, as counts",
+    )
     parser.add_argument("--show", type=int, default=3, help="differences to print per comparison")
-    parser.add_argument("--datatrove-venv", type=pathlib.Path, default=DEFAULT_VENV)
+    add_datatrove_venv_argument(parser)
+    add_workdir_arguments(parser, "beamtrove-classifier-parity")
     args = parser.parse_args()
-    rows = _documents(args.documents)
+    results = Results(__file__, __doc__, args)
+    rows = sorted(jsonl_rows(args.documents, "*.jsonl.gz"), key=lambda row: row["id"])
     if not rows:
         sys.exit(f"no *.jsonl.gz documents in {args.documents}")
     with tempfile.TemporaryDirectory(prefix="classifier-parity-") as folder:
@@ -198,17 +191,13 @@ def main() -> None:
         ours, our_seconds = _ours(model, rows, str(table))
         theirs, their_seconds = _theirs(model, rows, table, args.datatrove_venv)
     print(f"{len(rows)} documents from {args.documents}; model {args.model or 'trained here'}; table {table.name}\n")
-    print(
-        "| comparison | agreeing decisions | beamtrove keeps only | DataTrove keeps only | kept text differs "
-        "| label scores differ | beamtrove s | DataTrove s |"
-    )
-    print("|---|---|---|---|---|---|---|---|")
     examples = {}
     comparisons = [
         (f"classifier: {name}", ours["classifier"][name], theirs["classifier"][name], name, name)
         for name in _CLASSIFIER_SETTINGS
     ]
     comparisons += [(name, ours[name], theirs["unigram"], name, "unigram") for name in ours if name != "classifier"]
+    lines = []
     for title, mine, other, my_timing, their_timing in comparisons:
         agree = ours_only = theirs_only = text_differs = scores_differ = 0
         for doc_id, decision in mine.items():
@@ -226,14 +215,27 @@ def main() -> None:
             scores_differ += labels != their_labels
             if kept != their_kept or labels != their_labels or (kept and their_kept and text != their_text):
                 examples.setdefault(title, []).append((doc_id, kept, their_kept))
-        print(
-            f"| {title} | {agree}/{len(mine)} | {ours_only} | {theirs_only} | {text_differs} | {scores_differ} "
-            f"| {our_seconds[my_timing]:.2f} | {their_seconds[their_timing]:.2f} |"
+        lines.append(
+            [
+                title,
+                f"{agree}/{len(mine)}",
+                ours_only,
+                theirs_only,
+                text_differs,
+                scores_differ,
+                f"{our_seconds[my_timing]:.2f}",
+                f"{their_seconds[their_timing]:.2f}",
+            ]
         )
+        results.check(f"{title}: every decision identical to DataTrove's", title not in examples)
+    columns = ["comparison", "agreeing decisions", "beamtrove keeps only", "DataTrove keeps only", "kept text differs"]
+    columns += ["label scores differ", "beamtrove s", "DataTrove s"]
+    print(results.table("Decisions against DataTrove's on the same documents", columns, lines))
     for title, cases in examples.items():
         print(f"\n{title}: first differences (id, beamtrove keeps, DataTrove keeps)")
         for case in cases[: args.show]:
             print("  ", *case)
+    results.write()
 
 
 if __name__ == "__main__":

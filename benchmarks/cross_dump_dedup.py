@@ -16,19 +16,23 @@ whether the sets are equal, whether B's kept documents and texts are equal,
 and the wall time of each run. Exits 1 when a removed set differs.
 
 Usage:
-    python -m benchmarks.cross_dump_dedup [--records 3000] [--seeds 1 2] [--workdir DIR]
+    python -m benchmarks.cross_dump_dedup [--records 3000] [--seeds 1 2] [--workdir DIR] [--results FILE]
 """
 
 from __future__ import annotations
 
-import argparse
-import gzip
-import json
 import pathlib
 import shutil
 import sys
 
-from benchmarks.measure import run_measured
+from benchmarks.common import (
+    Results,
+    add_workdir_arguments,
+    argument_parser,
+    jsonl_rows,
+    run_measured,
+    write_jsonl,
+)
 from benchmarks.token_inputs import extract_warc_set
 
 _INDEX_OPTIONS = ["--dedup", "exact,url,minhash,sentence", "--keep_by", "dump", "--index_name", "dump-A"]
@@ -39,33 +43,19 @@ _CONFIGURATIONS = {
 }
 
 
-def _rows(folder: pathlib.Path) -> list[dict]:
-    rows = []
-    for path in sorted(folder.glob("*.jsonl.gz")):
-        with gzip.open(path, "rt", encoding="utf-8") as stream:
-            rows += [json.loads(line) for line in stream if line.strip()]
-    return rows
-
-
-def _write(rows: list[dict], folder: pathlib.Path) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    with gzip.open(folder / "part-0.jsonl.gz", "wt", encoding="utf-8") as stream:
-        stream.writelines(json.dumps(row) + "\n" for row in rows)
-
-
 def _dumps(workdir: pathlib.Path, records: int, seed: int, extractor: str) -> tuple[pathlib.Path, set[str]]:
     """Folders A, B and AB of the extracted documents dealt in turn; returns the base folder and B's ids."""
     extracted = extract_warc_set(workdir, records, 4, seed, extractor)
     base = workdir / f"dumps-{extracted.name}"
-    rows = _rows(extracted / "documents")
+    rows = list(jsonl_rows(extracted / "documents", "*.jsonl.gz"))
     dealt = {
         name: [{**row, "metadata": {**row["metadata"], "dump": name}} for row in rows[start::2]]
         for start, name in enumerate("AB")
     }
     if not (base / "AB").exists():
-        _write(dealt["A"], base / "A")
-        _write(dealt["B"], base / "B")
-        _write(dealt["A"] + dealt["B"], base / "AB")
+        write_jsonl(base / "A" / "part-0.jsonl.gz", dealt["A"])
+        write_jsonl(base / "B" / "part-0.jsonl.gz", dealt["B"])
+        write_jsonl(base / "AB" / "part-0.jsonl.gz", dealt["A"] + dealt["B"])
     return base, {row["id"] for row in dealt["B"]}
 
 
@@ -79,18 +69,30 @@ def _beamtrove(arguments: list[str], output: pathlib.Path) -> float:
 def _excluded(output: pathlib.Path, ids: set[str]) -> dict[str, set[str]]:
     """Step -> the ids of ``ids`` it removed (a step that removed nothing has no folder)."""
     folders = sorted(path for path in (output / "excluded").glob("*") if path.is_dir())
-    return {folder.name: {row["id"] for row in _rows(folder) if row["id"] in ids} for folder in folders}
+    return {
+        folder.name: {row["id"] for row in jsonl_rows(folder, "*.jsonl.gz") if row["id"] in ids} for folder in folders
+    }
+
+
+def _kept(output: pathlib.Path, ids: set[str] | None = None) -> dict[str, str]:
+    return {
+        row["id"]: row["text"]
+        for row in jsonl_rows(output / "documents", "*.jsonl.gz")
+        if ids is None or row["id"] in ids
+    }
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argument_parser(__doc__)
     parser.add_argument("--records", type=int, default=3000)
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--extractor", default="trafilatura", choices=("trafilatura", "resiliparse"))
-    parser.add_argument("--workdir", type=pathlib.Path, default=pathlib.Path("/tmp/beamtrove-cross-dump"))
+    add_workdir_arguments(parser, "beamtrove-cross-dump")
     args = parser.parse_args()
+    results = Results(__file__, __doc__, args)
     args.workdir.mkdir(parents=True, exist_ok=True)
     equal = True
+    rows = []
     for seed in args.seeds:
         base, b_ids = _dumps(args.workdir, args.records, seed, args.extractor)
         index = base / "index-A"
@@ -108,20 +110,34 @@ def main() -> int:
                 ["dedup", "--input", str(base / "AB" / "*.jsonl.gz"), "--keep_by", "dump", *options], union
             )
             removed_against, removed_union = _excluded(against, b_ids), _excluded(union, b_ids)
-            kept_against = {row["id"]: row["text"] for row in _rows(against / "documents")}
-            kept_union = {row["id"]: row["text"] for row in _rows(union / "documents") if row["id"] in b_ids}
+            kept_against, kept_union = _kept(against), _kept(union, b_ids)
             print(f"  {name}: B against A's index {against_seconds:.1f} s, A and B together {union_seconds:.1f} s")
+            texts = sum(kept_against[id_] != kept_union.get(id_) for id_ in kept_against)
+            same_kept = kept_against.keys() == kept_union.keys()
             for step in options[options.index("--dedup") + 1].split(","):
                 ours, reference = removed_against.get(step, set()), removed_union.get(step, set())
                 equal &= ours == reference
-                verdict = "equal" if ours == reference else f"DIFFER ({len(ours ^ reference)} documents)"
+                verdict_text = "equal" if ours == reference else f"DIFFER ({len(ours ^ reference)} documents)"
                 counts = f"{len(ours):>5} against the index, {len(reference):>5} together"
-                print(f"    {step:<10} removed from B: {counts}: {verdict}")
-            texts = sum(kept_against[id_] != kept_union.get(id_) for id_ in kept_against)
-            same_kept = kept_against.keys() == kept_union.keys()
+                print(f"    {step:<10} removed from B: {counts}: {verdict_text}")
+                rows.append([seed, name, step, len(ours), len(reference), verdict_text])
             kept = f"{len(kept_against)} / {len(kept_union)}"
             print(f"    kept in B: {kept}, same ids: {same_kept}, texts differing: {texts}")
+            rows.append(
+                [
+                    seed,
+                    name,
+                    "kept in B",
+                    len(kept_against),
+                    len(kept_union),
+                    f"same ids: {same_kept}, texts differing: {texts}",
+                ]
+            )
+    columns = ["seed", "configuration", "step", "removed from B against A's index", "B's part of A and B", "equal"]
+    results.table("Dump B against dump A's index, and B's part of a dedup over A and B together", columns, rows)
+    equal = results.check("every step removes the same documents from B either way", equal)
     print("EQUAL" if equal else "DIFFERENT")
+    results.write()
     return 0 if equal else 1
 
 

@@ -11,16 +11,13 @@ does from DataTrove's own ParquetWriter); for Parquet, null values count as
 absent keys.
 
 Usage:
-    python -m benchmarks.datatrove_reads_beamtrove [--datatrove-venv PATH]
+    python -m benchmarks.datatrove_reads_beamtrove [--datatrove_venv PATH] [--workdir DIR] [--results FILE]
 """
 
 from __future__ import annotations
 
-import argparse
-import hashlib
 import json
 import pathlib
-import subprocess
 import sys
 import tempfile
 
@@ -28,9 +25,17 @@ import apache_beam as beam
 
 from beamtrove.transforms.readers import ReadWarc
 from beamtrove.transforms.writers import WriteJsonl, WriteParquet
-from benchmarks.datatrove_env import DEFAULT_VENV, datatrove_python
-
-WARC_DIR = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data" / "warc"
+from benchmarks.common import (
+    WARC_DIR,
+    Results,
+    add_datatrove_venv_argument,
+    add_workdir_arguments,
+    argument_parser,
+    datatrove_python,
+    document_digest,
+    json_output,
+    verdict,
+)
 
 _DATATROVE_SCRIPT = """
 import hashlib, json, sys
@@ -47,15 +52,12 @@ json.dump(out, sys.stdout)
 """
 
 
-def _digest(doc) -> list:
-    metadata = {k: v for k, v in doc.metadata.items() if k != "file_path"}
-    return [doc.id, hashlib.sha256(doc.text.encode("utf-8", "surrogatepass")).hexdigest(), metadata]
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--datatrove-venv", type=pathlib.Path, default=DEFAULT_VENV)
+    parser = argument_parser(__doc__)
+    add_datatrove_venv_argument(parser)
+    add_workdir_arguments(parser, "beamtrove-datatrove-reads-beamtrove")
     args = parser.parse_args()
+    results = Results(__file__, __doc__, args)
     if not WARC_DIR.exists():
         sys.exit(f"{WARC_DIR} is absent: keep ../shared beside the checkout")
     python = datatrove_python(args.datatrove_venv)
@@ -68,26 +70,28 @@ def main() -> None:
             docs | "Parquet" >> WriteParquet(str(parquet_dir))
             _ = (
                 docs
-                | beam.Map(lambda d: json.dumps(_digest(d)))
+                | beam.Map(lambda d: json.dumps(document_digest(d.id, d.text, d.metadata, without=["file_path"])))
                 | beam.io.WriteToText(str(ours_file), shard_name_template="")
             )
         ours = sorted(json.loads(line) for line in ours_file.read_text().splitlines())
-        result = subprocess.run(
-            [str(python), "-c", _DATATROVE_SCRIPT, str(jsonl_dir), str(parquet_dir)],
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        theirs = json.loads(result.stdout)
+        theirs = json_output([python, "-c", _DATATROVE_SCRIPT, jsonl_dir, parquet_dir])
 
-    failed = False
+    rows, failed = [], False
     for name in ("jsonl", "parquet"):
         read = sorted(theirs[name])
         if name == "parquet":
             read = [[i, t, {k: v for k, v in m.items() if v is not None}] for i, t, m in read]
         same = sum(a == b for a, b in zip(ours, read, strict=False))
         print(f"DataTrove {name} reader: {len(read)} documents read, {same}/{len(ours)} identical to beamtrove's")
-        failed |= len(read) != len(ours) or same != len(ours)
+        passed = results.check(
+            f"DataTrove's {name} reader reads every document as beamtrove wrote it", len(read) == len(ours) == same
+        )
+        rows.append([name, len(ours), len(read), same, verdict(passed)])
+        failed |= not passed
+    results.table(
+        "DataTrove's readers on beamtrove's files", ["format", "written", "read", "identical", "all identical"], rows
+    )
+    results.write()
     sys.exit(1 if failed else 0)
 
 

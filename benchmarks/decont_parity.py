@@ -23,31 +23,36 @@ normalized text and 12-gram hashes, and the dropped documents with their
 n-gram; DataTrove's filter also reads beamtrove's spaCy index folder.
 
 Usage:
-    python -m benchmarks.decont_parity DOCUMENTS_DIR [--datatrove-venv PATH]
+    python -m benchmarks.decont_parity DOCUMENTS_DIR [--datatrove_venv PATH] [--workdir DIR] [--results FILE]
 """
 
 from __future__ import annotations
 
-import argparse
-import gzip
-import json
 import pathlib
 import re
 import subprocess
 import sys
 import tempfile
 import time
-import zipfile
 
 import numpy as np
 
 from beamtrove.document import Document
-from beamtrove.text import word_splitter
-from beamtrove.transforms.decont import NGramsDecontFilter, hash_ngram, normalize_text, word_ngrams
+from beamtrove.text import normalize_text, word_splitter
+from beamtrove.transforms.decont import NGramsDecontFilter, hash_ngram, word_ngrams
 from beamtrove.transforms.filters import Drop
-from benchmarks.datatrove_env import DEFAULT_VENV, datatrove_python
+from benchmarks.common import (
+    Results,
+    add_datatrove_venv_argument,
+    add_workdir_arguments,
+    argument_parser,
+    datatrove_python,
+    json_output,
+    jsonl_rows,
+    nltk_texts,
+    write_jsonl,
+)
 
-_INAUGURAL = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data" / "text-corpora" / "nltk_data"
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 # lighteval as NGramsDecontIndexer checks and imports it: a registry without tasks, so only the input documents
@@ -105,16 +110,12 @@ json.dump(out, sys.stdout)
 def benchmark_items() -> list[dict]:
     """Consecutive sentence pairs of the inaugural addresses, as query/label items of task ``inaugural``."""
     items = []
-    with zipfile.ZipFile(_INAUGURAL / "inaugural.zip") as archive:
-        for name in sorted(archive.namelist()):
-            if not name.endswith(".txt"):
-                continue
-            text = archive.read(name).decode("utf-8", "replace")
-            sentences = [sentence.strip() for sentence in _SENTENCE_END.split(text) if sentence.strip()]
-            items.extend(
-                {"query": query, "text": label, "task": "inaugural"}
-                for query, label in zip(sentences[::2], sentences[1::2], strict=False)
-            )
+    for text in nltk_texts("inaugural"):
+        sentences = [sentence.strip() for sentence in _SENTENCE_END.split(text) if sentence.strip()]
+        items.extend(
+            {"query": query, "text": label, "task": "inaugural"}
+            for query, label in zip(sentences[::2], sentences[1::2], strict=False)
+        )
     return items
 
 
@@ -126,11 +127,7 @@ def _variant(words: list[str]) -> str:
 
 def planted_documents(directory: pathlib.Path, items: list[dict]) -> tuple[list[dict], dict[str, str]]:
     """The documents, in id order, five of them with a planted case; and which case each planted id holds."""
-    rows = []
-    for path in sorted(directory.glob("*.jsonl.gz")):
-        with gzip.open(path, "rt", encoding="utf-8") as lines:
-            rows.extend(json.loads(line) for line in lines)
-    rows.sort(key=lambda row: row["id"])
+    rows = sorted(jsonl_rows(directory, "*.jsonl.gz"), key=lambda row: row["id"])
     long_items = [item for item in items if len(item["query"].split()) >= 14 and len(item["text"].split()) >= 14]
     label = long_items[10]["text"].split()
     query = long_items[20]["query"].split()
@@ -168,50 +165,64 @@ def _beamtrove_drops(index: pathlib.Path, rows: list[dict]) -> tuple[dict[str, l
     return dropped, time.perf_counter() - start
 
 
+def _same_drops(dropped: dict[str, list[str]], reference: dict[str, list[str]]) -> bool:
+    return {k: v[1] for k, v in dropped.items()} == {k: v[1] for k, v in reference.items()}
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argument_parser(__doc__)
     parser.add_argument("documents", type=pathlib.Path, help="Folder of extracted documents (*.jsonl.gz).")
-    parser.add_argument("--datatrove-venv", type=pathlib.Path, default=DEFAULT_VENV)
+    add_datatrove_venv_argument(parser)
+    add_workdir_arguments(parser, "beamtrove-decont-parity")
     args = parser.parse_args(argv)
+    results = Results(__file__, __doc__, args)
     items = benchmark_items()
     rows, planted = planted_documents(args.documents, items)
-    print(f"{len(items)} benchmark items; {len(rows)} documents, planted: {planted}")
+    print(results.note(f"{len(items)} benchmark items; {len(rows)} documents, planted: {planted}"))
     with tempfile.TemporaryDirectory() as temp:
         work = pathlib.Path(temp)
-        items_path, docs_path = work / "items.jsonl", work / "documents.jsonl"
-        items_path.write_text("".join(json.dumps(item) + "\n" for item in items))
-        docs_path.write_text("".join(json.dumps(row) + "\n" for row in rows))
-        indexes = {}
+        items_path, docs_path = write_jsonl(work / "items.jsonl", items), write_jsonl(work / "documents.jsonl", rows)
+        indexes, index_seconds = {}, {}
         for splitter in ("beamtrove", "spacy"):
             indexes[splitter] = work / f"index-{splitter}"
             start = time.perf_counter()
             command = [sys.executable, "-m", "beamtrove", "run", "decont_index", "--input", str(items_path)]
             command += ["--output", str(indexes[splitter]), "--decont_word_splitter", splitter]
             subprocess.run([*command, "--decont_index_shards", "4"], check=True, capture_output=True)
-            print(f"beamtrove decont_index ({splitter} words, 4 shards): {time.perf_counter() - start:.1f} s wall")
+            index_seconds[splitter] = time.perf_counter() - start
+            print(f"beamtrove decont_index ({splitter} words, 4 shards): {index_seconds[splitter]:.1f} s wall")
         for name, content in _LIGHTEVAL_STUB.items():
             (work / "stub" / name).parent.mkdir(parents=True, exist_ok=True)
             (work / "stub" / name).write_text(content)
         datatrove_index = work / "index-datatrove"
-        script = [str(datatrove_python(args.datatrove_venv)), "-c", _DATATROVE_SCRIPT, str(items_path), str(docs_path)]
-        done = subprocess.run(
-            [*script, str(datatrove_index), str(indexes["spacy"])],
-            check=False,
-            capture_output=True,
-            text=True,
+        script = [datatrove_python(args.datatrove_venv), "-c", _DATATROVE_SCRIPT, items_path, docs_path]
+        datatrove = json_output(
+            [*script, datatrove_index, indexes["spacy"]],
             env={"PYTHONPATH": str(work / "stub"), "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"},
         )
-        if done.returncode:
-            sys.exit(f"DataTrove failed:\n{done.stderr[-3000:]}")
-        datatrove = json.loads(done.stdout)
         print(f"DataTrove NGramsDecontIndexer: {datatrove['index_seconds']:.1f} s")
         reference = _index_hashes(datatrove_index)
+        table = [["DataTrove NGramsDecontIndexer", len(reference), len(reference), f"{datatrove['index_seconds']:.1f}"]]
         for splitter, folder in indexes.items():
             own = _index_hashes(folder)
             print(
                 f"index hashes, beamtrove {splitter} vs DataTrove: {len(own)} vs {len(reference)}, "
                 f"common {len(own & reference)}"
             )
+            table.append(
+                [
+                    f"beamtrove decont_index, {splitter} words",
+                    len(own),
+                    len(own & reference),
+                    f"{index_seconds[splitter]:.1f}",
+                ]
+            )
+        results.table(
+            "The index of the benchmark's label n-grams", ["index", "hashes", "common with DataTrove's", "s"], table
+        )
+        results.check(
+            "beamtrove's spaCy index holds exactly DataTrove's hashes", _index_hashes(indexes["spacy"]) == reference
+        )
 
         spacy_words = word_splitter("spacy")
         beamtrove_words = word_splitter("beamtrove")
@@ -226,29 +237,42 @@ def main(argv: list[str] | None = None) -> int:
                     same_spacy += own == hashes
                 else:
                     same_beamtrove += own == hashes
-        print(f"normalized text equal to DataTrove's simplify_text: {same_text}/{len(rows)} documents")
-        print(f"set of 12-gram hashes equal, spacy words: {same_spacy}/{len(rows)}; beamtrove words: {same_beamtrove}")
+        print(results.note(f"normalized text equal to DataTrove's simplify_text: {same_text}/{len(rows)} documents"))
+        print(
+            results.note(
+                f"set of 12-gram hashes equal, spacy words: {same_spacy}/{len(rows)}; beamtrove words: {same_beamtrove}"
+            )
+        )
 
         reference_drops = datatrove["own_index"]["dropped"]
         seconds = datatrove["own_index"]["seconds"]
         print(f"DataTrove filter, its own index: {len(reference_drops)} dropped in {seconds:.1f} s")
+        table = [["DataTrove's filter, its own index", len(reference_drops), "", f"{seconds:.1f}"]]
         for doc_id, (task, ngram) in sorted(reference_drops.items()):
             print(f"  {planted.get(doc_id, 'not planted')}: {doc_id} {task} {ngram!r}")
         from_ours = datatrove["beamtrove_spacy_index"]["dropped"]
-        same = {k: v[1] for k, v in from_ours.items()} == {k: v[1] for k, v in reference_drops.items()}
+        same = _same_drops(from_ours, reference_drops)
         print(
             f"DataTrove filter, beamtrove's spacy index: {len(from_ours)} dropped; same documents and n-grams: {same}"
         )
+        seconds = datatrove["beamtrove_spacy_index"]["seconds"]
+        table.append(["DataTrove's filter, beamtrove's spaCy index", len(from_ours), same, f"{seconds:.1f}"])
         for splitter, folder in indexes.items():
             dropped, seconds = _beamtrove_drops(folder, rows)
-            same = {k: v[1] for k, v in dropped.items()} == {k: v[1] for k, v in reference_drops.items()}
+            same = _same_drops(dropped, reference_drops)
             print(
                 f"beamtrove filter, {splitter} index: {len(dropped)} dropped in {seconds:.1f} s; "
                 f"same documents and n-grams as DataTrove: {same}"
             )
+            table.append([f"beamtrove's filter, {splitter} index", len(dropped), same, f"{seconds:.1f}"])
+            if splitter == "spacy":
+                results.check("beamtrove's filter with its spaCy index drops what DataTrove's drops", same)
             for doc_id, (task, ngram) in sorted(dropped.items()):
                 if reference_drops.get(doc_id, [None, None])[1] != ngram:
                     print(f"  differs: {doc_id} {task} {ngram!r} vs DataTrove {reference_drops.get(doc_id)}")
+        columns = ["filter", "dropped", "same documents and n-grams as DataTrove's own", "s"]
+        results.table("Documents dropped", columns, table)
+    results.write()
     return 0
 
 

@@ -21,23 +21,30 @@ On a make_warc.py set (real pages plus exact and near copies) extracted by
   (same algorithm; goal: within 1 %).
 
 Usage:
-    python -m benchmarks.dedup_accuracy [--records 3000] [--threshold 0.85] [--workdir DIR] [--datatrove-venv PATH]
+    python -m benchmarks.dedup_accuracy [--records 3000] [--threshold 0.85] [--workdir DIR] [--datatrove_venv PATH]
+        [--results FILE]
 """
 
 from __future__ import annotations
 
-import argparse
 import collections
-import gzip
 import itertools
-import json
 import pathlib
 import shutil
 import subprocess
 import sys
 
-from beamtrove.transforms.dedup import normalize_text
-from benchmarks.datatrove_env import DEFAULT_VENV, datatrove_python
+from beamtrove.text import normalize_text
+from benchmarks.common import (
+    Results,
+    add_datatrove_venv_argument,
+    add_workdir_arguments,
+    argument_parser,
+    datatrove_python,
+    jaccard,
+    jsonl_rows,
+    verdict,
+)
 from benchmarks.dedup_inputs import datatrove_minhash_command, datatrove_removed_ids, excluded_ids, split_documents
 
 PRECISION_GOAL = 0.99
@@ -48,19 +55,11 @@ N_GRAMS = 5
 
 def _shingle_sets(folder: pathlib.Path) -> dict[str, frozenset[str]]:
     shingles = {}
-    for path in sorted(folder.glob("*.jsonl.gz")):
-        with gzip.open(path, "rt", encoding="utf-8") as lines:
-            for line in lines:
-                row = json.loads(line)
-                words = normalize_text(row["text"]).split()
-                grams = range(len(words) - N_GRAMS + 1)
-                shingles[row["id"]] = frozenset(" ".join(words[i : i + N_GRAMS]) for i in grams)
+    for row in jsonl_rows(folder, "*.jsonl.gz"):
+        words = normalize_text(row["text"]).split()
+        grams = range(len(words) - N_GRAMS + 1)
+        shingles[row["id"]] = frozenset(" ".join(words[i : i + N_GRAMS]) for i in grams)
     return shingles
-
-
-def _jaccard(first: frozenset, second: frozenset) -> float:
-    shared = len(first & second)
-    return shared / (len(first) + len(second) - shared)
 
 
 def _true_pairs(shingles: dict[str, frozenset[str]], threshold: float) -> set[tuple[str, str]]:
@@ -71,18 +70,15 @@ def _true_pairs(shingles: dict[str, frozenset[str]], threshold: float) -> set[tu
         for other_size, other_id in itertools.islice(by_size, position + 1, None):
             if size < threshold * other_size:
                 break
-            if _jaccard(shingles[doc_id], shingles[other_id]) >= threshold:
+            if jaccard(shingles[doc_id], shingles[other_id]) >= threshold:
                 pairs.add(tuple(sorted((doc_id, other_id))))
     return pairs
 
 
 def _cluster_pairs(cluster_map: pathlib.Path) -> set[tuple[str, str]]:
     clusters = collections.defaultdict(set)
-    for path in sorted(cluster_map.glob("*.jsonl*")):
-        with gzip.open(path, "rt", encoding="utf-8") as lines:
-            for line in lines:
-                row = json.loads(line)
-                clusters[row["kept_id"]].update((row["id"], row["kept_id"]))
+    for row in jsonl_rows(cluster_map):
+        clusters[row["kept_id"]].update((row["id"], row["kept_id"]))
     return {tuple(sorted(pair)) for members in clusters.values() for pair in itertools.combinations(members, 2)}
 
 
@@ -94,26 +90,29 @@ def _run_beamtrove(source: pathlib.Path, output: pathlib.Path, *options: str) ->
     )
 
 
-def _score(name: str, output: pathlib.Path, shingles, truth, threshold: float) -> tuple[float, float]:
-    """Prints and returns pair recall and precision of one run's clusters."""
+def _score(name: str, output: pathlib.Path, shingles, truth, threshold: float) -> tuple[list, float, float]:
+    """Prints one run's pair recall and precision; returns its table row, recall and precision."""
     found = _cluster_pairs(output / "clusters" / "minhash")
-    similarity = {pair: _jaccard(shingles[pair[0]], shingles[pair[1]]) for pair in found}
+    similarity = {pair: jaccard(shingles[pair[0]], shingles[pair[1]]) for pair in found}
     recall = len(truth & found) / len(truth)
     precision = sum(value >= threshold for value in similarity.values()) / len(found)
     low = sorted(value for value in similarity.values() if value < threshold)
     print(f"{name}: {len(found)} clustered pairs; recall {recall:.4f}, missed {len(truth - found)};")
     print(f"    precision {precision:.4f}; {len(low)} pairs below {threshold}", end="")
     print(f" (Jaccard {low[0]:.3f} to {low[-1]:.3f})" if low else "")
-    return recall, precision
+    lowest = f"{low[0]:.3f}" if low else "-"
+    row = [name, len(found), f"{recall:.4f}", len(truth - found), f"{precision:.4f}", len(low), lowest]
+    return row, recall, precision
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argument_parser(__doc__)
     parser.add_argument("--records", type=int, default=3000)
     parser.add_argument("--threshold", type=float, default=0.85)
-    parser.add_argument("--workdir", type=pathlib.Path, default=pathlib.Path("/tmp/beamtrove-tok"))
-    parser.add_argument("--datatrove-venv", type=pathlib.Path, default=DEFAULT_VENV)
+    add_workdir_arguments(parser, "beamtrove-tok")
+    add_datatrove_venv_argument(parser)
     args = parser.parse_args()
+    results = Results(__file__, __doc__, args)
 
     source = split_documents(args.workdir, records=args.records, files=4)
     default = args.workdir / f"dedup-accuracy-r{args.records}"
@@ -123,9 +122,14 @@ def main() -> int:
 
     shingles = _shingle_sets(source)
     truth = _true_pairs(shingles, args.threshold)
-    print(f"documents: {len(shingles)}; pairs with Jaccard >= {args.threshold}: {len(truth)}")
-    _score("default (links every pair sharing a bucket)", default, shingles, truth, args.threshold)
-    recall, precision = _score(f"--minhash_threshold {args.threshold}", verified, shingles, truth, args.threshold)
+    print(results.note(f"documents: {len(shingles)}; pairs with Jaccard >= {args.threshold}: {len(truth)}"))
+    default_row, _, _ = _score("default (links every pair sharing a bucket)", default, shingles, truth, args.threshold)
+    verified_row, recall, precision = _score(
+        f"--minhash_threshold {args.threshold}", verified, shingles, truth, args.threshold
+    )
+    columns = ["run", "clustered pairs", "recall", "missed", "precision", "pairs below", "lowest Jaccard"]
+    title = f"MinHash clusters against exact 5-gram Jaccard >= {args.threshold}"
+    results.table(title, columns, [default_row, verified_row])
     print(f"goals with the threshold: recall >= {RECALL_GOAL}, precision >= {PRECISION_GOAL}")
 
     work = args.workdir / f"dedup-accuracy-datatrove-r{args.records}"
@@ -137,11 +141,22 @@ def main() -> int:
     removed = excluded_ids(default / "excluded" / "minhash")
     verified_removed = excluded_ids(verified / "excluded" / "minhash")
     difference = abs(len(removed) - len(theirs)) / len(theirs)
-    print(f"removed: DataTrove {len(theirs)}; beamtrove default {len(removed)}, difference {difference:.2%}", end="")
-    print(f" (goal {COUNT_GOAL:.0%}); beamtrove with the threshold {len(verified_removed)}")
+    print(
+        results.note(
+            f"removed: DataTrove {len(theirs)}; beamtrove default {len(removed)}, difference {difference:.2%}"
+            f" (goal {COUNT_GOAL:.0%}); beamtrove with the threshold {len(verified_removed)}"
+        )
+    )
     print(f"removed by both: {len(removed & theirs)} (the rest differ in which member of a cluster is kept)")
-    passed = recall >= RECALL_GOAL and precision >= PRECISION_GOAL and difference <= COUNT_GOAL
-    print("PASS" if passed else "FAIL")
+    passed = all(
+        [
+            results.check(f"recall with the threshold >= {RECALL_GOAL}", recall >= RECALL_GOAL),
+            results.check(f"precision with the threshold >= {PRECISION_GOAL}", precision >= PRECISION_GOAL),
+            results.check(f"removed count within {COUNT_GOAL:.0%} of DataTrove's", difference <= COUNT_GOAL),
+        ]
+    )
+    print(verdict(passed))
+    results.write()
     return 0 if passed else 1
 
 

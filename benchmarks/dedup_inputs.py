@@ -13,6 +13,7 @@ import json
 import pathlib
 import shutil
 
+from benchmarks.common import jsonl_rows
 from benchmarks.token_inputs import extract_warc_set
 
 __all__ = ["datatrove_minhash_command", "datatrove_removed_ids", "excluded_ids", "split_documents"]
@@ -69,13 +70,10 @@ def split_documents(
             stack.enter_context(gzip.open(folder / f"part-{n:03d}.jsonl.gz", "wt", encoding="utf-8"))
             for n in range(parts)
         ]
-        for path in sorted((extracted / "documents").glob("*.jsonl.gz")):
-            with gzip.open(path, "rt", encoding="utf-8") as lines:
-                for line in lines:
-                    row = json.loads(line)
-                    kept = {"id": row["id"], "text": row["text"], "metadata": {"url": row["metadata"].get("url")}}
-                    outs[number % parts].write(json.dumps(kept, ensure_ascii=False) + "\n")
-                    number += 1
+        for row in jsonl_rows(extracted / "documents", "*.jsonl.gz"):
+            kept = {"id": row["id"], "text": row["text"], "metadata": {"url": row["metadata"].get("url")}}
+            outs[number % parts].write(json.dumps(kept, ensure_ascii=False) + "\n")
+            number += 1
     (folder / "done").write_text(str(number))
     return folder
 
@@ -86,12 +84,8 @@ def datatrove_minhash_command(python: pathlib.Path, source: pathlib.Path, work: 
 
 
 def excluded_ids(folder: pathlib.Path) -> set[str]:
-    """The ids of the documents in a folder of JSONL(.gz) files."""
-    ids = set()
-    for path in sorted(folder.rglob("*.jsonl*")):
-        with gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else path.open() as lines:
-            ids.update(json.loads(line)["id"] for line in lines)
-    return ids
+    """The ids of the documents in a folder of JSONL(.gz) files and its subfolders."""
+    return {row["id"] for row in jsonl_rows(folder, "**/*.jsonl*")}
 
 
 def datatrove_removed_ids(work: pathlib.Path) -> set[str]:

@@ -28,34 +28,30 @@ growth of the documents, and of the largest groups.
 
 Usage:
     python -m benchmarks.dedup_scaling [--records 10200 102000 306000] [--runners direct prism] [--workdir DIR]
-        [--memray]
+        [--memray] [--results FILE]
 """
 
 from __future__ import annotations
 
-import argparse
-import pathlib
 import shutil
 import sys
 from typing import NamedTuple
 
 from beamtrove.stats import read_stats
+from benchmarks.common import GIB, MIB, Results, TreeMonitor, add_workdir_arguments, argument_parser, run_measured
 from benchmarks.dedup_inputs import split_documents
-from benchmarks.measure import TreeMonitor, run_measured
 from benchmarks.memory_owners import BEAMTROVE, RUNNER, peak_by_owner, run_traced
 
-_GIB = 1 << 30
-_MIB = 1 << 20
 _RUNNER_ARGS = {
     "direct": ["--direct_running_mode", "in_memory"],
     "prism": ["--runner", "PrismRunner", "--environment_type", "LOOPBACK"],
 }
 # (stats step, distribution): the largest group of each stage that a worker holds at once.
 _GROUPS = (
-    ("exact_dedup", "group_size", "exact text"),
+    ("exact", "group_size", "exact text"),
     ("minhash", "signature_group_size", "signature"),
     ("minhash", "band_group_size", "LSH band"),
-    ("minhash_components", "component_size", "component"),
+    ("minhash", "component_size", "component"),
 )
 
 
@@ -81,14 +77,15 @@ def _python_peak(monitor) -> int:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argument_parser(__doc__)
     parser.add_argument("--records", type=int, nargs="+", default=[10_200, 102_000, 306_000])
     parser.add_argument("--runners", nargs="+", default=["direct", "prism"], choices=sorted(_RUNNER_ARGS))
-    parser.add_argument("--workdir", type=pathlib.Path, default=pathlib.Path("/tmp/beamtrove-dedup"))
+    add_workdir_arguments(parser, "beamtrove-dedup")
     parser.add_argument(
         "--memray", action="store_true", help="Also trace each run's memory by owner (pip install memray)."
     )
     args = parser.parse_args()
+    results = Results(__file__, __doc__, args)
 
     rows: list[_Run] = []
     for records in args.records:
@@ -114,22 +111,27 @@ def main() -> int:
                 trace.unlink()
             rows.append(_Run(runner, documents, wall, monitor, largest, stats["steps"]["minhash"]["counters"], owners))
 
-    names = [name for _, _, name in _GROUPS]
-    print(
-        f"{'runner':<7} {'docs':>8} {'wall s':>7} {'tree GiB':>8} {'python GiB':>10} {'prism GiB':>9} "
-        + " ".join(f"{'max ' + name:>16}" for name in names)
-        + f" {'band links':>10} {'copies linked':>13}"
-        + (f" {'beamtrove MiB':>13} {'runner MiB':>10}" if args.memray else "")
-    )
+    columns = ["runner", "docs", "wall s", "tree GiB", "python GiB", "prism GiB"]
+    columns += [f"max {name}" for _, _, name in _GROUPS] + ["band links", "copies linked"]
+    columns += ["beamtrove MiB", "runner MiB"] if args.memray else []
+    table = []
     for run in rows:
         monitor, owners = run.monitor, run.owners
-        print(
-            f"{run.runner:<7} {run.documents:>8} {run.wall:>7.1f} {monitor.peak_pss / _GIB:>8.2f}"
-            f" {_python_peak(monitor) / _GIB:>10.2f} {monitor.peak_by_command.get('prism', 0) / _GIB:>9.2f} "
-            + " ".join(f"{size:>16}" for size in run.largest)
-            + f" {run.counters.get('links', 0):>10} {run.counters.get('identical_signatures', 0):>13}"
-            + (f" {owners[BEAMTROVE] / _MIB:>13.1f} {owners[RUNNER] / _MIB:>10.1f}" if owners else "")
+        table.append(
+            [
+                run.runner,
+                run.documents,
+                f"{run.wall:.1f}",
+                f"{monitor.peak_pss / GIB:.2f}",
+                f"{_python_peak(monitor) / GIB:.2f}",
+                f"{monitor.peak_by_command.get('prism', 0) / GIB:.2f}",
+                *run.largest,
+                run.counters.get("links", 0),
+                run.counters.get("identical_signatures", 0),
+                *([f"{owners[BEAMTROVE] / MIB:.1f}", f"{owners[RUNNER] / MIB:.1f}"] if owners else []),
+            ]
         )
+    print(results.table("Each dedup stage's largest group, wall time and memory", columns, table))
     for runner in args.runners:
         mine = [run for run in rows if run.runner == runner]
         if len(mine) < 2:
@@ -145,9 +147,12 @@ def main() -> int:
                 f" the runner's {large.owners[RUNNER] / small.owners[RUNNER]:.2f}x)"
             )
         print(
-            f"{runner}: {docs_growth:.1f}x the documents, {large.wall / small.wall:.1f}x the time; Python worker"
-            f" {memory_growth:.2f}x the memory{owned}; largest group {group_growth:.1f}x"
+            results.note(
+                f"{runner}: {docs_growth:.1f}x the documents, {large.wall / small.wall:.1f}x the time; Python worker"
+                f" {memory_growth:.2f}x the memory{owned}; largest group {group_growth:.1f}x"
+            )
         )
+    results.write()
     return 0
 
 

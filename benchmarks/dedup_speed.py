@@ -19,23 +19,28 @@ size to the last (goal: time about linear, memory per process flat). Runs
 nothing else meanwhile: on 2 cores, any other load skews the figures.
 
 Usage:
-    python -m benchmarks.dedup_speed [--records 10200 102000] [--workdir DIR] [--datatrove-venv PATH]
-        [--runner_mode in_memory|multi_processing]
+    python -m benchmarks.dedup_speed [--records 10200 102000] [--workdir DIR] [--datatrove_venv PATH]
+        [--runner_mode in_memory|multi_processing] [--results FILE]
 """
 
 from __future__ import annotations
 
-import argparse
-import pathlib
 import shutil
 import sys
 
-from benchmarks.datatrove_env import DEFAULT_VENV, datatrove_python
+from benchmarks.common import (
+    GIB,
+    Results,
+    add_datatrove_venv_argument,
+    add_workdir_arguments,
+    argument_parser,
+    datatrove_python,
+    run_measured,
+    verdict,
+)
 from benchmarks.dedup_inputs import datatrove_minhash_command, datatrove_removed_ids, excluded_ids, split_documents
-from benchmarks.measure import run_measured
 
 SPEED_GOAL = 1.5
-_GIB = 1 << 30
 
 
 def _files_for(records: int) -> int:
@@ -43,15 +48,16 @@ def _files_for(records: int) -> int:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argument_parser(__doc__)
     parser.add_argument("--records", type=int, nargs="+", default=[10_200, 102_000])
-    parser.add_argument("--workdir", type=pathlib.Path, default=pathlib.Path("/tmp/beamtrove-dedup"))
-    parser.add_argument("--datatrove-venv", type=pathlib.Path, default=DEFAULT_VENV)
+    add_workdir_arguments(parser, "beamtrove-dedup")
+    add_datatrove_venv_argument(parser)
     parser.add_argument("--runner_mode", default="in_memory", choices=("in_memory", "multi_processing"))
     args = parser.parse_args()
+    results = Results(__file__, __doc__, args)
     python = datatrove_python(args.datatrove_venv)
 
-    results = []
+    runs = []
     for records in args.records:
         source = split_documents(
             args.workdir, records=records, files=_files_for(records), extractor="resiliparse", parts=4
@@ -67,38 +73,55 @@ def main() -> int:
             command += ["--direct_num_workers", "2"]
         print(f"{documents} documents: beamtrove ...", file=sys.stderr)
         wall, monitor = run_measured(command, args.workdir / f"{ours.name}.log")
-        results.append(("beamtrove", documents, wall, len(excluded_ids(ours / "excluded" / "minhash")), monitor))
+        runs.append(("beamtrove", documents, wall, len(excluded_ids(ours / "excluded" / "minhash")), monitor))
         print(f"{documents} documents: DataTrove ...", file=sys.stderr)
         dt_log = args.workdir / f"{theirs.name}.log"
         dt_wall, dt_monitor = run_measured(datatrove_minhash_command(python, source, theirs, 4), dt_log)
         stages = [line for line in dt_log.read_text().splitlines() if line.startswith("stage ")]
-        results.append(("DataTrove", documents, dt_wall, len(datatrove_removed_ids(theirs)), dt_monitor))
+        runs.append(("DataTrove", documents, dt_wall, len(datatrove_removed_ids(theirs)), dt_monitor))
         print(f"    DataTrove stages: {'; '.join(stages)}", file=sys.stderr)
 
-    print(f"{'tool':<10} {'docs':>8} {'wall s':>8} {'docs/s':>8} {'removed':>8} {'PSS GiB':>8} {'max proc GiB':>13}")
-    for tool, documents, wall, removed, monitor in results:
-        print(
-            f"{tool:<10} {documents:>8} {wall:>8.1f} {documents / wall:>8.0f} {removed:>8}"
-            f" {monitor.peak_pss / _GIB:>8.2f} {monitor.peak_process_pss / _GIB:>13.2f}"
-        )
+    rows = [
+        [
+            tool,
+            documents,
+            f"{wall:.1f}",
+            f"{documents / wall:.0f}",
+            removed,
+            f"{monitor.peak_pss / GIB:.2f}",
+            f"{monitor.peak_process_pss / GIB:.2f}",
+        ]
+        for tool, documents, wall, removed, monitor in runs
+    ]
+    columns = ["tool", "docs", "wall s", "docs/s", "removed", "peak PSS GiB", "largest process GiB"]
+    print(results.table("MinHash dedup against DataTrove's four stages", columns, rows))
     passed = True
-    for index in range(0, len(results), 2):
-        ours, theirs = results[index], results[index + 1]
+    for index in range(0, len(runs), 2):
+        ours, theirs = runs[index], runs[index + 1]
         ratio = theirs[2] / ours[2]
-        passed &= ratio >= SPEED_GOAL
+        passed &= results.check(
+            f"{ours[1]} docs: beamtrove at least {SPEED_GOAL}x DataTrove's speed", ratio >= SPEED_GOAL
+        )
         removed_gap = abs(ours[3] - theirs[3]) / max(theirs[3], 1)
-        print(f"{ours[1]} docs: beamtrove {ratio:.2f}x DataTrove (goal {SPEED_GOAL}x);", end=" ")
-        print(f"removed counts differ by {removed_gap:.2%}")
-    if len(results) >= 4:
+        print(
+            results.note(
+                f"{ours[1]} docs: beamtrove {ratio:.2f}x DataTrove (goal {SPEED_GOAL}x); "
+                f"removed counts differ by {removed_gap:.2%}"
+            )
+        )
+    if len(runs) >= 4:
         for tool_index, tool in ((0, "beamtrove"), (1, "DataTrove")):
-            small, large = results[tool_index], results[-2 + tool_index]
+            small, large = runs[tool_index], runs[-2 + tool_index]
             time_growth = (large[2] / small[2]) / (large[1] / small[1])
             memory_growth = large[4].peak_process_pss / small[4].peak_process_pss
             print(
-                f"{tool}: {large[1] / small[1]:.1f}x the documents took {large[2] / small[2]:.1f}x the time"
-                f" ({time_growth:.2f} of linear); largest process {memory_growth:.2f}x the memory"
+                results.note(
+                    f"{tool}: {large[1] / small[1]:.1f}x the documents took {large[2] / small[2]:.1f}x the time"
+                    f" ({time_growth:.2f} of linear); largest process {memory_growth:.2f}x the memory"
+                )
             )
-    print("PASS" if passed else "FAIL")
+    print(verdict(passed))
+    results.write()
     return 0 if passed else 1
 
 

@@ -15,14 +15,12 @@ DataTrove's task) and again alone, and says which explains the difference:
 not, otherwise ``timeout or other``.
 
 Usage:
-    python -m benchmarks.explain_extraction_differences [--workdir /tmp/beamtrove-fineweb-parity]
+    python -m benchmarks.explain_extraction_differences [--workdir /tmp/beamtrove-fineweb-parity] [--results FILE]
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import pathlib
 import sys
 
 import trafilatura
@@ -31,15 +29,17 @@ from trafilatura.deduplication import LRU_TEST
 from beamtrove.document import Document
 from beamtrove.fs import match_inputs
 from beamtrove.transforms.readers import WarcParser
+from benchmarks.common import Results, add_workdir_arguments, argument_parser
 
 # DataTrove's Trafilatura settings in fineweb_parity: its own, so trafilatura keeps tables.
 _OPTIONS = {"favor_precision": True, "include_comments": False, "deduplicate": True}
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--workdir", type=pathlib.Path, default=pathlib.Path("/tmp/beamtrove-fineweb-parity"))
+    parser = argument_parser(__doc__)
+    add_workdir_arguments(parser, "beamtrove-fineweb-parity")
     args = parser.parse_args()
+    results = Results(__file__, __doc__, args)
     diffs = json.loads((args.workdir / "parity_diffs.json").read_text())["fate_differences"]
     wanted = {
         row["id"]: row
@@ -49,7 +49,7 @@ def main() -> None:
     if not wanted:
         sys.exit("no document that DataTrove dropped at extraction and beamtrove did not")
     warcs = sorted(args.workdir.glob("warc-*/*.warc.gz"))
-    causes = {}
+    causes, rows = {}, []
     for warc in match_inputs([str(path) for path in warcs], (".warc.gz",), None):
         LRU_TEST.clear()  # a new DataTrove task, a new extraction process
         with open(warc.url.removeprefix("file://"), "rb") as stream:
@@ -62,11 +62,13 @@ def main() -> None:
                     LRU_TEST.clear()
                     alone = trafilatura.extract(outcome.text, **_OPTIONS) or ""
                     LRU_TEST.cache = memory  # the task goes on with what it remembered
-                    cause = "cross-page dedup" if not in_task and alone else "timeout or other"
-                    causes[outcome.id] = cause
-                    print(f"{cause:<17} {len(in_task):>6} / {len(alone):>6} chars  {outcome.metadata['url']}")
+                    causes[outcome.id] = "cross-page dedup" if not in_task and alone else "timeout or other"
+                    rows.append([causes[outcome.id], len(in_task), len(alone), outcome.metadata["url"]])
+    columns = ["cause", "characters extracted in the task", "alone", "url"]
+    print(results.table("Pages DataTrove dropped at extraction and beamtrove did not", columns, rows))
     counts = ", ".join(f"{list(causes.values()).count(cause)} {cause}" for cause in sorted(set(causes.values())))
-    print(f"\n{len(wanted)} documents: {counts} (characters extracted in the task / alone)")
+    print(f"\n{results.note(f'{len(wanted)} documents: {counts}')}")
+    results.write()
 
 
 if __name__ == "__main__":

@@ -22,15 +22,12 @@ not through the ``Extract`` transform's sandbox, so the figures are the
 extractors' own costs.
 
 Usage:
-    python -m benchmarks.extraction_quality [--data DIR] [--repeats 3]
+    python -m benchmarks.extraction_quality [--data DIR] [--repeats 3] [--workdir DIR] [--results FILE]
 """
 
 from __future__ import annotations
 
-import argparse
 import collections
-import gzip
-import json
 import pathlib
 import re
 import statistics
@@ -38,21 +35,9 @@ import sys
 import time
 
 from beamtrove.transforms.extractors import Extractor, ReadabilityInscriptis, Resiliparse, Trafilatura
+from benchmarks.common import ARTICLES, Results, add_workdir_arguments, argument_parser, article_pages
 
-DATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data" / "article-extraction-benchmark"
 WORD = re.compile(r"\w+")
-
-
-def load_pages(root: pathlib.Path) -> list[tuple[str, str]]:
-    """Returns ``(html, gold text)`` per page, in page-id order."""
-    gold = json.loads((root / "ground-truth.json").read_text(encoding="utf-8"))
-    return [
-        (
-            gzip.decompress((root / "html" / f"{key}.html.gz").read_bytes()).decode("utf-8", "replace"),
-            gold[key]["articleBody"],
-        )
-        for key in sorted(gold)
-    ]
 
 
 def words(text: str) -> collections.Counter:
@@ -88,54 +73,47 @@ def best_pass_seconds(extractor: Extractor, htmls: list[str], repeats: int) -> f
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=pathlib.Path, default=DATA, help="the article-extraction-benchmark folder")
+    parser = argument_parser(__doc__)
+    parser.add_argument("--data", type=pathlib.Path, default=ARTICLES, help="the article-extraction-benchmark folder")
     parser.add_argument("--repeats", type=int, default=3, help="timed passes per extractor; the fastest counts")
+    add_workdir_arguments(parser, "beamtrove-extraction-quality")
     args = parser.parse_args()
+    results = Results(__file__, __doc__, args)
     if not (args.data / "ground-truth.json").exists():
         sys.exit(f"{args.data} is absent: pass --data DIR or keep ../shared beside the checkout")
 
-    pages = load_pages(args.data)
+    pages = list(article_pages(args.data).values())
     htmls = [html for html, _ in pages]
-    print(f"{len(pages)} pages, {sum(len(html) for html in htmls) / 1e6:.1f} M characters of HTML")
+    print(results.note(f"{len(pages)} pages, {sum(len(html) for html in htmls) / 1e6:.1f} M characters of HTML"))
 
-    rows = []
+    rows, speed = [], {}
     for extractor in (Trafilatura(), Resiliparse(), ReadabilityInscriptis()):
         extractor.setup()
         texts = [extractor.extract(html) for html in htmls]  # also the warm-up pass
         per_page = [scores(words(gold), words(text)) for (_, gold), text in zip(pages, texts, strict=True)]
         shingle_f1 = [scores(shingles(gold), shingles(text))[2] for (_, gold), text in zip(pages, texts, strict=True)]
-        seconds = best_pass_seconds(extractor, htmls, args.repeats)
+        speed[extractor.name] = len(htmls) / best_pass_seconds(extractor, htmls, args.repeats)
         precision, recall, f1 = zip(*per_page, strict=True)
         rows.append(
-            {
-                "name": extractor.name,
-                "empty": sum(not text for text in texts),
-                "precision": precision,
-                "recall": recall,
-                "f1": f1,
-                "shingle_f1": statistics.mean(shingle_f1),
-                "docs_per_s": len(htmls) / seconds,
-            }
+            [
+                extractor.name,
+                *(
+                    f"{summary(values):.3f}"
+                    for values in (precision, recall, f1)
+                    for summary in (statistics.mean, statistics.median)
+                ),
+                f"{statistics.mean(shingle_f1):.3f}",
+                sum(not text for text in texts),
+                f"{speed[extractor.name]:.1f}",
+            ]
         )
-
+    columns = ["extractor", "P mean", "P median", "R mean", "R median", "F1 mean", "F1 median", "4-gram F1 mean"]
     print()
-    print(
-        "| extractor | P mean | P median | R mean | R median | F1 mean | F1 median | 4-gram F1 mean | empty | docs/s |"
-    )
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    for row in rows:
-        print(
-            f"| {row['name']} "
-            f"| {statistics.mean(row['precision']):.3f} | {statistics.median(row['precision']):.3f} "
-            f"| {statistics.mean(row['recall']):.3f} | {statistics.median(row['recall']):.3f} "
-            f"| {statistics.mean(row['f1']):.3f} | {statistics.median(row['f1']):.3f} "
-            f"| {row['shingle_f1']:.3f} | {row['empty']} | {row['docs_per_s']:.1f} |"
-        )
-    speed = {row["name"]: row["docs_per_s"] for row in rows}
+    print(results.table("Token precision, recall and F1 against the gold texts", [*columns, "empty", "docs/s"], rows))
     print()
     for name in ("resiliparse", "readability"):
-        print(f"speed ratio {name}/trafilatura: {speed[name] / speed['trafilatura']:.1f}x")
+        print(results.note(f"speed ratio {name}/trafilatura: {speed[name] / speed['trafilatura']:.1f}x"))
+    results.write()
 
 
 if __name__ == "__main__":

@@ -10,16 +10,13 @@ this is where a word-splitting difference shows. C4 quality also compares the
 rewritten text of the documents both keep.
 
 Usage:
-    python -m benchmarks.filter_parity DOCUMENTS_DIR [--limit N] [--datatrove-venv PATH] [--show 5]
+    python -m benchmarks.filter_parity DOCUMENTS_DIR [--limit N] [--datatrove_venv PATH] [--show 5] [--workdir DIR]
+        [--results FILE]
 """
 
 from __future__ import annotations
 
-import argparse
-import gzip
-import json
 import pathlib
-import subprocess
 import sys
 import tempfile
 
@@ -33,7 +30,16 @@ from beamtrove.transforms.filters import (
     GopherRepetitionFilter,
     LanguageFilter,
 )
-from benchmarks.datatrove_env import DEFAULT_VENV, datatrove_python
+from benchmarks.common import (
+    Results,
+    add_datatrove_venv_argument,
+    add_workdir_arguments,
+    argument_parser,
+    datatrove_python,
+    json_output,
+    jsonl_rows,
+    write_jsonl,
+)
 
 _FILTERS = {
     "gopher_repetition": GopherRepetitionFilter(),
@@ -71,11 +77,7 @@ json.dump(out, sys.stdout)
 
 
 def _documents(directory: pathlib.Path, language: str | None, lid_model: str, limit: int | None) -> list[dict]:
-    rows = []
-    for path in sorted(directory.glob("*.jsonl.gz")):
-        with gzip.open(path, "rt", encoding="utf-8") as lines:
-            rows.extend(json.loads(line) for line in lines)
-    rows.sort(key=lambda row: row["id"])
+    rows = sorted(jsonl_rows(directory, "*.jsonl.gz"), key=lambda row: row["id"])
     if language:
         # The FineWeb stack only applies these filters to what the language filter kept.
         language_filter = LanguageFilter(lid_model, languages=[language])
@@ -100,36 +102,32 @@ def _beamtrove_decisions(rows: list[dict]) -> dict:
     return out
 
 
+def _datatrove_decisions(python: pathlib.Path, rows: list[dict]) -> dict:
+    with tempfile.TemporaryDirectory() as scratch:
+        batch = write_jsonl(pathlib.Path(scratch, "batch.jsonl"), ({"id": r["id"], "text": r["text"]} for r in rows))
+        return json_output([python, "-c", _DATATROVE_SCRIPT, batch])
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argument_parser(__doc__)
     parser.add_argument("documents", type=pathlib.Path, help="folder of JSONL(.gz) documents, e.g. <output>/documents")
     parser.add_argument(
         "--language", default="en", help="only documents the language filter keeps for this language ('' for all)"
     )
-    parser.add_argument("--lid-model", default=default_lid_model(), help="fastText model for --language")
+    parser.add_argument("--lid_model", default=default_lid_model(), help="fastText model for --language")
     parser.add_argument("--limit", type=int, help="compare the first N documents by id")
     parser.add_argument("--show", type=int, default=5, help="disagreements to print per filter")
-    parser.add_argument("--datatrove-venv", type=pathlib.Path, default=DEFAULT_VENV)
+    add_datatrove_venv_argument(parser)
+    add_workdir_arguments(parser, "beamtrove-filter-parity")
     args = parser.parse_args()
+    results = Results(__file__, __doc__, args)
     rows = _documents(args.documents, args.language, args.lid_model, args.limit)
     if not rows:
         sys.exit(f"no *.jsonl.gz documents in {args.documents}")
-    python = datatrove_python(args.datatrove_venv)
-    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", encoding="utf-8") as batch:
-        for row in rows:
-            batch.write(json.dumps({"id": row["id"], "text": row["text"]}) + "\n")
-        batch.flush()
-        theirs = json.loads(
-            subprocess.run(
-                [str(python), "-c", _DATATROVE_SCRIPT, batch.name], check=True, capture_output=True, text=True
-            ).stdout
-        )
+    theirs = _datatrove_decisions(datatrove_python(args.datatrove_venv), rows)
     ours = _beamtrove_decisions(rows)
     print(f"{len(rows)} documents from {args.documents} (language: {args.language or 'any'})\n")
-    columns = ("filter", "agree", "both drop, other reason", "beamtrove drops only", "DataTrove drops only")
-    print(f"| {' | '.join(columns)} | kept text differs |")
-    print("|---|---|---|---|---|---|")
-    examples = {}
+    table, examples = [], {}
     for name in _FILTERS:
         agree = other_reason = ours_only = theirs_only = text_differs = 0
         for doc_id, decisions in ours.items():
@@ -146,14 +144,17 @@ def main() -> None:
                 ours_only += our_reason is not None
                 theirs_only += their_reason is not None
                 examples.setdefault(name, []).append((doc_id, our_reason, their_reason))
-        print(
-            f"| {name} | {agree}/{len(rows)} ({agree / len(rows):.2%}) | {other_reason} | {ours_only} | "
-            f"{theirs_only} | {text_differs} |"
+        table.append(
+            [name, f"{agree}/{len(rows)} ({agree / len(rows):.2%})", other_reason, ours_only, theirs_only, text_differs]
         )
+        results.check(f"{name}: every decision and kept text as DataTrove's", agree == len(rows) and not text_differs)
+    columns = ["filter", "agree", "both drop, other reason", "beamtrove drops only", "DataTrove drops only"]
+    print(results.table("Each quality filter on its own against DataTrove's", [*columns, "kept text differs"], table))
     for name, cases in examples.items():
         print(f"\n{name}: first disagreements (id, beamtrove, DataTrove)")
         for case in cases[: args.show]:
             print("  ", *case)
+    results.write()
 
 
 if __name__ == "__main__":

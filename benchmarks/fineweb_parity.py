@@ -13,8 +13,8 @@ Builds a WARC set with make_warc.py (unless it exists), then in the same run:
   2 workers) with the same settings: ``--languages all``, since the
   example's ``LanguageFilter()`` keeps any language scored over 0.65 in
   DataTrove 0.10.1 (beamtrove's default, English, is FineWeb's release),
-  and ``--word_splitter`` as ``--word-splitter`` says (``spacy``: DataTrove's
-  words, which decide differently on text without spaces);
+  and ``--word_splitter`` as told (``spacy``: DataTrove's words, which decide
+  differently on text without spaces);
 
 timing each tool's wall clock and sampling the PSS and RSS of its whole
 process tree from /proc every 0.2 s (GNU time misses forkserver workers).
@@ -31,50 +31,47 @@ beamtrove at least as fast).
 
 Usage:
     python -m benchmarks.fineweb_parity [--records 3000] [--files 4] [--seed 1] [--workdir DIR]
-        [--datatrove-venv PATH] [--word-splitter beamtrove|spacy]
+        [--datatrove_venv PATH] [--word_splitter beamtrove|spacy] [--results FILE]
 """
 
 from __future__ import annotations
 
-import argparse
 import collections
-import dataclasses
 import glob
-import gzip
 import json
 import os
 import pathlib
-import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 
 from warcio.archiveiterator import ArchiveIterator
 
 from beamtrove.dead_letter import DeadLetter
 from beamtrove.document import Document
 from beamtrove.fs import InputFile
-from beamtrove.stats import read_stats
 from beamtrove.text import WORD_SPLITTERS
 from beamtrove.transforms.readers.warc import WarcParser
-from benchmarks.datatrove_env import DEFAULT_VENV, datatrove_python
-from benchmarks.measure import TreeMonitor, run_measured
-from benchmarks.warc_sets import MAKE_WARC, SHARED, add_warc_set_arguments, warc_set_of
-
-LID_MODEL = SHARED / "data" / "models" / "lid176" / "lid.176.ftz"
-URL_BLOCKLIST = SHARED / "data" / "blocklists" / "ut1"
-
-#: Filter steps in pipeline order, named as beamtrove names them; DataTrove's run uses the same folder names.
-FILTER_STEPS = (
-    "url_filter",
-    "language_filter",
-    "gopher_repetition",
-    "gopher_quality",
-    "c4_quality",
-    "fineweb_quality",
+from benchmarks.common import (
+    GIB,
+    Results,
+    add_datatrove_venv_argument,
+    add_warc_set_arguments,
+    argument_parser,
+    datatrove_python,
+    jaccard,
+    verdict,
+    warc_set_of,
 )
-#: Every way a document can end, in pipeline order.
-FATE_STEPS = ("url_filter", "extract", *FILTER_STEPS[1:], "kept")
+from benchmarks.fineweb_runs import (
+    FATE_STEPS,
+    TWO_WORKERS,
+    Outcome,
+    Run,
+    fineweb_prerequisites,
+    read_outcome,
+    run_beamtrove_fineweb,
+    run_datatrove_fineweb,
+)
 
 #: DataTrove's reason for a document that left no trace after extraction (its timeouts are only counted).
 _DATATROVE_EXTRACT_DROP = "empty_or_timeout"
@@ -82,59 +79,6 @@ _DATATROVE_EXTRACT_DROP = "empty_or_timeout"
 JACCARD_GOAL = 0.99
 DROP_TOLERANCE = 0.01
 SPEED_GOAL = 1.0
-
-# Runs in DataTrove's venv: argv = WARC folder, output folder, lid model.
-DATATROVE_FINEWEB_SCRIPT = """
-import sys
-
-from datatrove.executor import LocalPipelineExecutor
-from datatrove.pipeline.extractors import Trafilatura
-from datatrove.pipeline.filters import (
-    C4QualityFilter,
-    FineWebQualityFilter,
-    GopherQualityFilter,
-    GopherRepetitionFilter,
-    LanguageFilter,
-    URLFilter,
-)
-from datatrove.pipeline.readers import WarcReader
-from datatrove.pipeline.writers import JsonlWriter
-
-# LocalPipelineExecutor's forkserver workers preload this module, and the
-# extraction sandbox they fork then starts with trafilatura imported. Otherwise
-# every new sandbox imports it within its 1 s warm-up: on a loaded machine that
-# times out, and each timeout restarts the sandbox into the next timeout, so
-# every later document of the task is lost.
-import trafilatura  # noqa: F401
-
-
-def main(warc_dir, output, lid_model):
-    def excluded(step):
-        return JsonlWriter(f"{output}/excluded/{step}")
-
-    # As in DataTrove's FineWeb example: no languages given, which in 0.10.1 keeps every language over 0.65.
-    language = LanguageFilter(exclusion_writer=excluded("language_filter"))
-    # No model-path argument; on the instance so that forkserver workers see it.
-    language.model.MODEL_URL = lid_model
-    language.model.MODEL_SUBFOLDER = "beamtrove-parity-lid176-ftz"
-    pipeline = [
-        WarcReader(warc_dir, glob_pattern="*.warc.gz"),
-        URLFilter(exclusion_writer=excluded("url_filter")),
-        # As DataTrove's own FineWeb example configures it, every other setting its default.
-        Trafilatura(favour_precision=True),
-        language,
-        GopherRepetitionFilter(exclusion_writer=excluded("gopher_repetition")),
-        GopherQualityFilter(exclusion_writer=excluded("gopher_quality")),
-        C4QualityFilter(filter_no_terminal_punct=False, exclusion_writer=excluded("c4_quality")),
-        FineWebQualityFilter(exclusion_writer=excluded("fineweb_quality")),
-        JsonlWriter(f"{output}/documents"),
-    ]
-    LocalPipelineExecutor(pipeline=pipeline, tasks=4, workers=2, logging_dir=f"{output}/logs").run()
-
-
-if __name__ == "__main__":
-    main(*sys.argv[1:])
-"""
 
 # Runs in DataTrove's venv: argv = WARC files; prints one JSON object per response record.
 _DATATROVE_READER = """
@@ -174,31 +118,6 @@ for path in sys.argv[1:]:
 """
 
 
-@dataclasses.dataclass
-class Run:
-    """One tool's measured run."""
-
-    wall: float
-    monitor: TreeMonitor
-    docs_read: int
-    extract_timeouts: int
-
-
-@dataclasses.dataclass
-class Outcome:
-    """What one tool did with every document: ``fates[id] = (step, reason)`` and the extracted ``texts[id]``."""
-
-    fates: dict[str, tuple[str, str]]
-    texts: dict[str, str]
-    urls: dict[str, str]
-
-
-# --------------------------------------------------------------------------- measuring
-
-
-# --------------------------------------------------------------------------- readers
-
-
 def datatrove_reader(python: pathlib.Path, files: list[str]) -> dict[str, dict]:
     """Every response record as DataTrove's WarcReader sees it, by record id."""
     result = subprocess.run([str(python), "-c", _DATATROVE_READER, *files], check=True, capture_output=True, text=True)
@@ -234,91 +153,10 @@ def beamtrove_reader(files: list[str]) -> dict[str, dict]:
     return records
 
 
-# --------------------------------------------------------------------------- outputs
-
-
-def _jsonl(pattern: str) -> Iterator[dict]:
-    for path in sorted(glob.glob(pattern, recursive=True)):
-        opener = gzip.open if path.endswith(".gz") else open
-        with opener(path, "rt", encoding="utf-8") as lines:
-            for line in lines:
-                if line.strip():
-                    yield json.loads(line)
-
-
-def read_outcome(output: pathlib.Path, dead_letters: bool) -> Outcome:
-    """Which step ended each document of a run, from its kept, excluded and dead-letter files."""
-    fates, texts, urls = {}, {}, {}
-
-    def note(row: dict, step: str, reason: str) -> None:
-        fates[row["id"]] = (step, reason)
-        texts[row["id"]] = row.get("text", "")
-        urls[row["id"]] = (row.get("metadata") or {}).get("url", "")
-
-    for row in _jsonl(str(output / "documents" / "*.jsonl.gz")):
-        note(row, "kept", "")
-    for step in FILTER_STEPS:
-        for row in _jsonl(str(output / "excluded" / step / "*.jsonl.gz")):
-            note(row, step, (row.get("metadata") or {}).get("filter_reason") or "")
-    if dead_letters:
-        for row in _jsonl(str(output / "dead_letters" / "**" / "*.json*")):
-            if row.get("record_id"):
-                fates[row["record_id"]] = (row.get("step", "?"), f"dead_letter:{row.get('reason')}")
-                urls[row["record_id"]] = row.get("url", "")
-    return Outcome(fates, texts, urls)
-
-
-def fate_of(outcome: Outcome, record_id: str, extract_reason: str) -> tuple[str, str]:
-    """A document no output holds was dropped by the extraction step."""
-    return outcome.fates.get(record_id, ("extract", extract_reason))
-
-
-def fineweb_prerequisites() -> str:
-    """Exits unless the shared data a FineWeb benchmark needs is there; returns the beamtrove command."""
-    for needed in (MAKE_WARC, LID_MODEL, URL_BLOCKLIST):
-        if not needed.exists():
-            sys.exit(f"{needed} is absent: keep ../shared beside the checkout")
-    beamtrove = shutil.which("beamtrove")
-    if beamtrove is None:
-        sys.exit("the beamtrove command is not on PATH: pip install -e . first")
-    return beamtrove
-
-
-def datatrove_counts(logs: pathlib.Path) -> tuple[int, int]:
-    """Documents DataTrove's reader emitted and extraction timeouts, from its merged stats."""
-    stats = json.loads((logs / "stats.json").read_text())
-    read = timeouts = None
-    for step in stats:
-        if "Warc" in step["name"]:
-            read = step["stats"]["documents"]["total"]
-        elif "Trafilatura" in step["name"]:
-            timeouts = step["stats"].get("timeout", 0)
-    if read is None or timeouts is None:
-        raise RuntimeError(f"no WarcReader or Trafilatura stats in {logs / 'stats.json'}")
-    return read, timeouts
-
-
-def beamtrove_counts(stats: dict) -> tuple[int, int]:
-    """Documents beamtrove's reader emitted and extraction timeouts."""
-    steps = stats.get("steps", stats)
-    return steps["ReadWarc"]["counters"]["out"], steps["extract"]["counters"].get("errors.timeout", 0)
-
-
-# --------------------------------------------------------------------------- report
-
-
 def _relative(ours: int, theirs: int) -> float:
     if theirs == 0:
         return 0.0 if ours == 0 else float("inf")
     return abs(ours - theirs) / theirs
-
-
-def _verdict(ok: bool) -> str:
-    return "PASS" if ok else "FAIL"
-
-
-def _gib(size: int) -> str:
-    return f"{size / 2**30:.2f} GiB"
 
 
 def _reason_counts(reasons: list[str]) -> str:
@@ -327,15 +165,17 @@ def _reason_counts(reasons: list[str]) -> str:
 
 
 def report(
+    results: Results,
     workdir: pathlib.Path,
-    dt_reader: dict[str, dict],
-    bt_reader: dict[str, dict],
-    dt: Outcome,
-    bt: Outcome,
-    dt_run: Run,
-    bt_run: Run,
+    readers: tuple[dict[str, dict], dict[str, dict]],
+    outcomes: tuple[Outcome, Outcome],
+    runs: tuple[Run, Run],
 ) -> str:
-    """The markdown summary; writes the full differences to ``workdir/parity_diffs.json``."""
+    """The markdown summary of DataTrove's and beamtrove's readers, outcomes and runs, in that order, recorded.
+
+    Writes the full differences to ``workdir/parity_diffs.json``.
+    """
+    (dt_reader, bt_reader), (dt, bt), (dt_run, bt_run) = readers, outcomes, runs
     dt_emitted = {i for i, row in dt_reader.items() if row["emitted"]}
     bt_emitted = {i for i, row in bt_reader.items() if row["emitted"]}
     common = sorted(dt_emitted & bt_emitted)
@@ -348,14 +188,10 @@ def report(
         for i in sorted(bt_emitted - dt_emitted)
     ]
 
-    fates = {i: (fate_of(dt, i, _DATATROVE_EXTRACT_DROP), fate_of(bt, i, "empty")) for i in common}
+    fates = {i: (dt.fate(i, _DATATROVE_EXTRACT_DROP), bt.fate(i, "empty")) for i in common}
     dt_kept = {i for i, (d, _) in fates.items() if d[0] == "kept"}
     bt_kept = {i for i, (_, b) in fates.items() if b[0] == "kept"}
-    union = dt_kept | bt_kept
-    jaccard = len(dt_kept & bt_kept) / len(union) if union else 1.0
-
-    def url(record_id: str) -> str:
-        return dt_reader[record_id]["url"]
+    kept_jaccard = jaccard(dt_kept, bt_kept)
 
     def same_text(record_id: str) -> bool | None:
         if record_id in dt.texts and record_id in bt.texts:
@@ -365,7 +201,7 @@ def report(
     diffs = [
         {
             "id": i,
-            "url": url(i),
+            "url": dt_reader[i]["url"],
             "datatrove": ":".join(filter(None, d)),
             "beamtrove": ":".join(filter(None, b)),
             "same_text": same_text(i),
@@ -396,21 +232,26 @@ def report(
 
     lines = ["# FineWeb parity: beamtrove vs DataTrove 0.10.1", ""]
     lines.append(
-        f"WARC records read by both readers: {len(common)} "
-        f"(DataTrove's reader emitted {len(dt_emitted)}, beamtrove's {len(bt_emitted)})."
+        results.note(
+            f"WARC records read by both readers: {len(common)} "
+            f"(DataTrove's reader emitted {len(dt_emitted)}, beamtrove's {len(bt_emitted)})."
+        )
     )
     lines.append(
-        f"Extracted text identical for {identical_text}/{len(with_text)} documents both tools extracted and wrote."
+        results.note(
+            f"Extracted text identical for {identical_text}/{len(with_text)} documents both tools extracted and wrote."
+        )
     )
     lines += ["", "## Kept documents", ""]
+    passed = results.check(f"kept-set Jaccard >= {JACCARD_GOAL}", kept_jaccard >= JACCARD_GOAL)
     lines.append(
-        f"DataTrove kept {len(dt_kept)}, beamtrove {len(bt_kept)}, both {len(dt_kept & bt_kept)}: "
-        f"Jaccard **{jaccard:.4f}** (goal ≥ {JACCARD_GOAL}) **{_verdict(jaccard >= JACCARD_GOAL)}**"
+        results.note(
+            f"DataTrove kept {len(dt_kept)}, beamtrove {len(bt_kept)}, both {len(dt_kept & bt_kept)}: "
+            f"Jaccard **{kept_jaccard:.4f}** (goal ≥ {JACCARD_GOAL}) **{verdict(passed)}**"
+        )
     )
 
-    lines += ["", "## Drops per step (records both readers emitted)", ""]
-    lines += ["| step | DataTrove | beamtrove | rel. diff | within 1 % |", "|---|---:|---:|---:|:---:|"]
-    all_within = True
+    rows, all_within = [], True
     for step in FATE_STEPS:
         theirs = sum(d[0] == step for d, _ in fates.values())
         ours = sum(b[0] == step for _, b in fates.values())
@@ -418,9 +259,12 @@ def report(
         within = relative <= DROP_TOLERANCE
         if step != "kept":
             all_within &= within
-        lines.append(f"| {step} | {theirs} | {ours} | {relative:.1%} | {_verdict(within)} |")
-    lines.append("")
-    lines.append(f"Per-step drop counts within 1 %: **{_verdict(all_within)}**")
+        rows.append([step, theirs, ours, f"{relative:.1%}", verdict(within)])
+    title = "Drops per step (records both readers emitted)"
+    lines += ["", f"## {title}", ""]
+    lines.append(results.table(title, ["step", "DataTrove", "beamtrove", "rel. diff", "within 1 %"], rows))
+    all_within = results.check(f"per-step drop counts within {DROP_TOLERANCE:.0%}", all_within)
+    lines += ["", f"Per-step drop counts within 1 %: **{verdict(all_within)}**"]
 
     lines += ["", "### Where the tools part ways (DataTrove's step → beamtrove's step: documents)", ""]
     for (d, b), count in crossings.most_common():
@@ -443,42 +287,45 @@ def report(
     lines += ["", "## Reader differences", ""]
     for name, only, other in (("DataTrove", dt_only, "beamtrove"), ("beamtrove", bt_only, "datatrove")):
         why = _reason_counts([row[f"{other}_reason"] for row in only])
-        lines.append(f"- Emitted by {name}'s reader only: {len(only)} ({other} skipped them as: {why})")
+        lines.append(results.note(f"Emitted by {name}'s reader only: {len(only)} ({other} skipped them as: {why})"))
 
     dt_speed, bt_speed = dt_run.docs_read / dt_run.wall, bt_run.docs_read / bt_run.wall
     ratio = bt_speed / dt_speed
-    lines += ["", "## Speed and memory (whole process trees)", ""]
-    lines += [
-        "| tool | docs read | wall s | docs/s | peak PSS | peak RSS | extraction timeouts | other load (cores) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    title = "Speed and memory (whole process trees)"
+    columns = ["tool", "docs read", "wall s", "docs/s", "peak PSS GiB", "peak RSS GiB", "extraction timeouts"]
+    columns.append("other load (cores)")
+    rows = [
+        [
+            name,
+            run.docs_read,
+            f"{run.wall:.1f}",
+            f"{speed:.1f}",
+            f"{run.monitor.peak_pss / GIB:.2f}",
+            f"{run.monitor.peak_rss / GIB:.2f}",
+            run.extract_timeouts,
+            f"{run.monitor.other_cores:.2f}",
+        ]
+        for name, run, speed in (("DataTrove 0.10.1", dt_run, dt_speed), ("beamtrove", bt_run, bt_speed))
     ]
-    for name, run, speed in (("DataTrove 0.10.1", dt_run, dt_speed), ("beamtrove", bt_run, bt_speed)):
-        lines.append(
-            f"| {name} | {run.docs_read} | {run.wall:.1f} | {speed:.1f} | {_gib(run.monitor.peak_pss)} "
-            f"| {_gib(run.monitor.peak_rss)} | {run.extract_timeouts} | {run.monitor.other_cores:.2f} |"
-        )
-    lines.append("")
-    lines.append(
-        f"Speed ratio beamtrove/DataTrove: **{ratio:.2f}** (goal ≥ {SPEED_GOAL}) **{_verdict(ratio >= SPEED_GOAL)}**"
-    )
+    lines += ["", f"## {title}", "", results.table(title, columns, rows), ""]
+    fast = results.check(f"docs/s at least {SPEED_GOAL}x DataTrove's", ratio >= SPEED_GOAL)
+    lines.append(f"Speed ratio beamtrove/DataTrove: **{ratio:.2f}** (goal ≥ {SPEED_GOAL}) **{verdict(fast)}**")
     lines += ["", f"Full differences: {workdir / 'parity_diffs.json'}"]
     return "\n".join(lines)
 
 
-# --------------------------------------------------------------------------- main
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argument_parser(__doc__)
     add_warc_set_arguments(parser, records=3000, files=4, workdir_name="beamtrove-fineweb-parity")
-    parser.add_argument("--datatrove-venv", type=pathlib.Path, default=DEFAULT_VENV)
+    add_datatrove_venv_argument(parser)
     parser.add_argument(
-        "--word-splitter",
+        "--word_splitter",
         choices=WORD_SPLITTERS,
         default="beamtrove",
         help="beamtrove's --word_splitter (default: %(default)s); spacy splits words as DataTrove does",
     )
     args = parser.parse_args()
+    results = Results(__file__, __doc__, args)
     beamtrove = fineweb_prerequisites()
     python = datatrove_python(args.datatrove_venv)
     workdir, warc_dir = warc_set_of(args)
@@ -486,44 +333,18 @@ def main() -> None:
 
     try:
         print("reading with each reader alone", file=sys.stderr)
-        dt_reader = datatrove_reader(python, files)
-        bt_reader = beamtrove_reader(files)
-
+        readers = datatrove_reader(python, files), beamtrove_reader(files)
         dt_out, bt_out = workdir / "datatrove", workdir / "beamtrove"
-        # Stale output would be skipped (DataTrove's completions) or mixed in.
-        for out in (dt_out, bt_out):
-            shutil.rmtree(out, ignore_errors=True)
-            out.mkdir()
-        script = workdir / "datatrove_fineweb.py"
-        script.write_text(DATATROVE_FINEWEB_SCRIPT)
-
         print("running DataTrove's FineWeb stack", file=sys.stderr)
-        wall, monitor = run_measured(
-            [str(python), str(script), str(warc_dir), str(dt_out), str(LID_MODEL)], workdir / "datatrove.log"
-        )
-        dt_read, dt_timeouts = datatrove_counts(dt_out / "logs")
-        dt_run = Run(wall, monitor, dt_read, dt_timeouts)
-
+        dt_run = run_datatrove_fineweb(python, warc_dir, dt_out, workdir / "datatrove.log")
         print("running beamtrove's fineweb pipeline", file=sys.stderr)
-        command = [
-            beamtrove, "run", "fineweb",
-            "--input", str(warc_dir / "*.warc.gz"),
-            "--output", str(bt_out),
-            "--lid_model", str(LID_MODEL),
-            "--url_blocklist", str(URL_BLOCKLIST),
-            "--languages", "all",
-            "--word_splitter", args.word_splitter,
-            "--direct_num_workers", "2",
-            "--direct_running_mode", "multi_processing",
-        ]  # fmt: skip
-        wall, monitor = run_measured(command, workdir / "beamtrove.log")
-        bt_run = Run(wall, monitor, *beamtrove_counts(read_stats(str(bt_out))))
-
-        dt = read_outcome(dt_out, dead_letters=False)
-        bt = read_outcome(bt_out, dead_letters=True)
+        options = ["--languages", "all", "--word_splitter", args.word_splitter, *TWO_WORKERS]
+        bt_run = run_beamtrove_fineweb(beamtrove, warc_dir, bt_out, workdir / "beamtrove.log", *options)
+        outcomes = read_outcome(dt_out, dead_letters=False), read_outcome(bt_out, dead_letters=True)
     except (RuntimeError, subprocess.CalledProcessError, OSError, KeyError) as exc:
         sys.exit(f"execution failed: {exc}")
-    print(report(workdir, dt_reader, bt_reader, dt, bt, dt_run, bt_run))
+    print(report(results, workdir, readers, outcomes, (dt_run, bt_run)))
+    results.write()
 
 
 if __name__ == "__main__":

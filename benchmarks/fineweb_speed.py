@@ -4,9 +4,9 @@ For each seed of ``--seeds``, builds a make_warc.py set (3000 records in 4
 files unless told otherwise; reused when present), then measures one after
 the other on this machine:
 
-* DataTrove 0.10.1's FineWeb stack, the script of ``benchmarks.fineweb_parity``
-  (DataTrove's own FineWeb example: ``LanguageFilter()`` keeps any language
-  over 0.65), on LocalPipelineExecutor(tasks=4, workers=2), in its venv;
+* DataTrove 0.10.1's FineWeb stack, its own FineWeb example as
+  ``benchmarks.fineweb_runs`` runs it (``LanguageFilter()`` keeps any
+  language over 0.65), on LocalPipelineExecutor(tasks=4, workers=2), in its venv;
 * ``beamtrove run fineweb`` the ordinary way (English, FineWeb's release),
   DirectRunner multi_processing with 2 workers;
 * the same with ``--language_screen T`` for each T of ``--thresholds`` (the
@@ -27,37 +27,39 @@ fails. Run nothing else meanwhile: 2 cores are shared.
 
 Usage:
     python -m benchmarks.fineweb_speed [--seeds 1 2] [--thresholds 0.02 0.05 0.1 0.2 0.3 0.5]
-        [--records 3000] [--files 4] [--workdir DIR] [--datatrove-venv PATH]
+        [--records 3000] [--files 4] [--workdir DIR] [--datatrove_venv PATH] [--results FILE]
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import os
 import pathlib
-import shutil
 import subprocess
 import sys
-import tempfile
 
 from beamtrove.stats import read_stats
 from beamtrove.transforms.filters import DEFAULT_SCREEN_THRESHOLD
-from benchmarks.datatrove_env import DEFAULT_VENV, datatrove_python
-from benchmarks.fineweb_parity import (
-    DATATROVE_FINEWEB_SCRIPT,
-    LID_MODEL,
-    URL_BLOCKLIST,
-    datatrove_counts,
+from benchmarks.common import (
+    Results,
+    add_datatrove_venv_argument,
+    add_workdir_arguments,
+    argument_parser,
+    datatrove_python,
+    jaccard,
+    verdict,
+    warc_set,
+)
+from benchmarks.fineweb_runs import (
+    TWO_WORKERS,
     fineweb_prerequisites,
     read_outcome,
+    run_beamtrove_fineweb,
+    run_datatrove_fineweb,
 )
-from benchmarks.measure import run_measured
-from benchmarks.warc_sets import warc_set
 
 SPEED_GOAL = 2.0
 JACCARD_GOAL = 0.995
-_TWO_WORKERS = ["--direct_running_mode", "multi_processing", "--direct_num_workers", "2"]
 
 
 @dataclasses.dataclass
@@ -86,10 +88,9 @@ class Comparison:
 def compare(screened: Measured, ordinary: Measured) -> Comparison:
     """Kept ids and texts of a screened run against the ordinary run's."""
     ours, theirs = set(screened.kept), set(ordinary.kept)
-    union = ours | theirs
     differing = ours ^ theirs
     return Comparison(
-        jaccard=len(ours & theirs) / len(union) if union else 1.0,
+        jaccard=jaccard(ours, theirs),
         lost=len(theirs - ours),
         gained=len(ours - theirs),
         load_dependent=len(differing & (screened.timed_out | ordinary.timed_out)),
@@ -98,18 +99,9 @@ def compare(screened: Measured, ordinary: Measured) -> Comparison:
 
 
 def run_datatrove(python: pathlib.Path, warc_dir: pathlib.Path, workdir: pathlib.Path) -> Measured:
-    """DataTrove's FineWeb stack as ``benchmarks.fineweb_parity`` runs it."""
-    out = workdir / "datatrove"
-    # Stale output would be skipped as completed.
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir()
-    script = workdir / "datatrove_fineweb.py"
-    script.write_text(DATATROVE_FINEWEB_SCRIPT)
-    wall, monitor = run_measured(
-        [str(python), str(script), str(warc_dir), str(out), str(LID_MODEL)], workdir / "datatrove.log"
-    )
-    datatrove_counts(out / "logs")  # fails when the run left no stats
-    return Measured("DataTrove 0.10.1", wall, monitor.other_cores)
+    """DataTrove's FineWeb stack."""
+    run = run_datatrove_fineweb(python, warc_dir, workdir / "datatrove", workdir / "datatrove.log")
+    return Measured("DataTrove 0.10.1", run.wall, run.monitor.other_cores)
 
 
 def run_beamtrove(beamtrove: str, warc_dir: pathlib.Path, workdir: pathlib.Path, screen: float | None) -> Measured:
@@ -117,39 +109,29 @@ def run_beamtrove(beamtrove: str, warc_dir: pathlib.Path, workdir: pathlib.Path,
     folder, extra = ("ordinary", []) if screen is None else (f"screen-{screen}", ["--language_screen", str(screen)])
     name = "beamtrove ordinary" if screen is None else f"beamtrove --language_screen {screen}"
     out = workdir / folder
-    shutil.rmtree(out, ignore_errors=True)
-    command = [beamtrove, "run", "fineweb", "--input", str(warc_dir / "*.warc.gz"), "--output", str(out)]
-    command += ["--lid_model", str(LID_MODEL), "--url_blocklist", str(URL_BLOCKLIST), *_TWO_WORKERS, *extra]
-    wall, monitor = run_measured(command, workdir / f"{folder}.log")
+    run = run_beamtrove_fineweb(beamtrove, warc_dir, out, workdir / f"{folder}.log", *TWO_WORKERS, *extra)
     outcome = read_outcome(out, dead_letters=True)
     kept = {i: outcome.texts[i] for i, (step, _) in outcome.fates.items() if step == "kept"}
     timed_out = frozenset(
         i for i, (_, reason) in outcome.fates.items() if reason in ("dead_letter:timeout", "dead_letter:process_died")
     )
     counters = read_stats(str(out))["steps"].get("language_screen", {}).get("counters", {})
-    return Measured(name, wall, monitor.other_cores, kept, timed_out, counters.get("dropped.language_screen", 0))
+    screened = counters.get("dropped.language_screen", 0)
+    return Measured(name, run.wall, run.monitor.other_cores, kept, timed_out, screened)
 
 
 def _load() -> str:
     return " ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
-def _verdict(ok: bool) -> str:
-    return "PASS" if ok else "FAIL"
-
-
-def seed_table(seed: int, records: int, runs: list[Measured]) -> tuple[list[str], dict[str, tuple[float, Comparison]]]:
-    """The markdown table of one seed, and each screened run's (speed ratio, comparison) by name."""
+def seed_table(
+    results: Results, seed: int, records: int, runs: list[Measured]
+) -> tuple[list[str], dict[str, tuple[float, Comparison]]]:
+    """The markdown table of one seed (recorded), and each screened run's (speed ratio, comparison) by name."""
     datatrove, ordinary = runs[:2]
     baseline = records / datatrove.wall
-    lines = [
-        f"## Seed {seed}: {records} WARC response records",
-        "",
-        "| run | wall s | docs/s | vs DataTrove | screened out | kept | Jaccard vs ordinary | lost / gained "
-        "(load-dependent) | kept texts differing | other load (cores) |",
-        "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|",
-    ]
-    results = {}
+    rows = []
+    comparisons = {}
     for run in runs:
         speed = records / run.wall
         ratio = speed / baseline
@@ -157,32 +139,34 @@ def seed_table(seed: int, records: int, runs: list[Measured]) -> tuple[list[str]
         if run is datatrove:
             cells += ["-", "-", "-", "-", "-"]
         elif run is ordinary:
-            cells += ["-", str(len(run.kept)), "-", "-", "-"]
+            cells += ["-", len(run.kept), "-", "-", "-"]
         else:
             comparison = compare(run, ordinary)
-            results[run.name] = (ratio, comparison)
+            comparisons[run.name] = (ratio, comparison)
             cells += [
-                str(run.screened),
-                str(len(run.kept)),
+                run.screened,
+                len(run.kept),
                 f"{comparison.jaccard:.4f}",
                 f"{comparison.lost} / {comparison.gained} ({comparison.load_dependent})",
-                str(comparison.texts_differ),
+                comparison.texts_differ,
             ]
-        lines.append(f"| {' | '.join(cells)} | {run.other_cores:.2f} |")
-    return lines, results
+        rows.append([*cells, f"{run.other_cores:.2f}"])
+    title = f"Seed {seed}: {records} WARC response records"
+    columns = ["run", "wall s", "docs/s", "vs DataTrove", "screened out", "kept", "Jaccard vs ordinary"]
+    columns += ["lost / gained (load-dependent)", "kept texts differing", "other load (cores)"]
+    return [f"## {title}", "", results.table(title, columns, rows)], comparisons
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argument_parser(__doc__)
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--thresholds", type=float, nargs="+", default=[0.02, 0.05, 0.1, 0.2, 0.3, 0.5])
     parser.add_argument("--records", type=int, default=3000)
     parser.add_argument("--files", type=int, default=4)
-    parser.add_argument(
-        "--workdir", type=pathlib.Path, default=pathlib.Path(tempfile.gettempdir()) / "beamtrove-fineweb-speed"
-    )
-    parser.add_argument("--datatrove-venv", type=pathlib.Path, default=DEFAULT_VENV)
+    add_workdir_arguments(parser, "beamtrove-fineweb-speed")
+    add_datatrove_venv_argument(parser)
     args = parser.parse_args()
+    results = Results(__file__, __doc__, args)
     thresholds = sorted({*args.thresholds, DEFAULT_SCREEN_THRESHOLD})
     beamtrove = fineweb_prerequisites()
     python = datatrove_python(args.datatrove_venv)
@@ -205,33 +189,47 @@ def main() -> None:
             for threshold in thresholds:
                 print(f"seed {seed}: beamtrove, --language_screen {threshold}", file=sys.stderr)
                 runs.append(run_beamtrove(beamtrove, warc_dir, seed_dir, threshold))
-            table, results = seed_table(seed, records, runs)
+            table, comparisons = seed_table(results, seed, records, runs)
             lines += ["", *table]
             for threshold in thresholds:
-                curve[threshold].append(results[f"beamtrove --language_screen {threshold}"])
+                curve[threshold].append(comparisons[f"beamtrove --language_screen {threshold}"])
     except (RuntimeError, subprocess.CalledProcessError, OSError, KeyError) as exc:
         sys.exit(f"execution failed: {exc}")
     lines.append(f"\nLoad average after: {_load()}")
 
     seeds = " / ".join(map(str, args.seeds))
-    lines += ["", f"## The curve (seeds {seeds})", ""]
-    lines += ["| --language_screen | vs DataTrove | Jaccard vs ordinary | kept lost |", "|---:|---|---|---|"]
-    for threshold, results in curve.items():
-        ratios = " / ".join(f"{ratio:.2f}x" for ratio, _ in results)
-        jaccards = " / ".join(f"{comparison.jaccard:.4f}" for _, comparison in results)
-        lost = " / ".join(str(comparison.lost) for _, comparison in results)
+    rows = []
+    for threshold, measured in curve.items():
         marker = " (default)" if threshold == DEFAULT_SCREEN_THRESHOLD else ""
-        lines.append(f"| {threshold}{marker} | {ratios} | {jaccards} | {lost} |")
+        rows.append(
+            [
+                f"{threshold}{marker}",
+                " / ".join(f"{ratio:.2f}x" for ratio, _ in measured),
+                " / ".join(f"{comparison.jaccard:.4f}" for _, comparison in measured),
+                " / ".join(str(comparison.lost) for _, comparison in measured),
+            ]
+        )
+    title = f"The curve (seeds {seeds})"
+    columns = ["--language_screen", "vs DataTrove", "Jaccard vs ordinary", "kept lost"]
+    lines += ["", f"## {title}", "", results.table(title, columns, rows)]
 
     default = curve[DEFAULT_SCREEN_THRESHOLD]
-    fast = all(ratio >= SPEED_GOAL for ratio, _ in default)
-    same = all(comparison.jaccard >= JACCARD_GOAL and comparison.texts_differ == 0 for _, comparison in default)
+    fast = results.check(
+        f"default threshold {DEFAULT_SCREEN_THRESHOLD}, every seed: docs/s at least {SPEED_GOAL}x DataTrove's",
+        all(ratio >= SPEED_GOAL for ratio, _ in default),
+    )
+    same = results.check(
+        f"default threshold {DEFAULT_SCREEN_THRESHOLD}, every seed: kept-set Jaccard at least {JACCARD_GOAL}, "
+        "equal texts",
+        all(comparison.jaccard >= JACCARD_GOAL and comparison.texts_differ == 0 for _, comparison in default),
+    )
     lines += [
         "",
         f"Default threshold {DEFAULT_SCREEN_THRESHOLD}, every seed: docs/s at least {SPEED_GOAL}x DataTrove's "
-        f"**{_verdict(fast)}**; kept-set Jaccard at least {JACCARD_GOAL} with equal texts **{_verdict(same)}**",
+        f"**{verdict(fast)}**; kept-set Jaccard at least {JACCARD_GOAL} with equal texts **{verdict(same)}**",
     ]
     print("\n".join(lines))
+    results.write()
 
 
 if __name__ == "__main__":

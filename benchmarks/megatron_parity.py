@@ -26,14 +26,11 @@ Prints figures and PASS/FAIL per check; exits 1 when a check fails.
 
 Usage:
     python -m benchmarks.megatron_parity [--documents DIR] [--workdir DIR] [--seed 5] [--chunk 1000]
-        [--datatrove-venv PATH] [--megatron-venv PATH]
+        [--datatrove_venv PATH] [--megatron_venv PATH] [--results FILE]
 """
 
 from __future__ import annotations
 
-import argparse
-import gzip
-import json
 import pathlib
 import shutil
 import subprocess
@@ -46,9 +43,19 @@ from tokenizers.models import WordLevel
 from tokenizers.pre_tokenizers import WhitespaceSplit
 
 from beamtrove.transforms.tokens import load_tokenizer
-from benchmarks.datatrove_env import DEFAULT_VENV, datatrove_python
-from benchmarks.measure import run_measured
-from benchmarks.token_inputs import TOKENIZER
+from benchmarks.common import (
+    TOKENIZER,
+    Results,
+    add_datatrove_venv_argument,
+    add_workdir_arguments,
+    argument_parser,
+    datatrove_python,
+    jsonl_rows,
+    only_file,
+    run_measured,
+    verdict,
+    write_jsonl,
+)
 
 DEFAULT_DOCUMENTS = pathlib.Path("/tmp/shared19/extract3k/documents")
 DEFAULT_MEGATRON_VENV = pathlib.Path.home() / ".cache" / "beamtrove" / "megatron-venv"
@@ -86,19 +93,9 @@ numpy.savez(sys.argv[2], lengths=numpy.array([len(d) for d in documents]),
 """
 
 
-def _texts(documents: pathlib.Path) -> list[str]:
-    texts = []
-    for path in sorted(documents.glob("*.jsonl.gz")):
-        with gzip.open(path, "rt", encoding="utf-8") as lines:
-            texts.extend(json.loads(line)["text"] for line in lines)
-    return texts
-
-
 def _prepare(texts: list[str], folder: pathlib.Path) -> pathlib.Path:
     """``folder``, holding the texts as ``documents.jsonl``, without ids."""
-    folder.mkdir(parents=True, exist_ok=True)
-    with (folder / "documents.jsonl").open("w", encoding="utf-8") as out:
-        out.writelines(json.dumps({"text": text}, ensure_ascii=False) + "\n" for text in texts)
+    write_jsonl(folder / "documents.jsonl", ({"text": text} for text in texts))
     return folder
 
 
@@ -124,26 +121,26 @@ def _beamtrove(pipeline: str, output: pathlib.Path, *flags: str) -> float:
     return run_measured(command, output.parent / f"{output.name}.log")[0]
 
 
-def _only(folder: pathlib.Path, pattern: str) -> pathlib.Path:
-    (found,) = folder.glob(pattern)
-    return found
-
-
-def _compare(theirs: pathlib.Path, ours: pathlib.Path) -> bool:
-    same = theirs.read_bytes() == ours.read_bytes()
+def _compare(results: Results, check: str, theirs: pathlib.Path, ours: pathlib.Path) -> None:
+    """Prints and records whether ``ours`` is byte for byte DataTrove's ``theirs``."""
+    same = results.check(
+        f"{check}: .{ours.name.split('.', 1)[1]} byte-identical to DataTrove's",
+        theirs.read_bytes() == ours.read_bytes(),
+    )
     print(
-        f"  {'PASS' if same else 'FAIL'} {ours.name} ({ours.stat().st_size:,} bytes) byte-identical to DataTrove's "
+        f"  {verdict(same)} {ours.name} ({ours.stat().st_size:,} bytes) byte-identical to DataTrove's "
         f"{theirs.name} ({theirs.stat().st_size:,} bytes)"
     )
-    return same
 
 
-def _megatron_read_back(venv: pathlib.Path, prefix: pathlib.Path, tokenizer: str, texts: list[str]) -> bool | None:
-    """Whether megatron-core reads every document as the tokenizer encodes its text; None without the venv."""
+def _megatron_read_back(
+    results: Results, check: str, venv: pathlib.Path, prefix: pathlib.Path, tokenizer: str, texts: list[str]
+) -> None:
+    """Checks that megatron-core reads every document as the tokenizer encodes its text, unless the venv is absent."""
     python = venv / "bin" / "python"
     if not python.exists():
         print(f"  SKIP megatron-core read-back: no venv at {venv} (pip install torch megatron-core there)")
-        return None
+        return
     with tempfile.TemporaryDirectory() as scratch:
         read_path = pathlib.Path(scratch) / "read.npz"
         subprocess.run(
@@ -160,53 +157,54 @@ def _megatron_read_back(venv: pathlib.Path, prefix: pathlib.Path, tokenizer: str
         for start, length, ids in zip(starts, lengths, expected, strict=False)
     ) + abs(len(lengths) - len(expected))
     whole = np.array_equal(document_indices, np.arange(len(texts) + 1))
-    ok = not differ and whole
+    ok = results.check(f"{check}: megatron-core reads every document as encoded", not differ and whole)
     print(
-        f"  {'PASS' if ok else 'FAIL'} megatron-core IndexedDataset reads {len(lengths)} documents, "
+        f"  {verdict(ok)} megatron-core IndexedDataset reads {len(lengths)} documents, "
         f"{int(lengths.sum()):,} tokens as {dtype}; {differ} differ from the tokenizer's encoding of their text; "
         f"document indices 0..{len(texts)}: {whole}"
     )
-    return ok
 
 
-def _megatron(args, python, source: pathlib.Path, texts: list[str], tokenizer: str, label: str) -> list[bool]:
+def _megatron(
+    results: Results, args, python, source: pathlib.Path, texts: list[str], tokenizer: str, label: str
+) -> None:
     run = args.workdir / f"megatron-{label}"
     dt_out, bt_out = run / "datatrove", run / "beamtrove"
     dt_seconds = _datatrove(python, source, dt_out, tokenizer, "megatron")
     bt_seconds = _beamtrove(
         "tokenize", bt_out, "--input", str(source / "documents.jsonl"), "--tokenizer", tokenizer, "--format", "megatron"
     )
-    print(f"\nMegatron, {label}: DataTrove {dt_seconds:.1f} s, beamtrove {bt_seconds:.1f} s")
-    theirs, ours = _only(dt_out, "*.bin"), _only(bt_out, "*.bin")
-    results = [_compare(theirs, ours), _compare(theirs.with_suffix(".idx"), ours.with_suffix(".idx"))]
-    read_back = _megatron_read_back(args.megatron_venv, ours.with_suffix(""), tokenizer, texts)
-    return results + ([read_back] if read_back is not None else [])
+    print(f"\n{results.note(f'Megatron, {label}: DataTrove {dt_seconds:.1f} s, beamtrove {bt_seconds:.1f} s')}")
+    theirs, ours = only_file(dt_out, "*.bin"), only_file(bt_out, "*.bin")
+    check = f"Megatron, {label}"
+    _compare(results, check, theirs, ours)
+    _compare(results, check, theirs.with_suffix(".idx"), ours.with_suffix(".idx"))
+    _megatron_read_back(results, check, args.megatron_venv, ours.with_suffix(""), tokenizer, texts)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argument_parser(__doc__)
     parser.add_argument("--documents", type=pathlib.Path, default=DEFAULT_DOCUMENTS)
-    parser.add_argument(
-        "--workdir", type=pathlib.Path, default=pathlib.Path(tempfile.gettempdir()) / "beamtrove-megatron"
-    )
+    add_workdir_arguments(parser, "beamtrove-megatron")
     parser.add_argument("--seed", type=int, default=5)
     parser.add_argument("--chunk", type=int, default=1000, help="shuffle_chunk_size. Default: 1000.")
-    parser.add_argument("--datatrove-venv", type=pathlib.Path, default=DEFAULT_VENV)
-    parser.add_argument("--megatron-venv", type=pathlib.Path, default=DEFAULT_MEGATRON_VENV)
+    add_datatrove_venv_argument(parser)
+    parser.add_argument("--megatron_venv", type=pathlib.Path, default=DEFAULT_MEGATRON_VENV)
     args = parser.parse_args(argv)
+    results = Results(__file__, __doc__, args)
 
     python = datatrove_python(args.datatrove_venv)
     shutil.rmtree(args.workdir, ignore_errors=True)
-    texts = _texts(args.documents)
+    texts = [row["text"] for row in jsonl_rows(args.documents, "*.jsonl.gz")]
     source = _prepare(texts, args.workdir / "input")
-    print(f"input: {len(texts)} documents from {args.documents}, GPT-2 tokenizer {TOKENIZER}")
-    results = _megatron(args, python, source, texts, str(TOKENIZER), "GPT-2")
+    print(results.note(f"input: {len(texts)} documents from {args.documents}, GPT-2 tokenizer {TOKENIZER}"))
+    _megatron(results, args, python, source, texts, str(TOKENIZER), "GPT-2")
     words = args.workdir / "words-tokenizer.json"
     vocabulary = _word_tokenizer(texts, words)
     if vocabulary > 1 << 16:
-        results += _megatron(args, python, source, texts, str(words), f"word-level vocabulary of {vocabulary:,}")
+        _megatron(results, args, python, source, texts, str(words), f"word-level vocabulary of {vocabulary:,}")
     else:
-        print(f"\nSKIP 4-byte Megatron files: the documents have only {vocabulary:,} distinct words")
+        print(f"\n{results.note(f'SKIP 4-byte Megatron files: the documents have only {vocabulary:,} distinct words')}")
 
     run = args.workdir / "chunks"
     dt_out, bt_out = run / "datatrove", run / "beamtrove"
@@ -215,10 +213,11 @@ def main(argv: list[str] | None = None) -> int:
         "tokenize", bt_out, "--input", str(source / "documents.jsonl"), "--tokenizer", str(TOKENIZER),
         "--shuffle_seed", str(args.seed), "--shuffle_chunk_size", str(args.chunk), "--eos_token", "",
     )  # fmt: skip
-    theirs, ours = _only(dt_out, "*.ds"), _only(bt_out, "*.ds")
-    print(f"\nChunk shuffle, seed {args.seed}, {args.chunk}-token chunks")
+    theirs, ours = only_file(dt_out, "*.ds"), only_file(bt_out, "*.ds")
+    check = f"Chunk shuffle, seed {args.seed}, {args.chunk}-token chunks"
+    print(f"\n{check}")
     for suffix in ("", ".index", ".metadata"):
-        results.append(_compare(pathlib.Path(f"{theirs}{suffix}"), pathlib.Path(f"{ours}{suffix}")))
+        _compare(results, check, pathlib.Path(f"{theirs}{suffix}"), pathlib.Path(f"{ours}{suffix}"))
 
     run = args.workdir / "context"
     unshuffled, dt_out, bt_out = run / "unshuffled", run / "datatrove", run / "beamtrove"
@@ -228,11 +227,12 @@ def main(argv: list[str] | None = None) -> int:
         "merge_tokens", bt_out, "--input", str(unshuffled), "--shuffle_seed", str(args.seed),
         "--context_shuffle", "2049",
     )  # fmt: skip
-    theirs, ours = _only(dt_out, "*.ds"), _only(bt_out, "*.ds")
+    theirs, ours = only_file(dt_out, "*.ds"), only_file(bt_out, "*.ds")
     windows = ours.stat().st_size // 2 // 2049
     print(f"\nContext shuffle, seed {args.seed}, windows of 2049 tokens ({windows:,} windows)")
-    results.append(_compare(theirs, ours))
-    return 0 if all(results) else 1
+    _compare(results, f"Context shuffle, seed {args.seed}, windows of 2049 tokens", theirs, ours)
+    results.write()
+    return 0 if results.passed else 1
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ import pathlib
 import subprocess
 import sys
 
-from benchmarks.measure import command_failed
+from benchmarks.common import command_failed
 
 __all__ = ["BEAMTROVE", "IMPORTS", "OTHER", "RUNNER", "peak_by_owner", "run_traced"]
 

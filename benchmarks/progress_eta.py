@@ -7,19 +7,19 @@ first line came, the real duration, and for each line with an ETA the end it
 predicted (time of the line + ETA) against the real end, as a share of the
 run's duration.
 
-    python -m benchmarks.progress_eta [--records 3000 --files 4 --seed 1] [--interval 5]
+    python -m benchmarks.progress_eta [--records 3000 --files 4 --seed 1] [--interval 5] [--workdir DIR]
+        [--results FILE]
 """
 
 from __future__ import annotations
 
-import argparse
 import re
 import subprocess
 import sys
 import tempfile
 import time
 
-from benchmarks.warc_sets import SHARED, add_warc_set_arguments, warc_set_of
+from benchmarks.common import LID_MODEL, URL_BLOCKLIST, Results, add_warc_set_arguments, argument_parser, warc_set_of
 
 _ETA = re.compile(r"ETA (?:(?P<h>\d+)h (?P<hm>\d+)m|(?P<m>\d+)m (?P<ms>\d+)s|(?P<s>\d+) s)$")
 
@@ -33,16 +33,16 @@ def _seconds(match: re.Match) -> int:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argument_parser(__doc__)
     add_warc_set_arguments(parser, records=3000, files=4, workdir_name="beamtrove-progress-eta")
     parser.add_argument("--interval", type=float, default=10.0, help="--progress_interval of the run")
     args = parser.parse_args()
+    results = Results(__file__, __doc__, args)
     _, warcs = warc_set_of(args)
     output = tempfile.mkdtemp(prefix="progress-eta-")
     command = [sys.executable, "-m", "beamtrove", "run", "fineweb", "--input", f"{warcs}/*.warc.gz"]
     command += ["--output", f"{output}/out", "--progress_interval", str(args.interval)]
-    command += ["--lid_model", str(SHARED / "data/models/lid176/lid.176.ftz")]
-    command += ["--url_blocklist", str(SHARED / "data/blocklists/ut1")]
+    command += ["--lid_model", str(LID_MODEL), "--url_blocklist", str(URL_BLOCKLIST)]
     started = time.monotonic()
     lines: list[tuple[float, str]] = []
     with subprocess.Popen(command, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True) as run:
@@ -53,15 +53,16 @@ def main() -> None:
     if run.returncode != 0 or not lines:
         sys.exit(f"the run failed (exit {run.returncode}) or showed no progress")
     print(f"records {args.records}, files {args.files}, progress interval {args.interval:g} s")
-    print(f"first progress line after {lines[0][0]:.1f} s; the command took {duration:.1f} s")
-    print(f"{'line at':>8}  {'ETA':>6}  {'predicted end':>13}  {'error':>7}  line")
+    print(results.note(f"first progress line after {lines[0][0]:.1f} s; the command took {duration:.1f} s"))
+    rows = []
     for at, line in lines:
         match = _ETA.search(line)
-        if match is None:
-            continue
-        eta = _seconds(match)
-        error = (at + eta - duration) / duration
-        print(f"{at:7.1f}s  {eta:5d}s  {at + eta:12.1f}s  {error:+7.1%}  {line}")
+        if match is not None:
+            eta = _seconds(match)
+            rows.append([f"{at:.1f}", eta, f"{at + eta:.1f}", f"{(at + eta - duration) / duration:+.1%}", line])
+    columns = ["line at s", "ETA s", "predicted end s", "error", "line"]
+    print(results.table("Each ETA against the real end", columns, rows))
+    results.write()
 
 
 if __name__ == "__main__":

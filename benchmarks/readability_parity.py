@@ -18,29 +18,37 @@ a timeout. beamtrove limits CPU time instead (1 s per page by default in
 
 DataTrove 0.10.1 needs Hugging Face's fork of readability-lxml (branch
 ``speedup`` of huggingface/python-readability, which is on no package
-registry); pass a checkout of it with ``--readability-fork`` and it is installed
+registry); pass a checkout of it with ``--readability_fork`` and it is installed
 into DataTrove's venv, with inscriptis from PyPI. DataTrove's check of that
 dependency compares installed distribution names with the fork's pip URL and so
 never passes; the script checks the module and distribution names instead,
 leaving the extractor itself as DataTrove ships it.
 
 Usage:
-    python -m benchmarks.readability_parity [--readability-fork DIR] [--show 5] [--datatrove-venv PATH]
+    python -m benchmarks.readability_parity [--readability_fork DIR] [--show 5] [--datatrove_venv PATH]
+        [--workdir DIR] [--results FILE]
 """
 
 from __future__ import annotations
 
-import argparse
 import difflib
-import json
 import pathlib
 import subprocess
 import sys
 import tempfile
 
 from beamtrove.transforms.extractors import ReadabilityInscriptis
-from benchmarks.datatrove_env import DEFAULT_VENV, datatrove_python
-from benchmarks.extraction_quality import DATA, load_pages
+from benchmarks.common import (
+    ARTICLES,
+    Results,
+    add_datatrove_venv_argument,
+    add_workdir_arguments,
+    argument_parser,
+    article_pages,
+    datatrove_python,
+    json_output,
+    write_jsonl,
+)
 
 _HAS_FORK = """
 import inspect, readability
@@ -69,56 +77,59 @@ def _install_fork(python: pathlib.Path, fork: pathlib.Path | None) -> None:
         return
     if fork is None:
         sys.exit(
-            "DataTrove's venv lacks Hugging Face's readability-lxml fork: pass --readability-fork DIR, a checkout "
+            "DataTrove's venv lacks Hugging Face's readability-lxml fork: pass --readability_fork DIR, a checkout "
             "of branch speedup of huggingface/python-readability"
         )
     subprocess.run([str(python), "-m", "pip", "install", "--quiet", "inscriptis", str(fork)], check=True)
 
 
-def _datatrove(python: pathlib.Path, ids: list[str], htmls: list[str]) -> dict:
-    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", encoding="utf-8") as batch:
-        for page_id, html in zip(ids, htmls, strict=True):
-            batch.write(json.dumps({"id": page_id, "html": html}) + "\n")
-        batch.flush()
-        return json.loads(
-            subprocess.run(
-                [str(python), "-c", _DATATROVE_SCRIPT, batch.name], check=True, capture_output=True, text=True
-            ).stdout
-        )
+def _datatrove(python: pathlib.Path, pages: dict[str, tuple[str, str]]) -> dict:
+    with tempfile.TemporaryDirectory() as scratch:
+        batch = write_jsonl(pathlib.Path(scratch, "pages.jsonl"), ({"id": i, "html": h} for i, (h, _) in pages.items()))
+        return json_output([python, "-c", _DATATROVE_SCRIPT, batch])
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=pathlib.Path, default=DATA, help="the article-extraction-benchmark folder")
-    parser.add_argument("--readability-fork", type=pathlib.Path, help="checkout of DataTrove's readability-lxml fork")
+    parser = argument_parser(__doc__)
+    parser.add_argument("--data", type=pathlib.Path, default=ARTICLES, help="the article-extraction-benchmark folder")
+    parser.add_argument(
+        "--readability_fork",
+        type=pathlib.Path,
+        help="checkout of DataTrove's readability-lxml fork",
+    )
     parser.add_argument("--show", type=int, default=5, help="differences to print")
-    parser.add_argument("--datatrove-venv", type=pathlib.Path, default=DEFAULT_VENV)
+    add_datatrove_venv_argument(parser)
+    add_workdir_arguments(parser, "beamtrove-readability-parity")
     args = parser.parse_args()
+    results = Results(__file__, __doc__, args)
     if not (args.data / "ground-truth.json").exists():
         sys.exit(f"{args.data} is absent: pass --data DIR or keep ../shared beside the checkout")
 
-    ids = sorted(json.loads((args.data / "ground-truth.json").read_text(encoding="utf-8")))
-    htmls = [html for html, _ in load_pages(args.data)]
+    pages = article_pages(args.data)
     python = datatrove_python(args.datatrove_venv)
     _install_fork(python, args.readability_fork)
-    theirs = _datatrove(python, ids, htmls)
+    theirs = _datatrove(python, pages)
     extractor = ReadabilityInscriptis()
     extractor.setup()
-    ours = {page_id: extractor.extract(html) for page_id, html in zip(ids, htmls, strict=True)}
+    ours = {page_id: extractor.extract(html) for page_id, (html, _) in pages.items()}
 
-    different = [page_id for page_id in ids if ours[page_id] != theirs["texts"][page_id]]
-    print(f"{len(ids)} pages of {args.data}")
-    print(f"empty texts: beamtrove {sum(not text for text in ours.values())}, ", end="")
-    print(f"DataTrove {sum(not text for text in theirs['texts'].values())}")
-    print(f"identical texts: {len(ids) - len(different)}, different: {len(different)}")
-    print(
-        f"\nDataTrove's run ({theirs['timeout']} s wall-clock per page): kept {len(theirs['kept'])}, {theirs['stats']}"
-    )
+    different = [page_id for page_id in pages if ours[page_id] != theirs["texts"][page_id]]
+    empty = sum(not text for text in ours.values()), sum(not text for text in theirs["texts"].values())
+    print(f"{len(pages)} pages of {args.data}")
+    print(f"empty texts: beamtrove {empty[0]}, DataTrove {empty[1]}")
+    print(f"identical texts: {len(pages) - len(different)}, different: {len(different)}")
+    columns = ["pages", "identical texts", "different", "empty: beamtrove", "empty: DataTrove", "DataTrove's run kept"]
+    row = [len(pages), len(pages) - len(different), len(different), *empty, len(theirs["kept"])]
+    results.table("ReadabilityInscriptis texts against DataTrove's", columns, [row])
+    results.check("every text identical to DataTrove's", not different)
+    run = f"DataTrove's run ({theirs['timeout']} s wall-clock per page): kept {len(theirs['kept'])}, {theirs['stats']}"
+    print(f"\n{results.note(run)}")
     for page_id in different[: args.show]:
         mine, datatrove = ours[page_id], theirs["texts"][page_id]
         print(f"\n{page_id}: beamtrove {len(mine)} characters, DataTrove {len(datatrove)}")
         lines = difflib.unified_diff(datatrove.splitlines(), mine.splitlines(), "DataTrove", "beamtrove", n=0)
         print("\n".join(list(lines)[:12]))
+    results.write()
 
 
 if __name__ == "__main__":

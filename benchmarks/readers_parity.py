@@ -26,30 +26,35 @@ an older one: ``<venv>/bin/pip install datasets``); building the layouts
 needs it here.
 
 Usage:
-    python -m benchmarks.readers_parity DOCUMENTS_DIR [--limit N] [--datatrove-venv PATH] [--show 3]
+    python -m benchmarks.readers_parity DOCUMENTS_DIR [--limit N] [--datatrove_venv PATH] [--show 3] [--workdir DIR]
+        [--results FILE]
 """
 
 from __future__ import annotations
 
-import argparse
-import gzip
-import hashlib
+import itertools
 import json
 import os
 import pathlib
-import subprocess
 import sys
 import tempfile
 import time
 
 import datasets
 import pyarrow as pa
-import pyarrow.parquet as pq
-from datasets.data_files import DataFilesDict
-from datasets.packaged_modules.parquet.parquet import Parquet
 
 from beamtrove.transforms.readers import ReadHuggingFace, ReadIpc
-from benchmarks.datatrove_env import DEFAULT_VENV, datatrove_python
+from benchmarks.common import (
+    Results,
+    add_datatrove_venv_argument,
+    add_workdir_arguments,
+    argument_parser,
+    datatrove_python,
+    document_digest,
+    json_output,
+    jsonl_rows,
+    prepare_as_hub_dataset,
+)
 
 _HUB_NAME = "beamtrove/extract-sample"
 _BATCH_ROWS = 100
@@ -76,14 +81,6 @@ json.dump(out, sys.stdout, default=str)
 """
 
 
-def _documents(folder: pathlib.Path, limit: int) -> list[dict]:
-    rows = []
-    for path in sorted(folder.glob("*.jsonl*")):
-        with (gzip.open if path.suffix == ".gz" else open)(path, "rb") as lines:
-            rows.extend(json.loads(line) for line in lines if line.strip())
-    return rows[:limit]
-
-
 def _flat(row: dict) -> dict:
     """A row with its metadata as columns, without id or file_path."""
     metadata = {k: v for k, v in row["metadata"].items() if k != "file_path"}
@@ -98,33 +95,6 @@ def _write_ipc(folder: pathlib.Path, rows: list[dict], stream: bool) -> None:
         path = folder / f"part-{number}.{'arrows' if stream else 'arrow'}"
         with (pa.ipc.new_stream if stream else pa.ipc.new_file)(path, table.schema) as writer:
             writer.write_table(table, max_chunksize=_BATCH_ROWS)
-
-
-def prepare_as_hub_dataset(splits: dict[str, list[dict]], name: str, cache: pathlib.Path) -> pathlib.Path:
-    """Leaves ``splits`` in the datasets cache ``cache`` as ``load_dataset(name)`` leaves a hub dataset.
-
-    That is ``<owner>___<name>/default/0.0.0/<hash>/``; a local Parquet
-    builder writes the same files, which are then moved there. Returns that folder.
-    """
-    owner, dataset_name = name.split("/")
-    with tempfile.TemporaryDirectory(prefix="beamtrove-parquet-") as scratch:
-        files = {}
-        for split, rows in splits.items():
-            files[split] = [str(pathlib.Path(scratch, f"{split}.parquet"))]
-            pq.write_table(pa.Table.from_pylist(rows), files[split][0])
-        builder = Parquet(
-            cache_dir=str(cache),
-            dataset_name=dataset_name,
-            hash="0123456789abcdef",
-            data_files=DataFilesDict.from_local_or_remote(files, base_path=scratch),
-        )
-        builder.download_and_prepare()
-    # <cache>/<name as datasets spells it>/<config id>/0.0.0/<hash>
-    prepared = pathlib.Path(builder.cache_dir)
-    target = cache / f"{owner}___{prepared.parts[-4]}" / "default" / "0.0.0" / prepared.name
-    target.parent.mkdir(parents=True)
-    prepared.rename(target)
-    return target
 
 
 def _build(scratch: pathlib.Path, rows: list[dict]) -> dict[str, str]:
@@ -147,10 +117,6 @@ def _build(scratch: pathlib.Path, rows: list[dict]) -> dict[str, str]:
     return cases
 
 
-def _digest(doc) -> list:
-    return [doc.id, hashlib.sha256(doc.text.encode("utf-8", "surrogatepass")).hexdigest(), doc.metadata]
-
-
 def _ours(cases: dict[str, str]) -> dict[str, list]:
     readers = {
         "ipc-file": ReadIpc(cases["ipc-file"]),
@@ -161,7 +127,9 @@ def _ours(cases: dict[str, str]) -> dict[str, list]:
         "hf-cache": ReadHuggingFace(cases["hf-cache"], split="test", cache_dir=cases["cache_dir"]),
     }
     return {
-        name: [_digest(doc) for file in reader.files for doc in reader.read_file(file)]
+        name: [
+            document_digest(doc.id, doc.text, doc.metadata) for file in reader.files for doc in reader.read_file(file)
+        ]
         for name, reader in readers.items()
     }
 
@@ -176,14 +144,16 @@ def _same_but_nulls(ours: list | None, theirs: list) -> bool:
     return ours is not None and ours[:2] == theirs[:2] and _without_nulls(ours[2]) == _without_nulls(theirs[2])
 
 
-def _compare(name: str, ours: list, theirs: list, show: int) -> None:
+def _compare(name: str, ours: list, theirs: list, show: int) -> list:
+    """Prints how one layout's documents compare; returns the table row."""
     ours_by_id = {doc[0]: doc for doc in ours}
     identical = sum(ours_by_id.get(doc[0]) == doc for doc in theirs)
     null_blind = sum(_same_but_nulls(ours_by_id.get(doc[0]), doc) for doc in theirs)
+    same_order = [d[0] for d in ours] == [d[0] for d in theirs]
     print(
         f"{name:11} beamtrove {len(ours):5}  DataTrove {len(theirs):5}  identical {identical:5}  "
         f"different {len(theirs) - identical:5}  identical with nulls as absent {null_blind:5}  "
-        f"same order {[d[0] for d in ours] == [d[0] for d in theirs]}"
+        f"same order {same_order}"
     )
     differing = [doc for doc in theirs if ours_by_id.get(doc[0]) != doc]
     for doc in differing[:show]:
@@ -195,16 +165,19 @@ def _compare(name: str, ours: list, theirs: list, show: int) -> None:
         keys = sorted(k for k in mine[2].keys() | doc[2].keys() if mine[2].get(k, "absent") != doc[2].get(k, "absent"))
         values = {k: (mine[2].get(k, "absent"), doc[2].get(k, "absent")) for k in keys}
         print(f"    {doc[0]}: {fields or ''} metadata (beamtrove, DataTrove): {values}")
+    return [name, len(ours), len(theirs), identical, len(theirs) - identical, null_blind, same_order]
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argument_parser(__doc__)
     parser.add_argument("documents", type=pathlib.Path, help="folder of JSONL(.gz) documents")
     parser.add_argument("--limit", type=int, default=3000, help="documents to use")
-    parser.add_argument("--datatrove-venv", type=pathlib.Path, default=DEFAULT_VENV)
+    add_datatrove_venv_argument(parser)
     parser.add_argument("--show", type=int, default=2, help="differing documents to print per layout")
+    add_workdir_arguments(parser, "beamtrove-readers-parity")
     args = parser.parse_args()
-    rows = _documents(args.documents, args.limit)
+    results = Results(__file__, __doc__, args)
+    rows = list(itertools.islice(jsonl_rows(args.documents), args.limit))
     if not rows:
         sys.exit(f"no JSONL documents in {args.documents}")
     python = datatrove_python(args.datatrove_venv)
@@ -216,20 +189,20 @@ def main() -> None:
         offline = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
         offline["HF_DATASETS_CACHE"] = cases["cache_dir"]
         started = time.perf_counter()
-        result = subprocess.run(
-            [str(python), "-c", _DATATROVE_SCRIPT, json.dumps(cases)],
-            check=True,
-            capture_output=True,
-            text=True,
-            env=offline,
-            cwd=scratch,
-        )
+        theirs = json_output([python, "-c", _DATATROVE_SCRIPT, json.dumps(cases)], env=offline, cwd=scratch)
         theirs_seconds = time.perf_counter() - started
-    theirs = json.loads(result.stdout)
     print(f"{len(rows)} documents from {args.documents}")
-    for name in theirs:
-        _compare(name, json.loads(json.dumps(ours[name], default=str)), theirs[name], args.show)
-    print(f"read all layouts: beamtrove {ours_seconds:.1f} s, DataTrove {theirs_seconds:.1f} s (with its start-up)")
+    table = [
+        _compare(name, json.loads(json.dumps(ours[name], default=str)), theirs[name], args.show) for name in theirs
+    ]
+    columns = ["layout", "beamtrove", "DataTrove", "identical", "different", "identical with nulls as absent"]
+    results.table("The same documents through each reader", [*columns, "same order"], table)
+    print(
+        results.note(
+            f"read all layouts: beamtrove {ours_seconds:.1f} s, DataTrove {theirs_seconds:.1f} s (with its start-up)"
+        )
+    )
+    results.write()
 
 
 if __name__ == "__main__":

@@ -4,15 +4,15 @@ Builds a WARC set with make_warc.py (unless it exists), then measures, one
 after the other on this machine:
 
 * DataTrove 0.10.1's FineWeb stack on LocalPipelineExecutor(tasks=4,
-  workers=2), in its venv (the script of ``benchmarks.fineweb_parity``);
+  workers=2), in its venv (``benchmarks.fineweb_runs``);
 * ``beamtrove run fineweb`` on the DirectRunner, multi_processing with 2
   workers, the ordinary way and with ``--resumable``;
 * the same on the PrismRunner (the Prism binary ``beamtrove runners setup``
   built), LOOPBACK: Prism starts a single Python SDK worker for the job, so
   this run has one worker process whatever the machine has;
-* the FlinkRunner, when a Beam Flink job-server jar is available (``--flink-
-  job-server-jar`` or ``beamtrove runners setup``); otherwise the table says
-  why it was not run;
+* the FlinkRunner, when a Beam Flink job-server jar is available
+  (``--flink_job_server_jar`` or ``beamtrove runners setup``); otherwise the
+  table says why it was not run;
 
 and prints wall time, documents read per second and peak PSS of each, the
 ratios to DataTrove, and whether every beamtrove run kept exactly the same
@@ -21,53 +21,33 @@ shared.
 
 Usage:
     python -m benchmarks.runner_speed [--records 1200] [--files 8] [--seed 1] [--workdir DIR]
-        [--datatrove-venv PATH] [--prism PATH] [--flink-job-server-jar PATH]
+        [--datatrove_venv PATH] [--prism PATH] [--flink_job_server_jar PATH] [--results FILE]
 """
 
 from __future__ import annotations
 
-import argparse
-import pathlib
-import shutil
 import sys
 
 from beamtrove.execution.runner_parts import part_path, part_present
-from beamtrove.stats import read_stats
-from benchmarks.datatrove_env import DEFAULT_VENV, datatrove_python
-from benchmarks.elastic_speed import sorted_lines
-from benchmarks.fineweb_parity import (
-    DATATROVE_FINEWEB_SCRIPT,
-    LID_MODEL,
-    URL_BLOCKLIST,
-    beamtrove_counts,
-    datatrove_counts,
-    fineweb_prerequisites,
+from benchmarks.common import (
+    GIB,
+    Results,
+    add_datatrove_venv_argument,
+    add_warc_set_arguments,
+    argument_parser,
+    canonical_rows,
+    datatrove_python,
+    verdict,
+    warc_set_of,
 )
-from benchmarks.measure import run_measured
-from benchmarks.warc_sets import add_warc_set_arguments, warc_set_of
-
-_TWO_WORKERS = ["--direct_running_mode", "multi_processing", "--direct_num_workers", "2"]
+from benchmarks.fineweb_runs import TWO_WORKERS, fineweb_prerequisites, run_beamtrove_fineweb, run_datatrove_fineweb
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_warc_set_arguments(parser, records=1200, files=8, workdir_name="beamtrove-runner-speed")
-    parser.add_argument("--datatrove-venv", type=pathlib.Path, default=DEFAULT_VENV)
-    parser.add_argument("--prism", help="Prism binary (default: the one `beamtrove runners setup` obtained)")
-    parser.add_argument("--flink-job-server-jar", help="Beam Flink job-server jar (default: `beamtrove runners setup`)")
-    args = parser.parse_args()
-    beamtrove = fineweb_prerequisites()
-    python = datatrove_python(args.datatrove_venv)
-    prism = args.prism or (str(part_path("prism")) if part_present("prism") else None)
-    flink_jar = args.flink_job_server_jar or (
-        str(part_path("flink-job-server")) if part_present("flink-job-server") else None
-    )
-    workdir, warc_dir = warc_set_of(args)
-    fineweb = [beamtrove, "run", "fineweb", "--input", str(warc_dir / "*.warc.gz")]
-    fineweb += ["--lid_model", str(LID_MODEL), "--url_blocklist", str(URL_BLOCKLIST)]
+def _runs(prism: str | None, flink_jar: str | None) -> tuple[dict[str, list[str]], dict[str, str]]:
+    """The runner options of each beamtrove run, and why the runners left out were not run."""
     runs = {
-        "DirectRunner (multi_processing, 2 workers)": [*_TWO_WORKERS],
-        "DirectRunner --resumable (multi_processing, 2 workers)": [*_TWO_WORKERS, "--resumable"],
+        "DirectRunner (multi_processing, 2 workers)": [*TWO_WORKERS],
+        "DirectRunner --resumable (multi_processing, 2 workers)": [*TWO_WORKERS, "--resumable"],
     }
     not_run = {}
     if prism:
@@ -96,46 +76,56 @@ def main() -> None:
         ]
     else:
         not_run["FlinkRunner"] = "no Beam Flink job-server jar (the package registry does not serve one here)"
+    return runs, not_run
 
-    table = {}
-    print("running DataTrove's FineWeb stack", file=sys.stderr)
-    out = workdir / "datatrove"
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir()
-    script = workdir / "datatrove_fineweb.py"
-    script.write_text(DATATROVE_FINEWEB_SCRIPT)
-    wall, monitor = run_measured([str(python), str(script), str(warc_dir), str(out), str(LID_MODEL)], out / "log")
-    table["DataTrove 0.10.1 LocalPipelineExecutor (4 tasks, 2 workers)"] = (
-        datatrove_counts(out / "logs")[0],
-        wall,
-        monitor.peak_pss,
+
+def main() -> None:
+    parser = argument_parser(__doc__)
+    add_warc_set_arguments(parser, records=1200, files=8, workdir_name="beamtrove-runner-speed")
+    add_datatrove_venv_argument(parser)
+    parser.add_argument("--prism", help="Prism binary (default: the one `beamtrove runners setup` obtained)")
+    parser.add_argument(
+        "--flink_job_server_jar",
+        help="Beam Flink job-server jar (default: `beamtrove runners setup`)",
     )
+    args = parser.parse_args()
+    results = Results(__file__, __doc__, args)
+    beamtrove = fineweb_prerequisites()
+    python = datatrove_python(args.datatrove_venv)
+    prism = args.prism or (str(part_path("prism")) if part_present("prism") else None)
+    flink_jar = args.flink_job_server_jar or (
+        str(part_path("flink-job-server")) if part_present("flink-job-server") else None
+    )
+    workdir, warc_dir = warc_set_of(args)
+    runs, not_run = _runs(prism, flink_jar)
+
+    print("running DataTrove's FineWeb stack", file=sys.stderr)
+    datatrove = run_datatrove_fineweb(python, warc_dir, workdir / "datatrove", workdir / "datatrove.log")
+    table = {"DataTrove 0.10.1 LocalPipelineExecutor (4 tasks, 2 workers)": datatrove}
     documents = {}
     for number, (name, runner_args) in enumerate(runs.items()):
         print(f"running beamtrove fineweb on {name}", file=sys.stderr)
         out = workdir / f"beamtrove-{number}"
-        shutil.rmtree(out, ignore_errors=True)
-        out.mkdir()
-        wall, monitor = run_measured([*fineweb, "--output", str(out / "run"), *runner_args], out / "log")
-        stats = read_stats(str(out / "run"))
-        table[f"beamtrove {name}"] = (beamtrove_counts(stats)[0], wall, monitor.peak_pss)
-        documents[name] = sorted_lines(sorted((out / "run" / "documents").glob("*.jsonl.gz")))
+        run = run_beamtrove_fineweb(beamtrove, warc_dir, out, out.with_suffix(".log"), *runner_args)
+        table[f"beamtrove {name}"] = run
+        documents[name] = canonical_rows(sorted((out / "documents").glob("*.jsonl.gz")))
 
-    dt_docs, dt_wall, _ = next(iter(table.values()))
     print(f"make_warc.py --records {args.records} --files {args.files} --seed {args.seed}; 2 cores\n")
-    print("| run | docs read | wall s | docs/s | vs DataTrove | peak PSS |")
-    print("|---|---|---|---|---|---|")
-    for name, (docs, wall, pss) in table.items():
-        ratio = (docs / wall) / (dt_docs / dt_wall)
-        print(f"| {name} | {docs} | {wall:.1f} | {docs / wall:.1f} | {ratio:.2f}x | {pss / 2**30:.2f} GiB |")
-    for name, reason in not_run.items():
-        print(f"| {name} | not run: {reason} | | | | |")
+    rows = []
+    for name, run in table.items():
+        ratio = (run.docs_read / run.wall) / (datatrove.docs_read / datatrove.wall)
+        speed = f"{run.docs_read / run.wall:.1f}"
+        memory = f"{run.monitor.peak_pss / GIB:.2f}"
+        rows.append([name, run.docs_read, f"{run.wall:.1f}", speed, f"{ratio:.2f}x", memory])
+    rows += [[name, f"not run: {reason}", "", "", "", ""] for name, reason in not_run.items()]
+    columns = ["run", "docs read", "wall s", "docs/s", "vs DataTrove", "peak PSS GiB"]
+    print(results.table("FineWeb per runner", columns, rows))
     reference = next(iter(documents.values()))
-    same = all(kept == reference for kept in documents.values())
-    print(
-        f"\n{len(reference)} documents kept; every beamtrove run kept "
-        f"{'exactly the same documents: PASS' if same else 'DIFFERENT documents: FAIL'}"
+    same = results.check(
+        "every beamtrove run kept exactly the same documents", all(kept == reference for kept in documents.values())
     )
+    print(f"\n{len(reference)} documents kept; every beamtrove run kept the same documents: {verdict(same)}")
+    results.write()
     if not same:
         sys.exit(1)
 

@@ -26,13 +26,11 @@ of ``stats.json`` but the writers' ``bytes`` and ``files``.
 
 Usage:
     python -m benchmarks.staged_dedup [--records 102000] [--steps exact,url,minhash,sentence] [--workers 2]
-        [--memory BYTES] [--elastic] [--chaos 6] [--datatrove] [--skip-one-pipeline] [--workdir DIR]
+        [--memory BYTES] [--elastic] [--chaos 6] [--datatrove] [--skip_one_pipeline] [--workdir DIR] [--results FILE]
 """
 
 from __future__ import annotations
 
-import argparse
-import gzip
 import json
 import os
 import pathlib
@@ -44,23 +42,29 @@ import sys
 import time
 from typing import Any
 
-from benchmarks.datatrove_env import DEFAULT_VENV, datatrove_python
+from benchmarks.common import (
+    GIB,
+    Results,
+    TreeMonitor,
+    add_datatrove_venv_argument,
+    add_workdir_arguments,
+    argument_parser,
+    canonical_rows,
+    datatrove_python,
+    run_measured,
+)
 from benchmarks.dedup_inputs import datatrove_minhash_command, datatrove_removed_ids, excluded_ids, split_documents
-from benchmarks.measure import TreeMonitor, run_measured
 
-_GIB = 1 << 30
 # Writer counters that depend on how records were spread over files, not on what was written.
 _LAYOUT_COUNTERS = ("bytes", "files")
 
 
 def _rows(folder: pathlib.Path) -> dict[str, list[str]]:
     """Every JSONL row of a run folder's outputs, canonical, sorted, by subfolder."""
-    found: dict[str, list[str]] = {}
+    files: dict[str, list[pathlib.Path]] = {}
     for path in sorted(folder.rglob("*.jsonl.gz")):
-        rows = found.setdefault(str(path.parent.relative_to(folder)), [])
-        with gzip.open(path, "rt", encoding="utf-8") as lines:
-            rows.extend(json.dumps(json.loads(line), sort_keys=True) for line in lines)
-    return {name: sorted(rows) for name, rows in found.items()}
+        files.setdefault(str(path.parent.relative_to(folder)), []).append(path)
+    return {name: canonical_rows(paths) for name, paths in files.items()}
 
 
 def _counters(folder: pathlib.Path) -> dict[str, Any]:
@@ -165,24 +169,34 @@ def _chaos_run(source: pathlib.Path, workdir: pathlib.Path, steps: str, partitio
     return f"{started[0] - 2} kills; tasks the killed workers held: {', '.join(stages_hit) or 'none'}"
 
 
-def _against_datatrove(source: pathlib.Path, workdir: pathlib.Path, workers: int, memory: int, venv: pathlib.Path):
+def _against_datatrove(results: Results, source: pathlib.Path, args) -> None:
     """``--dedup minhash`` staged against DataTrove's four MinHash stages on the same files, back to back."""
+    workdir, workers, memory = args.workdir, args.workers, args.memory
     ours, theirs = workdir / "staged-minhash", workdir / "datatrove-minhash"
     for folder in (ours, theirs):
         shutil.rmtree(folder, ignore_errors=True)
     command = ["beamtrove", "run", "dedup", "--input", str(source / "*.jsonl.gz"), "--output", str(ours)]
     command += ["--dedup", "minhash", "--progress_interval", "0", "--staged", "--workers", str(workers)]
     wall, monitor = run_measured([*command, "--memory", str(memory)], workdir / f"{ours.name}.log")
-    dt_command = datatrove_minhash_command(datatrove_python(venv), source, theirs, 4)
+    dt_command = datatrove_minhash_command(datatrove_python(args.datatrove_venv), source, theirs, 4)
     dt_wall, dt_monitor = run_measured(dt_command, workdir / f"{theirs.name}.log")
     removed, dt_removed = excluded_ids(ours / "excluded" / "minhash"), datatrove_removed_ids(theirs)
-    differ = len(removed ^ dt_removed)
+    differ = len(removed ^ dt_removed) / max(len(dt_removed), 1)
+    rows = [
+        ["minhash staged", f"{wall:.1f}", f"{monitor.peak_pss / GIB:.2f}", len(removed)],
+        ["DataTrove 4-stage MinHash", f"{dt_wall:.1f}", f"{dt_monitor.peak_pss / GIB:.2f}", len(dt_removed)],
+    ]
+    title = f"{source.name}: --dedup minhash staged against DataTrove's four stages"
+    print(results.table(title, ["run", "wall s", "peak PSS GiB", "removed"], rows))
+    speed, memory_ratio = dt_wall / wall, monitor.peak_pss / dt_monitor.peak_pss
+    results.check("staged minhash at least 5x DataTrove's speed", speed >= 5)
+    results.check("staged minhash peak memory at most DataTrove's", memory_ratio <= 1)
+    results.check("removed sets differ in at most 0.5% of DataTrove's", differ <= 0.005)
     print(
-        f"minhash staged            {wall:>8.1f} s  tree {monitor.peak_pss / _GIB:>6.2f} GiB, removed {len(removed)}\n"
-        f"DataTrove 4-stage MinHash {dt_wall:>8.1f} s  tree {dt_monitor.peak_pss / _GIB:>6.2f} GiB, removed "
-        f"{len(dt_removed)}\n  staged is {dt_wall / wall:.2f}x DataTrove's speed (goal 5x), "
-        f"{monitor.peak_pss / dt_monitor.peak_pss:.2f}x its peak memory (goal <= 1); removed sets differ in "
-        f"{differ} documents, {differ / max(len(dt_removed), 1):.2%} of DataTrove's (goal <= 0.5%)",
+        results.note(
+            f"staged is {speed:.2f}x DataTrove's speed (goal 5x), {memory_ratio:.2f}x its peak memory (goal <= 1); "
+            f"removed sets differ in {len(removed ^ dt_removed)} documents, {differ:.2%} of DataTrove's (goal <= 0.5%)"
+        ),
         flush=True,
     )
 
@@ -198,21 +212,31 @@ def _owner(done: pathlib.Path) -> str:
     return json.loads(done.read_text())["host"]
 
 
-def _print_run(name: str, wall: float, monitor: TreeMonitor | None, base: tuple[float, TreeMonitor] | None) -> None:
+def _print_run(name: str, wall: float, monitor: TreeMonitor | None, base: tuple[float, TreeMonitor] | None) -> list:
+    """Prints one run's wall time and memory, and against the one-pipeline run's; returns them as a table row."""
     line = f"{name:<24} {wall:>8.1f} s"
+    row = [name, f"{wall:.1f}", "", "", "", ""]
     if monitor is not None:
-        line += (
-            f"  tree {monitor.peak_pss / _GIB:>6.2f} GiB  largest process {monitor.peak_process_pss / _GIB:>6.2f} GiB"
-        )
+        line += f"  tree {monitor.peak_pss / GIB:>6.2f} GiB  largest process {monitor.peak_process_pss / GIB:>6.2f} GiB"
+        row[2:4] = f"{monitor.peak_pss / GIB:.2f}", f"{monitor.peak_process_pss / GIB:.2f}"
     if base is not None:
         line += f"  wall {wall / base[0]:.2f}x one pipeline"
+        row[4] = f"{wall / base[0]:.2f}x"
         if monitor is not None:
             line += f", largest process {monitor.peak_process_pss / base[1].peak_process_pss:.2f}x"
+            row[5] = f"{monitor.peak_process_pss / base[1].peak_process_pss:.2f}x"
     print(line, flush=True)
+    return row
+
+
+def _identical(results: Results, run: str, found: list[str]) -> str:
+    """Records whether a run's output is the one-pipeline run's; returns what to print."""
+    results.check(f"{run}: output identical to one pipeline's", not found)
+    return "IDENTICAL to one pipeline" if not found else "DIFFERS: " + "; ".join(found)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argument_parser(__doc__)
     parser.add_argument("--records", type=int, nargs="+", default=[102_000])
     parser.add_argument("--steps", default="exact,url,minhash,sentence")
     parser.add_argument("--workers", type=int, default=2)
@@ -220,12 +244,18 @@ def main() -> None:
     parser.add_argument("--elastic", action="store_true", help="also run the elastic job with a killed worker")
     parser.add_argument("--chaos", type=int, default=0, help="also run the elastic job with this many random kills")
     parser.add_argument("--datatrove", action="store_true", help="also run minhash staged against DataTrove's")
-    parser.add_argument("--datatrove-venv", type=pathlib.Path, default=DEFAULT_VENV)
-    parser.add_argument("--skip-one-pipeline", action="store_true", help="compare with an earlier one-pipeline run")
-    parser.add_argument("--workdir", type=pathlib.Path, default=pathlib.Path("/tmp/beamtrove-staged-dedup"))
+    add_datatrove_venv_argument(parser)
+    parser.add_argument(
+        "--skip_one_pipeline",
+        action="store_true",
+        help="compare with an earlier one-pipeline run",
+    )
+    add_workdir_arguments(parser, "beamtrove-staged-dedup")
     args = parser.parse_args()
+    results = Results(__file__, __doc__, args)
     args.workdir.mkdir(parents=True, exist_ok=True)
     failed = False
+    table = []
     for records in args.records:
         source = split_documents(args.workdir, records=records, files=16, extractor="resiliparse")
         documents = int((source / "done").read_text())
@@ -237,32 +267,34 @@ def main() -> None:
             shutil.rmtree(one, ignore_errors=True)
             command = ["beamtrove", "run", "dedup", *base_args, "--output", str(one)]
             base = run_measured(command, args.workdir / f"{one.name}.log")
-            _print_run("one pipeline", *base, None)
+            table.append([documents, *_print_run("one pipeline", *base, None)])
         staged = args.workdir / f"staged-r{records}"
         shutil.rmtree(staged, ignore_errors=True)
         command = ["beamtrove", "run", "dedup", *base_args, "--output", str(staged), "--staged"]
         command += ["--workers", str(args.workers), "--memory", str(args.memory)]
         wall, monitor = run_measured(command, args.workdir / f"{staged.name}.log")
         partitions = json.loads((staged / "stats.json").read_text())["staged"]["partitions"]
-        _print_run(f"staged ({args.workers} workers, {partitions} partitions)", wall, monitor, base)
+        name = f"staged ({args.workers} workers, {partitions} partitions)"
+        table.append([documents, *_print_run(name, wall, monitor, base)])
         found = differences(one, staged)
-        print(f"  staged output: {'IDENTICAL to one pipeline' if not found else 'DIFFERS: ' + '; '.join(found)}")
+        print(f"  staged output: {_identical(results, f'{documents} docs, {name}', found)}")
         failed |= bool(found)
         if args.elastic:
             wall, what = _elastic_run(source, args.workdir, args.steps, partitions)
-            _print_run("elastic (3 workers + 1)", wall, None, base)
+            table.append([documents, *_print_run("elastic (3 workers + 1)", wall, None, base)])
             found = differences(one, args.workdir / "staged-elastic")
-            print(f"  {what}; output: {'IDENTICAL to one pipeline' if not found else 'DIFFERS: ' + '; '.join(found)}")
+            print(f"  {results.note(what)}; output: {_identical(results, f'{documents} docs, elastic', found)}")
             failed |= bool(found)
         if args.chaos:
             what = _chaos_run(source, args.workdir, args.steps, partitions, args.chaos)
             found = differences(one, args.workdir / "staged-chaos")
-            print(
-                f"chaos: {what}; output: {'IDENTICAL to one pipeline' if not found else 'DIFFERS: ' + '; '.join(found)}"
-            )
+            print(f"chaos: {results.note(what)}; output: {_identical(results, f'{documents} docs, chaos', found)}")
             failed |= bool(found)
         if args.datatrove:
-            _against_datatrove(source, args.workdir, args.workers, args.memory, args.datatrove_venv)
+            _against_datatrove(results, source, args)
+    columns = ["docs", "run", "wall s", "peak PSS GiB", "largest process GiB", "wall vs one pipeline"]
+    results.table(f"--dedup {args.steps}", [*columns, "largest process vs one pipeline"], table)
+    results.write()
     if failed:
         raise SystemExit(1)
 

@@ -38,17 +38,15 @@ The built tool is not part of beamtrove: pass its path with ``--tool``
 
 Usage:
     python -m benchmarks.substring_dedup --tool PATH [--input DIR | --records N ...] [--parity]
-        [--workdir DIR] [--tokenizer PATH] [--datatrove-venv PATH] [--runner_mode in_memory|multi_processing]
+        [--workdir DIR] [--tokenizer PATH] [--datatrove_venv PATH] [--runner_mode in_memory|multi_processing]
+        [--results FILE]
 """
 
 from __future__ import annotations
 
-import argparse
 import array
 import bisect
 import collections
-import gzip
-import json
 import pathlib
 import shutil
 import sys
@@ -57,13 +55,21 @@ from tokenizers import Tokenizer
 
 from beamtrove.text import split_words
 from beamtrove.transforms.dedup.substrings import cut_token_spans, merge_spans
-from benchmarks.datatrove_env import DEFAULT_VENV, datatrove_python
+from benchmarks.common import (
+    GIB,
+    REPOSITORY,
+    TOKENIZER,
+    Results,
+    add_datatrove_venv_argument,
+    add_workdir_arguments,
+    argument_parser,
+    datatrove_python,
+    jsonl_rows,
+    read_jsonl,
+    run_measured,
+)
 from benchmarks.dedup_inputs import split_documents
-from benchmarks.measure import run_measured
 
-_GIB = 1 << 30
-_REPO = pathlib.Path(__file__).resolve().parents[1]
-_GPT2 = _REPO.parent / "shared" / "data" / "tokenizers" / "gpt2" / "tokenizer.json"
 _SEPARATOR = 12
 _WINDOW = 50
 
@@ -144,22 +150,12 @@ with beam.Pipeline(options=PipelineOptions(options)) as pipeline:
 
 
 def _rows(folder: pathlib.Path, pattern: str) -> dict[str, str]:
-    texts = {}
-    for path in sorted(folder.glob(pattern)):
-        with gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else path.open(encoding="utf-8") as lines:
-            for line in lines:
-                row = json.loads(line)
-                texts[row["id"]] = row["text"]
-    return texts
+    return {row["id"]: row["text"] for row in jsonl_rows(folder, pattern)}
 
 
 def _source_documents(source: pathlib.Path) -> list[list[tuple[str, str]]]:
     """``(id, text)`` per file, in the order DataTrove's tasks read them."""
-    files = []
-    for path in sorted(source.glob("*.jsonl.gz")):
-        with gzip.open(path, "rt", encoding="utf-8") as lines:
-            files.append([(row["id"], row["text"]) for row in map(json.loads, lines)])
-    return files
+    return [[(row["id"], row["text"]) for row in read_jsonl([path])] for path in sorted(source.glob("*.jsonl.gz"))]
 
 
 def _tool_token_ranges(work: pathlib.Path, files: list[list[tuple[str, str]]], tokens: dict[str, list[int]]):
@@ -222,7 +218,9 @@ def _replace_cut(tokenizer, text: str, ids: list[int], spans) -> str:
     return text
 
 
-def _parity(source: pathlib.Path, ours: pathlib.Path, theirs: pathlib.Path, tokenizer_path: str) -> None:
+def _parity(
+    results: Results, source: pathlib.Path, ours: pathlib.Path, theirs: pathlib.Path, tokenizer_path: str
+) -> None:
     tokenizer = Tokenizer.from_file(tokenizer_path)
     files = _source_documents(source)
     texts = {key: text for documents in files for key, text in documents}
@@ -262,27 +260,33 @@ def _parity(source: pathlib.Path, ours: pathlib.Path, theirs: pathlib.Path, toke
             found.append("word_count")
         causes["+".join(found) or "unexplained"] += 1
     total = len(texts)
-    print(f"parity on {total} documents: same result (same text or both dropped) {identical} ({identical / total:.1%})")
-    print(f"  beamtrove equals the plain-Python first-kept window reference on {expected_ours}/{total}")
-    print(f"  DataTrove's kept texts equal decode+replace of the tool's ranges on {simulated}/{len(kept_theirs)}")
-    print(f"  documents cut: beamtrove {sum(bool(v) for v in later.values())}, tool {dt_cut}")
     agree_all = sum(tool.get(key, []) == every[key] for key in texts)
-    print(f"  tool's token ranges == union of repeated 50-token windows (all copies) on {agree_all}/{total}")
-    for cause, count in causes.most_common():
-        print(f"  differs: {cause}: {count}")
+    lines = [
+        f"parity on {total} documents: same result (same text or both dropped) {identical} ({identical / total:.1%})",
+        f"  beamtrove equals the plain-Python first-kept window reference on {expected_ours}/{total}",
+        f"  DataTrove's kept texts equal decode+replace of the tool's ranges on {simulated}/{len(kept_theirs)}",
+        f"  documents cut: beamtrove {sum(bool(v) for v in later.values())}, tool {dt_cut}",
+        f"  tool's token ranges == union of repeated 50-token windows (all copies) on {agree_all}/{total}",
+        *(f"  differs: {cause}: {count}" for cause, count in causes.most_common()),
+    ]
+    for line in lines:
+        results.note(f"{source.name}: {line.strip()}")
+        print(line)
+    results.check(f"{source.name}: beamtrove equals the first-kept window reference", expected_ours == total)
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argument_parser(__doc__)
     parser.add_argument("--tool", type=pathlib.Path, required=True, help="the built dedup_dataset binary")
     parser.add_argument("--input", type=pathlib.Path, action="append", default=[], help="folder of *.jsonl.gz")
     parser.add_argument("--records", type=int, nargs="*", default=[], help="make_warc sets (e.g. 10200 102000)")
     parser.add_argument("--parity", action="store_true", help="compare the results document by document")
-    parser.add_argument("--workdir", type=pathlib.Path, default=pathlib.Path("/tmp/beamtrove-dedup"))
-    parser.add_argument("--tokenizer", default=str(_GPT2))
-    parser.add_argument("--datatrove-venv", type=pathlib.Path, default=DEFAULT_VENV)
+    add_workdir_arguments(parser, "beamtrove-dedup")
+    parser.add_argument("--tokenizer", default=str(TOKENIZER))
+    add_datatrove_venv_argument(parser)
     parser.add_argument("--runner_mode", default="in_memory", choices=("in_memory", "multi_processing"))
     args = parser.parse_args()
+    results = Results(__file__, __doc__, args)
     if not args.tool.is_file():
         parser.error(f"--tool {args.tool} is not a file: build deduplicate-text-datasets with cargo build --release")
     python = datatrove_python(args.datatrove_venv)
@@ -292,7 +296,7 @@ def main() -> int:
         sources.append(split_documents(args.workdir, records=records, files=files, extractor="resiliparse", parts=4))
     args.workdir.mkdir(parents=True, exist_ok=True)
 
-    results = []
+    runs = []
     for source in sources:
         documents = sum(len(rows) for rows in _source_documents(source))
         tasks = len(list(source.glob("*.jsonl.gz")))
@@ -301,29 +305,37 @@ def main() -> int:
         shutil.rmtree(ours, ignore_errors=True)
         shutil.rmtree(theirs, ignore_errors=True)
         print(f"{source}: {documents} documents: beamtrove ...", file=sys.stderr)
-        command = [sys.executable, "-c", _BEAMTROVE, str(_REPO), str(source), str(ours), args.tokenizer]
+        command = [sys.executable, "-c", _BEAMTROVE, str(REPOSITORY), str(source), str(ours), args.tokenizer]
         wall, monitor = run_measured([*command, args.runner_mode], args.workdir / f"{ours.name}.log")
-        results.append(("beamtrove", documents, wall, monitor))
+        runs.append(("beamtrove", documents, wall, monitor))
         print(f"{source}: DataTrove ...", file=sys.stderr)
         theirs.mkdir(parents=True)
         log = args.workdir / f"{theirs.name}.log"
         command = [str(python), "-c", _DATATROVE_ES, str(source), str(theirs), str(tasks), args.tokenizer]
         dt_wall, dt_monitor = run_measured([*command, str(args.tool.resolve())], log)
-        results.append(("DataTrove", documents, dt_wall, dt_monitor))
+        runs.append(("DataTrove", documents, dt_wall, dt_monitor))
         stages = [line for line in log.read_text().splitlines() if line.startswith("stage ")]
-        print(f"    DataTrove stages: {'; '.join(stages)}")
+        print(f"    {results.note(f'{source.name}: DataTrove stages: ' + '; '.join(stages))}")
         if args.parity:
-            _parity(source, ours, theirs, args.tokenizer)
+            _parity(results, source, ours, theirs, args.tokenizer)
 
-    print(f"{'tool':<10} {'docs':>8} {'wall s':>8} {'docs/s':>8} {'PSS GiB':>8} {'max proc GiB':>13}")
-    for tool, documents, wall, monitor in results:
-        print(
-            f"{tool:<10} {documents:>8} {wall:>8.1f} {documents / wall:>8.0f}"
-            f" {monitor.peak_pss / _GIB:>8.2f} {monitor.peak_process_pss / _GIB:>13.2f}"
-        )
-    for index in range(0, len(results), 2):
-        ours, theirs = results[index], results[index + 1]
-        print(f"{ours[1]} docs: beamtrove {theirs[2] / ours[2]:.2f}x DataTrove's speed")
+    table = [
+        [
+            tool,
+            documents,
+            f"{wall:.1f}",
+            f"{documents / wall:.0f}",
+            f"{monitor.peak_pss / GIB:.2f}",
+            f"{monitor.peak_process_pss / GIB:.2f}",
+        ]
+        for tool, documents, wall, monitor in runs
+    ]
+    columns = ["tool", "docs", "wall s", "docs/s", "peak PSS GiB", "largest process GiB"]
+    print(results.table("Exact substrings against DataTrove's ExactSubstr and the paper's tool", columns, table))
+    for index in range(0, len(runs), 2):
+        ours, theirs = runs[index], runs[index + 1]
+        print(results.note(f"{ours[1]} docs: beamtrove {theirs[2] / ours[2]:.2f}x DataTrove's speed"))
+    results.write()
     return 0
 
 

@@ -8,7 +8,7 @@ its own venv, and ``beamtrove run stats`` with the same blocks and groups.
 Prints, per group and statistic, whether every key's figures are equal or
 their largest relative difference, and the keys found on one side only::
 
-    python -m benchmarks.summary_stats_parity [--workdir DIR] [--word_splitter spacy|beamtrove]
+    python -m benchmarks.summary_stats_parity [--workdir DIR] [--word_splitter spacy|beamtrove] [--results FILE]
 
 Both sides score languages with ``lid.176.ftz`` (DataTrove's model URL is
 pointed at the local file, see DATATROVE_NOTES).
@@ -16,17 +16,21 @@ pointed at the local file, see DATATROVE_NOTES).
 
 from __future__ import annotations
 
-import argparse
-import gzip
 import json
 import pathlib
 import subprocess
 import sys
 
-from benchmarks.datatrove_env import DEFAULT_VENV, datatrove_python
-from benchmarks.warc_sets import SHARED, add_warc_set_arguments, warc_set_of
-
-LID_MODEL = SHARED / "data" / "models" / "lid176" / "lid.176.ftz"
+from benchmarks.common import (
+    LID_MODEL,
+    Results,
+    add_datatrove_venv_argument,
+    add_warc_set_arguments,
+    argument_parser,
+    datatrove_python,
+    jsonl_rows,
+    warc_set_of,
+)
 
 _DATATROVE_STATS = """
 import sys
@@ -53,11 +57,6 @@ LocalPipelineExecutor([StatsMerger(partial, merged)], tasks=1, workers=1, loggin
 def _run(command: list[str]) -> None:
     print("$", " ".join(command), file=sys.stderr)
     subprocess.run(command, check=True)
-
-
-def _line_count(path: pathlib.Path) -> int:
-    with gzip.open(path) as lines:
-        return sum(1 for _ in lines)
 
 
 def _metric_files(folder: pathlib.Path) -> dict[str, dict]:
@@ -98,9 +97,9 @@ def compare(ours: dict, theirs: dict) -> tuple[int, float, list[str], list[str],
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argument_parser(__doc__)
     add_warc_set_arguments(parser, records=3000, files=4, workdir_name="beamtrove-summary-stats-parity")
-    parser.add_argument("--datatrove_venv", type=pathlib.Path, default=DEFAULT_VENV)
+    add_datatrove_venv_argument(parser)
     parser.add_argument(
         "--word_splitter",
         choices=("spacy", "beamtrove"),
@@ -108,6 +107,7 @@ def main() -> None:
         help="beamtrove's --summary_word_splitter: spacy (as DataTrove) or beamtrove (its filters' splitter)",
     )
     args = parser.parse_args()
+    results = Results(__file__, __doc__, args)
     workdir, warc_dir = warc_set_of(args)
     extracted = workdir / "extract"
     if not (extracted / "stats.json").exists():
@@ -128,7 +128,7 @@ def main() -> None:
             ]
         )
     documents = extracted / "documents"
-    print(f"extracted documents: {sum(map(_line_count, documents.glob('*.jsonl.gz')))}")
+    print(results.note(f"extracted documents: {sum(1 for _ in jsonl_rows(documents, '*.jsonl.gz'))}"))
 
     theirs_dir = workdir / "datatrove"
     if not (theirs_dir / "merged").exists():
@@ -170,19 +170,23 @@ def main() -> None:
     )
 
     ours, theirs = _metric_files(ours_dir / "summary_stats"), _metric_files(theirs_dir / "merged")
-    print(
-        f"\nfiles: beamtrove {len(ours)}, DataTrove {len(theirs)}; only beamtrove: "
+    files = (
+        f"files: beamtrove {len(ours)}, DataTrove {len(theirs)}; only beamtrove: "
         f"{sorted(set(ours) - set(theirs)) or '-'}; only DataTrove: {sorted(set(theirs) - set(ours)) or '-'}"
     )
-    print(f"{'group/statistic':55} {'keys':>6} {'max rel diff':>13}  keys only ours / theirs; fields differing")
+    print(f"\n{results.note(files)}")
+    rows = []
     for name in sorted(set(ours) & set(theirs)):
         keys, worst, only_ours, only_theirs, fields = compare(ours[name], theirs[name])
-        verdict = "equal" if not worst and not only_ours and not only_theirs and not fields else f"{worst:.2e}"
-        extra = f"  {len(only_ours)} / {len(only_theirs)}" if only_ours or only_theirs else ""
+        equal = not worst and not only_ours and not only_theirs and not fields
+        extra = f"{len(only_ours)} / {len(only_theirs)}" if only_ours or only_theirs else ""
         extra += f"; {', '.join(fields)}" if fields else ""
         if only_ours or only_theirs:
             extra += f" (e.g. ours {only_ours[:3]}, theirs {only_theirs[:3]})"
-        print(f"{name:55} {keys:>6} {verdict:>13}{extra}")
+        rows.append([name, keys, "equal" if equal else f"{worst:.2e}", extra])
+    columns = ["group/statistic", "keys", "max rel diff", "keys only ours / theirs; fields differing"]
+    print(results.table("Each summary statistic against DataTrove's", columns, rows))
+    results.write()
 
 
 if __name__ == "__main__":

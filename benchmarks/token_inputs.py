@@ -9,25 +9,14 @@ keeps unshuffled documents in id order, here ``<file>/<line>``) and DataTrove
 
 from __future__ import annotations
 
-import gzip
-import json
 import pathlib
 import subprocess
 import sys
 from collections.abc import Iterator
 
-from benchmarks.warc_sets import SHARED, warc_set
+from benchmarks.common import TOKENIZER, jsonl_rows, warc_set, write_jsonl
 
-__all__ = [
-    "SHARED",
-    "TOKENIZER",
-    "datatrove_tokenize_command",
-    "extract_warc_set",
-    "extracted_texts",
-    "prepare_documents",
-]
-
-TOKENIZER = SHARED / "data" / "tokenizers" / "gpt2" / "tokenizer.json"
+__all__ = ["datatrove_tokenize_command", "extract_warc_set", "prepare_documents"]
 
 # Runs in DataTrove's venv: argv = JSONL folder, output folder, tokenizer, tasks, shuffle and save loss ("1"/"0").
 _DATATROVE_TOKENIZE = """
@@ -100,14 +89,6 @@ def extract_warc_set(
     return extracted
 
 
-def extracted_texts(extracted: pathlib.Path) -> Iterator[str]:
-    """The texts of an extract run's output, in file and line order."""
-    for path in sorted((extracted / "documents").glob("*.jsonl.gz")):
-        with gzip.open(path, "rt", encoding="utf-8") as lines:
-            for line in lines:
-                yield json.loads(line)["text"]
-
-
 def _no_loss_ranges(number: int, text: str) -> list[list[int]] | None:
     # A mix that exercises both ways a range is applied: masked in the middle
     # of a document (a "prompt" at the start) and cut off at its end.
@@ -126,16 +107,13 @@ def prepare_documents(
     ordered = workdir / f"ordered-r{records}-f{files}-s{seed}-x{repeat}" / "documents.jsonl"
     if ordered.exists():
         return ordered
-    ordered.parent.mkdir(parents=True, exist_ok=True)
-    texts = list(extracted_texts(extracted))
-    partial = ordered.with_suffix(".partial")
-    with partial.open("w", encoding="utf-8") as out:
-        for number in range(len(texts) * repeat):
-            text = texts[number % len(texts)]
-            row = {"text": text}
-            ranges = _no_loss_ranges(number, text)
-            if ranges:
-                row["metadata"] = {"no_loss_ranges": ranges}
-            out.write(json.dumps(row, ensure_ascii=False) + "\n")
-    partial.rename(ordered)
+    texts = [row["text"] for row in jsonl_rows(extracted / "documents", "*.jsonl.gz")]
+    write_jsonl(ordered.with_suffix(".partial"), _ordered_rows(texts, repeat)).rename(ordered)
     return ordered
+
+
+def _ordered_rows(texts: list[str], repeat: int) -> Iterator[dict]:
+    for number in range(len(texts) * repeat):
+        text = texts[number % len(texts)]
+        ranges = _no_loss_ranges(number, text)
+        yield {"text": text, "metadata": {"no_loss_ranges": ranges}} if ranges else {"text": text}

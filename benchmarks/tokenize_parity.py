@@ -19,17 +19,14 @@ On real extracted documents (see ``benchmarks.token_inputs``), in the same run:
 Prints PASS/FAIL per check; exits 1 when a check fails.
 
 Usage:
-    python -m benchmarks.tokenize_parity [--workdir DIR] [--records 3000] [--datatrove-venv PATH]
+    python -m benchmarks.tokenize_parity [--workdir DIR] [--records 3000] [--datatrove_venv PATH] [--results FILE]
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import pathlib
 import shutil
-import subprocess
 import sys
 import tempfile
 
@@ -37,9 +34,20 @@ import numpy as np
 
 from beamtrove.fs import InputFile
 from beamtrove.transforms.tokens import TokenizedDocument, TokenShardParser, load_tokenizer
-from benchmarks.datatrove_env import DEFAULT_VENV, datatrove_python
-from benchmarks.measure import run_measured
-from benchmarks.token_inputs import TOKENIZER, datatrove_tokenize_command, prepare_documents
+from benchmarks.common import (
+    TOKENIZER,
+    Results,
+    add_datatrove_venv_argument,
+    add_workdir_arguments,
+    argument_parser,
+    datatrove_python,
+    json_output,
+    only_file,
+    read_jsonl,
+    run_measured,
+    verdict,
+)
+from benchmarks.token_inputs import datatrove_tokenize_command, prepare_documents
 
 # Runs in DataTrove's venv: argv = folder of .ds shards, a scratch folder, loss ("1"/"0").
 # Prints a JSON digest of everything DataTrove's readers got out of the shards.
@@ -70,25 +78,14 @@ print(json.dumps({"windows": len(dataset), "input_ids": ids.hexdigest(), "positi
 _SUFFIXES = ("", ".index", ".loss", ".metadata")
 
 
-def _only(folder: pathlib.Path, pattern: str) -> pathlib.Path:
-    (found,) = folder.glob(pattern)
-    return found
-
-
 def _datatrove_read(python: pathlib.Path, folder: pathlib.Path, with_loss: bool) -> dict:
     # The merger reads every *.ds of the folder: give it the shard files alone.
     with tempfile.TemporaryDirectory() as alone, tempfile.TemporaryDirectory() as scratch:
-        shard = _only(folder, "*.ds")
+        shard = only_file(folder, "*.ds")
         for suffix in _SUFFIXES:
             if pathlib.Path(str(shard) + suffix).exists():
                 shutil.copy(str(shard) + suffix, alone)
-        result = subprocess.run(
-            [str(python), "-c", _DATATROVE_READ, alone, scratch, "1" if with_loss else "0"],
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-    return json.loads(result.stdout.splitlines()[-1])
+        return json_output([python, "-c", _DATATROVE_READ, alone, scratch, "1" if with_loss else "0"])
 
 
 def _read_shard(shard: pathlib.Path) -> list:
@@ -111,8 +108,7 @@ def _contents(shard: pathlib.Path) -> list[tuple]:
 def _roundtrip_mismatches(shard: pathlib.Path, documents: pathlib.Path) -> tuple[int, int]:
     """``(documents, mismatches)``: beamtrove's reading of ``shard`` against the tokenizer's encoding of each text."""
     tokenizer = load_tokenizer(str(TOKENIZER))
-    with documents.open(encoding="utf-8") as lines:
-        texts = [json.loads(line)["text"] for line in lines]
+    texts = [row["text"] for row in read_jsonl([documents])]
     read = _read_shard(shard)
     mismatches = sum(
         not isinstance(document, TokenizedDocument)
@@ -123,18 +119,22 @@ def _roundtrip_mismatches(shard: pathlib.Path, documents: pathlib.Path) -> tuple
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--workdir", type=pathlib.Path, default=pathlib.Path(tempfile.gettempdir()) / "beamtrove-tok")
+    parser = argument_parser(__doc__)
+    add_workdir_arguments(parser, "beamtrove-tok")
     parser.add_argument("--records", type=int, default=3000)
-    parser.add_argument("--datatrove-venv", type=pathlib.Path, default=DEFAULT_VENV)
+    add_datatrove_venv_argument(parser)
     args = parser.parse_args(argv)
+    results = Results(__file__, __doc__, args)
 
     python = datatrove_python(args.datatrove_venv)
     documents = prepare_documents(args.workdir, records=args.records)
     with documents.open() as lines:
         count = sum(1 for _ in lines)
-    print(f"input: {documents} ({count} real extracted documents)")
-    failures = 0
+    print(results.note(f"input: {documents} ({count} real extracted documents)"))
+
+    def check(label: str, goal: str, passed: bool) -> str:
+        return verdict(results.check(f"{label}: {goal}", passed))
+
     for with_loss in (False, True):
         label = "with loss masks" if with_loss else "plain"
         run_dir = args.workdir / ("parity-loss" if with_loss else "parity")
@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
         command += ["--tokenizer", str(TOKENIZER), "--num_shards", "1", "--progress_interval", "0"]
         run_measured(command + (["--loss_mask"] if with_loss else []), run_dir / "beamtrove.log")
 
-        dt_shard, bt_shard = _only(dt_out, "*.ds"), _only(bt_out, "*.ds")
+        dt_shard, bt_shard = only_file(dt_out, "*.ds"), only_file(bt_out, "*.ds")
         print(f"\n{label}: DataTrove {dt_shard.name} vs beamtrove {bt_shard.name}")
         for suffix in _SUFFIXES:
             theirs, ours = pathlib.Path(str(dt_shard) + suffix), pathlib.Path(str(bt_shard) + suffix)
@@ -155,31 +155,29 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             same = theirs.exists() and ours.exists() and theirs.read_bytes() == ours.read_bytes()
             size = os.path.getsize(ours) if ours.exists() else 0
-            failures += not same
-            print(f"  {'PASS' if same else 'FAIL'} .ds{suffix:<9} byte-identical ({size:,} bytes)")
+            goal = f".ds{suffix} byte-identical ({size:,} bytes)"
+            print(f"  {check(label, goal, same)} {goal}")
         theirs_read, ours_read = _datatrove_read(python, dt_out, with_loss), _datatrove_read(python, bt_out, with_loss)
-        same = theirs_read == ours_read
-        failures += not same
-        print(
-            f"  {'PASS' if same else 'FAIL'} DataTrove's DatatroveFileDataset ({ours_read['windows']} windows of 1025 "
-            "tokens, ids and positions) and DocumentTokenizerMerger read the same from beamtrove's files as from "
-            "DataTrove's"
+        goal = (
+            f"DataTrove's DatatroveFileDataset ({ours_read['windows']} windows of 1025 tokens, ids and positions) and "
+            "DocumentTokenizerMerger read the same from beamtrove's files as from DataTrove's"
         )
+        print(f"  {check(label, goal, theirs_read == ours_read)} {goal}")
         theirs_docs, ours_docs = _contents(dt_shard), _contents(bt_shard)
         same = theirs_docs == ours_docs and not any(d[0] == "dead letter" for d in ours_docs)
-        failures += not same
-        print(
-            f"  {'PASS' if same else 'FAIL'} beamtrove's reader gets the same {len(theirs_docs)} documents "
-            "(tokens and loss masks) from DataTrove's files as from its own"
+        goal = (
+            f"beamtrove's reader gets the same {len(theirs_docs)} documents (tokens and loss masks) from DataTrove's "
+            "files as from its own"
         )
+        print(f"  {check(label, goal, same)} {goal}")
         if not with_loss:
             read, mismatches = _roundtrip_mismatches(bt_shard, documents)
-            failures += bool(mismatches)
-            print(
-                f"  {'PASS' if not mismatches else 'FAIL'} beamtrove's reader: {read} documents, {mismatches} differ "
-                "from the tokenizer's encoding of their text"
+            goal = (
+                f"beamtrove's reader: {read} documents, {mismatches} differ from the tokenizer's encoding of their text"
             )
-    return 1 if failures else 0
+            print(f"  {check(label, goal, not mismatches)} {goal}")
+    results.write()
+    return 0 if results.passed else 1
 
 
 if __name__ == "__main__":

@@ -23,25 +23,33 @@ cores, any other load skews the figures.
 
 Usage:
     python -m benchmarks.tokenize_speed [--repeat 10] [--rounds 2] [--files 4] [--num_shards 2] [--workdir DIR]
-        [--datatrove-venv PATH] [--runner_mode multi_processing|in_memory]
+        [--datatrove_venv PATH] [--runner_mode multi_processing|in_memory] [--results FILE]
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import pathlib
 import shutil
 import statistics
 import sys
-import tempfile
 import time
 
 from beamtrove.stats import read_stats
 from beamtrove.transforms.tokens import load_tokenizer
-from benchmarks.datatrove_env import DEFAULT_VENV, datatrove_python
-from benchmarks.measure import run_measured
-from benchmarks.token_inputs import TOKENIZER, datatrove_tokenize_command, prepare_documents
+from benchmarks.common import (
+    GIB,
+    TOKENIZER,
+    Results,
+    add_datatrove_venv_argument,
+    add_workdir_arguments,
+    argument_parser,
+    datatrove_python,
+    read_jsonl,
+    run_measured,
+    verdict,
+    write_jsonl,
+)
+from benchmarks.token_inputs import datatrove_tokenize_command, prepare_documents
 
 LIMIT_GOAL = 0.9
 DATATROVE_GOAL = 1.0
@@ -52,17 +60,10 @@ def _split_input(documents: pathlib.Path, folder: pathlib.Path, files: int) -> l
     """Writes the documents round-robin into ``files`` JSONL files; returns the texts in order."""
     if folder.exists():
         shutil.rmtree(folder)
-    folder.mkdir(parents=True)
-    outs = [(folder / f"part-{n:03d}.jsonl").open("w", encoding="utf-8") for n in range(files)]
-    texts = []
-    with documents.open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines):
-            row = json.loads(line)
-            row.pop("metadata", None)  # no loss ranges here: both tools write tokens and index only
-            texts.append(row["text"])
-            outs[number % files].write(json.dumps(row, ensure_ascii=False) + "\n")
-    for out in outs:
-        out.close()
+    # No loss ranges here: both tools write tokens and index only.
+    texts = [row["text"] for row in read_jsonl([documents])]
+    for part in range(files):
+        write_jsonl(folder / f"part-{part:03d}.jsonl", ({"text": text} for text in texts[part::files]))
     return texts
 
 
@@ -91,24 +92,28 @@ def _tokens_in(folder: pathlib.Path) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--workdir", type=pathlib.Path, default=pathlib.Path(tempfile.gettempdir()) / "beamtrove-tok")
+    parser = argument_parser(__doc__)
+    add_workdir_arguments(parser, "beamtrove-tok")
     parser.add_argument("--records", type=int, default=3000)
     parser.add_argument("--repeat", type=int, default=10)
     parser.add_argument("--files", type=int, default=4)
     parser.add_argument("--num_shards", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--runner_mode", default="in_memory", choices=("multi_processing", "in_memory"))
-    parser.add_argument("--datatrove-venv", type=pathlib.Path, default=DEFAULT_VENV)
+    add_datatrove_venv_argument(parser)
     args = parser.parse_args(argv)
+    results = Results(__file__, __doc__, args)
 
     python = datatrove_python(args.datatrove_venv)
     documents = prepare_documents(args.workdir, records=args.records, repeat=args.repeat)
     source = args.workdir / "speed-input"
     texts = _split_input(documents, source, args.files)
-    print(f"input: {len(texts)} real extracted documents ({args.repeat} x the extracted set) in {args.files} files")
+    print(
+        results.note(
+            f"input: {len(texts)} real extracted documents ({args.repeat} x the extracted set) in {args.files} files"
+        )
+    )
 
-    failures = 0
     ratios: dict[str, list[tuple[float, float]]] = {"unshuffled": [], "shuffled": []}
     for number in range(1, args.rounds + 1):
         rows = []
@@ -135,27 +140,38 @@ def main(argv: list[str] | None = None) -> int:
             dt_tokens = _tokens_in(dt_out)
             rows.append((f"DataTrove DocumentTokenizer, {label}", dt_wall, dt_tokens, monitor.peak_pss))
             stats_tokens = read_stats(str(bt_out))["steps"]["tokenize"]["counters"]["tokens"]
-            if not stats_tokens == tokens == dt_tokens == limit_tokens:
+            same = results.check(
+                f"round {number}, {label}: same token counts", stats_tokens == tokens == dt_tokens == limit_tokens
+            )
+            if not same:
                 print(f"FAIL token counts: beamtrove files {tokens}, stats {stats_tokens}, DataTrove {dt_tokens}")
-                failures += 1
             measured.append((limit_wall / wall, dt_wall / wall))
-        print(f"\nround {number}: {'run':<48} {'wall s':>8} {'tokens':>12} {'M tokens/s':>11} {'peak PSS':>9}")
-        for name, wall, tokens, pss in rows:
-            memory = f"{pss / 2**30:.2f} GiB" if pss else ""
-            print(f"         {name:<48} {wall:>8.2f} {tokens:>12,} {tokens / wall / 1e6:>11.3f} {memory:>9}")
+        table = [
+            [name, f"{wall:.2f}", tokens, f"{tokens / wall / 1e6:.3f}", f"{pss / GIB:.2f}" if pss else ""]
+            for name, wall, tokens, pss in rows
+        ]
+        columns = ["run", "wall s", "tokens", "M tokens/s", "peak PSS GiB"]
+        print(f"\nround {number}:\n{results.table(f'Round {number}', columns, table)}")
 
     print("\nratios (beamtrove speed / other speed), median over the rounds:")
     for label, values in ratios.items():
         vs_limit = statistics.median(v for v, _ in values)
         vs_datatrove = statistics.median(d for _, d in values)
-        failures += vs_limit < LIMIT_GOAL or vs_datatrove < DATATROVE_GOAL
+        results.check(f"{label}: beamtrove >= {LIMIT_GOAL} x the encode_batch loop", vs_limit >= LIMIT_GOAL)
+        results.check(f"{label}: beamtrove >= {DATATROVE_GOAL} x DataTrove", vs_datatrove >= DATATROVE_GOAL)
         each = ", ".join(f"{v:.2f}/{d:.2f}" for v, d in values)
-        print(f"  {label}: {vs_limit:.2f} x the encode_batch loop, {vs_datatrove:.2f} x DataTrove (rounds: {each})")
+        print(
+            "  "
+            + results.note(
+                f"{label}: {vs_limit:.2f} x the encode_batch loop, {vs_datatrove:.2f} x DataTrove (rounds: {each})"
+            )
+        )
     print(
-        f"\n{'PASS' if not failures else 'FAIL'} goals: beamtrove >= {LIMIT_GOAL} x the encode_batch loop and "
+        f"\n{verdict(results.passed)} goals: beamtrove >= {LIMIT_GOAL} x the encode_batch loop and "
         f">= {DATATROVE_GOAL} x DataTrove, same token counts"
     )
-    return 1 if failures else 0
+    results.write()
+    return 0 if results.passed else 1
 
 
 if __name__ == "__main__":

@@ -9,22 +9,29 @@ holds 4.56 M domains as sorted 64-bit hashes and loads once per worker
 process; DataTrove's holds them as a set of strings in every task.
 
 Usage:
-    python -m benchmarks.url_filter_memory [--blocklist DIR] [--datatrove-venv PATH]
+    python -m benchmarks.url_filter_memory [--blocklist DIR] [--datatrove_venv PATH] [--workdir DIR] [--results FILE]
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import pathlib
-import subprocess
 import sys
 
-from benchmarks.datatrove_env import DEFAULT_VENV, datatrove_python
+from benchmarks.common import (
+    ARTICLES,
+    MIB,
+    URL_BLOCKLIST,
+    Results,
+    add_datatrove_venv_argument,
+    add_workdir_arguments,
+    argument_parser,
+    datatrove_python,
+    json_output,
+    verdict,
+)
 
-SHARED = pathlib.Path(__file__).resolve().parents[2] / "shared"
-BLOCKLIST = SHARED / "data" / "blocklists" / "ut1"
-GROUND_TRUTH = SHARED / "data" / "article-extraction-benchmark" / "ground-truth.json"
+GROUND_TRUTH = ARTICLES / "ground-truth.json"
+LISTS_GOAL = 150 * MIB
 
 # Runs in a fresh interpreter of either tool; argv: tool, blocklist dir, ground-truth.json.
 _PROBE = r"""
@@ -68,32 +75,39 @@ print(json.dumps({"lists_rss": after - before, "peak_rss": status("VmHWM"), "loa
 """
 
 
-def _probe(python: str, tool: str, blocklist: pathlib.Path) -> dict:
-    result = subprocess.run(
-        [python, "-c", _PROBE, tool, str(blocklist), str(GROUND_TRUTH)], check=True, capture_output=True, text=True
-    )
-    return json.loads(result.stdout.strip().splitlines()[-1])
+def _probe(python: pathlib.Path, tool: str, blocklist: pathlib.Path) -> dict:
+    return json_output([python, "-c", _PROBE, tool, blocklist, GROUND_TRUTH])
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--blocklist", type=pathlib.Path, default=BLOCKLIST, help="UT1 folder for beamtrove")
-    parser.add_argument("--datatrove-venv", type=pathlib.Path, default=DEFAULT_VENV)
+    parser = argument_parser(__doc__)
+    parser.add_argument("--blocklist", type=pathlib.Path, default=URL_BLOCKLIST, help="UT1 folder for beamtrove")
+    add_datatrove_venv_argument(parser)
+    add_workdir_arguments(parser, "beamtrove-url-filter-memory")
     args = parser.parse_args()
+    results = Results(__file__, __doc__, args)
     if not args.blocklist.exists() or not GROUND_TRUTH.exists():
         sys.exit(f"{args.blocklist} or {GROUND_TRUTH} is absent: keep ../shared beside the checkout")
-    ours = _probe(sys.executable, "beamtrove", args.blocklist)
-    theirs = _probe(str(datatrove_python(args.datatrove_venv)), "datatrove", args.blocklist)
-    mib = 1 << 20
-    print("| tool | lists resident (MiB) | process peak RSS (MiB) | load s | µs per URL | kept |")
-    print("|---|---|---|---|---|---|")
-    for name, row in (("beamtrove", ours), ("DataTrove 0.10.1", theirs)):
-        print(
-            f"| {name} | {row['lists_rss'] / mib:.0f} | {row['peak_rss'] / mib:.0f} | {row['load_s']:.1f} | "
-            f"{row['per_url_us']:.1f} | {row['kept']}/{row['urls']} |"
-        )
-    print(f"\nlists memory ratio DataTrove/beamtrove: {theirs['lists_rss'] / ours['lists_rss']:.1f}x")
-    print(f"goal: beamtrove's lists under 150 MiB: {'PASS' if ours['lists_rss'] < 150 * mib else 'FAIL'}")
+    ours = _probe(pathlib.Path(sys.executable), "beamtrove", args.blocklist)
+    theirs = _probe(datatrove_python(args.datatrove_venv), "datatrove", args.blocklist)
+    rows = [
+        [
+            name,
+            f"{row['lists_rss'] / MIB:.0f}",
+            f"{row['peak_rss'] / MIB:.0f}",
+            f"{row['load_s']:.1f}",
+            f"{row['per_url_us']:.1f}",
+            f"{row['kept']}/{row['urls']}",
+        ]
+        for name, row in (("beamtrove", ours), ("DataTrove 0.10.1", theirs))
+    ]
+    columns = ["tool", "lists resident (MiB)", "process peak RSS (MiB)", "load s", "µs per URL", "kept"]
+    print(results.table("The URL filter with the full UT1 lists", columns, rows))
+    ratio = theirs["lists_rss"] / ours["lists_rss"]
+    print(f"\n{results.note(f'lists memory ratio DataTrove/beamtrove: {ratio:.1f}x')}")
+    passed = results.check("beamtrove's lists under 150 MiB", ours["lists_rss"] < LISTS_GOAL)
+    print(f"goal: beamtrove's lists under 150 MiB: {verdict(passed)}")
+    results.write()
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ input: linear is ~10x, quadratic ~100x).
 
 With ``--before CHECKOUT`` (a worktree of an earlier beamtrove, e.g.
 ``git worktree add /tmp/before v0.12.1``), the same figures for that code, in
-a child process, on ``--before-sizes`` (small: the old splitter would take a
+a child process, on ``--before_sizes`` (small: the old splitter would take a
 day on a megabyte of marks).
 
 Then the cost of the CPU-time limit every filter step runs under, on real
@@ -24,12 +24,11 @@ extraction runs (its round trip per document).
 
 Usage:
     python -m benchmarks.word_splitting [--sizes 100000 1000000] [--before CHECKOUT]
-        [--before-sizes 2000 4000 8000]
+        [--before_sizes 2000 4000 8000] [--workdir DIR] [--results FILE]
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import pathlib
@@ -39,19 +38,11 @@ import sys
 import time
 import zipfile
 
-_REPO = pathlib.Path(__file__).resolve().parents[1]
-_CORPORA = _REPO.parent / "shared" / "data" / "text-corpora" / "nltk_data"
+# No beamtrove at the top: the code measured may be an earlier checkout's, imported after this module.
+from benchmarks.common import NLTK_CORPORA, REPOSITORY, Results, add_workdir_arguments, argument_parser, nltk_texts
+
 _MIXED_MARKS = "*!?.,;:-_=#$%&()[]{}<>'\"…/+~^|@"
 _KINDS = ("*", "!?.,;", "mixed marks", "English", "CJK")
-
-
-def _zip_texts(name: str) -> list[str]:
-    with zipfile.ZipFile(_CORPORA / f"{name}.zip") as archive:
-        return [
-            archive.read(member).decode("utf-8", "replace")
-            for member in sorted(archive.namelist())
-            if member.endswith(".txt")
-        ]
 
 
 def _text(kind: str, size: int) -> str:
@@ -60,9 +51,9 @@ def _text(kind: str, size: int) -> str:
         rng = random.Random(1)
         return "".join(rng.choice(_MIXED_MARKS) for _ in range(size))
     if kind == "English":
-        source = "\n\n".join(_zip_texts("state_union"))
+        source = "\n\n".join(nltk_texts("state_union"))
     elif kind == "CJK":
-        with zipfile.ZipFile(_CORPORA / "udhr2.zip") as archive:
+        with zipfile.ZipFile(NLTK_CORPORA / "udhr2.zip") as archive:
             source = "\n".join(
                 archive.read(f"udhr2/{language}.txt").decode("utf-8") for language in ("cmn_hans", "cmn_hant", "jpn")
             )
@@ -128,9 +119,11 @@ def measure(sizes: list[int]) -> dict[str, dict[int, tuple[float, float, float]]
 
 
 def _measure_before(checkout: pathlib.Path, sizes: list[int]) -> dict:
-    # This file, run with the earlier checkout's beamtrove (whose benchmarks folder lacks it).
+    # This file, run with the earlier checkout's beamtrove (whose benchmarks folder lacks it and the shared helpers,
+    # imported first from this checkout).
     script = (
-        f"import importlib.util, json, sys; sys.path.insert(0, {str(checkout)!r}); import beamtrove; "
+        f"import importlib.util, json, sys; sys.path.insert(0, {str(REPOSITORY)!r}); import benchmarks.common; "
+        f"sys.path.insert(0, {str(checkout)!r}); import beamtrove; "
         f"assert beamtrove.__file__.startswith({str(checkout)!r}), beamtrove.__file__; "
         f"spec = importlib.util.spec_from_file_location('word_splitting', {__file__!r}); "
         "module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module); "
@@ -143,17 +136,17 @@ def _measure_before(checkout: pathlib.Path, sizes: list[int]) -> dict:
     return {kind: {int(size): tuple(row) for size, row in rows.items()} for kind, rows in figures.items()}
 
 
-def _print_figures(title: str, figures: dict) -> None:
+def _print_figures(results: Results, title: str, figures: dict) -> None:
     sizes = sorted(next(iter(figures.values())))
-    print(f"\n{title}: CPU seconds per MB (split alone / FineWeb filters chained / each filter on its own)")
-    print(f"{'text':<12}" + "".join(f"{size:>32,}" for size in sizes) + f"{'growth':>22}")
-    for kind, rows in figures.items():
-        cells = "".join(f"{' / '.join(f'{figure:.3f}' for figure in rows[size]):>32}" for size in sizes)
-        small, large = rows[sizes[0]], rows[sizes[-1]]
-        # Per MB figures: the total grows by the size ratio times the per-MB ratio.
-        ratio = sizes[-1] / sizes[0]
+    # Per MB figures: the total grows by the size ratio times the per-MB ratio.
+    ratio = sizes[-1] / sizes[0]
+    rows = []
+    for kind, by_size in figures.items():
+        small, large = by_size[sizes[0]], by_size[sizes[-1]]
         growth = "/".join(f"{ratio * large[i] / max(small[i], 1e-9):.0f}x" for i in range(3))
-        print(f"{kind:<12}{cells}{growth:>22}")
+        rows.append([kind, *(" / ".join(f"{figure:.3f}" for figure in by_size[size]) for size in sizes), growth])
+    title = f"{title}: CPU seconds per MB (split alone / FineWeb filters chained / each filter on its own)"
+    print(f"\n{title}\n{results.table(title, ['text', *(f'{size:,} characters' for size in sizes), 'growth'], rows)}")
     print(f"(growth: total CPU time from {sizes[0]:,} to {sizes[-1]:,} characters; linear is ~{ratio:.0f}x)")
 
 
@@ -174,13 +167,13 @@ class _StackOnText:
         return html
 
 
-def _guard_overhead() -> None:
+def _guard_overhead(results: Results) -> None:
     from beamtrove.document import Document  # noqa: PLC0415
     from beamtrove.transforms.cpu_time import CpuTimeLimit  # noqa: PLC0415
     from beamtrove.transforms.extractors.base import _Sandbox  # noqa: PLC0415
     from beamtrove.transforms.filters.base import DEFAULT_STEP_TIMEOUT  # noqa: PLC0415
 
-    texts = _zip_texts("movie_reviews") + _zip_texts("inaugural")
+    texts = nltk_texts("movie_reviews") + nltk_texts("inaugural")
     documents = [Document(text=text, id=str(number)) for number, text in enumerate(texts)]
     filters = _fineweb_filters()
     limit = CpuTimeLimit(DEFAULT_STEP_TIMEOUT)
@@ -202,6 +195,11 @@ def _guard_overhead() -> None:
     print(f"\nCPU-time limit on the four FineWeb filters, {len(documents)} real documents (movie reviews, inaugurals):")
     print(f"  bare {bare_cpu * per_document:.0f} us/document, under the limit {limited_cpu * per_document:.0f}")
     print(f"  -> {extra:.1f} us/document for 4 steps ({100 * extra / (bare_cpu * per_document):.1f}%)")
+    results.note(
+        f"CPU-time limit on the four FineWeb filters, {len(documents)} real documents: bare "
+        f"{bare_cpu * per_document:.0f} us/document, under the limit {limited_cpu * per_document:.0f} "
+        f"({extra:.1f} us/document for 4 steps, {100 * extra / (bare_cpu * per_document):.1f}%)"
+    )
     sandbox = _Sandbox(_StackOnText(), DEFAULT_STEP_TIMEOUT)
     try:
         sandbox.extract("warm up")
@@ -216,26 +214,31 @@ def _guard_overhead() -> None:
         for rule in filters:
             rule.filter(document)
     own_wall = (time.perf_counter() - started) / 500
-    print(
-        f"  in a child process as extraction runs, wall time per document: {child_wall * 1e6:.0f} us against "
+    child = (
+        f"in a child process as extraction runs, wall time per document: {child_wall * 1e6:.0f} us against "
         f"{own_wall * 1e6:.0f} us in the worker (one round trip for all 4 steps; loaded machines add more)"
     )
+    print(f"  {results.note(child)}")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argument_parser(__doc__)
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
     parser.add_argument("--before", type=pathlib.Path, help="a checkout of an earlier beamtrove to measure too")
-    parser.add_argument("--before-sizes", type=int, nargs="+", default=[2_000, 4_000, 8_000])
+    parser.add_argument("--before_sizes", type=int, nargs="+", default=[2_000, 4_000, 8_000])
+    add_workdir_arguments(parser, "beamtrove-word-splitting")
     args = parser.parse_args()
+    results = Results(__file__, __doc__, args)
     import beamtrove  # noqa: PLC0415
 
     print(f"beamtrove {beamtrove.__version__} from {pathlib.Path(beamtrove.__file__).parent}, pid {os.getpid()}")
     if args.before:
-        _print_figures(f"before ({args.before})", _measure_before(args.before.resolve(), args.before_sizes))
-        _print_figures("now, same sizes", measure(args.before_sizes))
-    _print_figures("now", measure(args.sizes))
-    _guard_overhead()
+        before = _measure_before(args.before.resolve(), args.before_sizes)
+        _print_figures(results, f"before ({args.before})", before)
+        _print_figures(results, "now, same sizes", measure(args.before_sizes))
+    _print_figures(results, "now", measure(args.sizes))
+    _guard_overhead(results)
+    results.write()
 
 
 if __name__ == "__main__":
