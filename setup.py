@@ -62,13 +62,14 @@ setup(
         "spacy": ["spacy>=3.7,<4"],
         # English word frequencies, the default table of UnigramLogProbFilter.
         "unigram": ["wordfreq>=3.1,<4"],
-        "test": ["pytest>=8", "pytest-timeout>=2.3"],
+        "test": ["pytest>=8", "pytest-timeout>=2.3", "pytest-xdist>=3.6"],
         # datasets builds the Hugging Face datasets the hf reader's tests read.
         "dev": [
             "datasets>=2.19",
             "dockerfile-parse==2.0.1",
             "pytest>=8",
             "pytest-timeout>=2.3",
+            "pytest-xdist>=3.6",
             "ruff==0.17.6",
             "spacy>=3.7,<4",
             "wordfreq>=3.1,<4",

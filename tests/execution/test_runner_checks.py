@@ -32,5 +32,5 @@ def test_the_other_running_modes_run(review_jsonl, tmp_path, mode):
     argv = ["run", "convert", "--input", str(review_jsonl), "--input_format", "jsonl", "--output", str(out)]
     assert main([*argv, "--direct_running_mode", mode]) == 0
     # 600 reviews, and one malformed row that is a dead letter.
-    assert json.loads((out / "stats.json").read_text())["steps"]["Write"]["counters"]["out"] == 600
+    assert json.loads((out / "stats.json").read_text())["steps"]["write"]["counters"]["out"] == 600
     assert len(jsonl_rows(out)) == 600

@@ -295,7 +295,13 @@ def test_staged_refuses_what_it_cannot_do_before_running(corpus, tmp_path, capsy
 
 def test_staged_refuses_a_global_step_without_a_staged_form(corpus, tmp_path, capsys, monkeypatch):
     # Every dedup step has a staged form: one without stands for a global step added before its stages are.
-    monkeypatch.setattr(dedup_pipeline, "ExactDedup", lambda **_: beam.Map(lambda document: document))
+    class _Unstaged(beam.PTransform):
+        step = "exact"
+
+        def expand(self, documents):
+            return documents
+
+    monkeypatch.setattr(dedup_pipeline, "ExactDedup", lambda **_: _Unstaged())
     output = tmp_path / "out"
     assert main(dedup_argv(corpus, output, *EXACT, *staged(2))) == 2
     assert capsys.readouterr().err.splitlines() == [

@@ -188,7 +188,7 @@ def test_a_metadata_value_too_long_for_a_file_name_does_not_end_the_run(movie_re
     assert [row["id"] for row in jsonl_rows(out / hashed)] == [list(movie_reviews)[5]]
     assert len(jsonl_rows(out / "short")) == 19
     assert max(_name_bytes(out)) <= 255
-    assert json.loads((out / "stats.json").read_text())["steps"]["Write"]["counters"]["out"] == 20
+    assert json.loads((out / "stats.json").read_text())["steps"]["write"]["counters"]["out"] == 20
     assert not list(out.glob(f"{WRITER_TEMP_PREFIX}*"))
 
 
