@@ -29,6 +29,7 @@ def fineweb_args(data_dir, tmp_path) -> list[str]:
     ]
 
 
+@pytest.mark.slow
 def test_a_multi_processing_run_shows_no_grpc_fork_or_discarded_options_lines(fineweb_args):
     result = beamtrove(
         "run", "fineweb", *fineweb_args, "--language_threshold=0.65",
@@ -39,6 +40,7 @@ def test_a_multi_processing_run_shows_no_grpc_fork_or_discarded_options_lines(fi
     assert "DONE in" in result.stdout
 
 
+@pytest.mark.slow
 def test_dataflow_graph_with_a_setup_file_shows_no_failed_build_attempt(fineweb_args):
     result = beamtrove("dataflow", "graph", "fineweb", "--", *fineweb_args, "--setup_file", str(REPO / "setup.py"))
     assert result.returncode == 0, result.stderr[-3000:]

@@ -57,6 +57,7 @@ def test_a_rerun_into_a_used_output_is_refused_until_overwrite_replaces_it(warcs
     assert _files(output) == ["report.html", "stats.json"]
 
 
+@pytest.mark.slow
 def test_an_overwriting_dedup_run_leaves_nothing_of_the_steps_it_no_longer_runs(review_jsonl, tmp_path):
     output = tmp_path / "out"
     argv = ["run", "dedup", "--input", str(review_jsonl), "--input_format", "jsonl", "--output", str(output)]
@@ -384,7 +385,7 @@ def _memory_files(root: str) -> dict[str, bytes]:
 
 def test_a_publish_on_an_object_store_stopped_at_any_step_is_finished_or_undone(monkeypatch):
     steps = []
-    monkeypatch.setattr("beamtrove.execution.output._reached", steps.append)
+    monkeypatch.setattr("beamtrove.execution.output_publish._reached", steps.append)
     plan, _, new = _memory_output("/steps")
     plan.publish()
     plan.release()
@@ -401,7 +402,7 @@ def test_a_publish_on_an_object_store_stopped_at_any_step_is_finished_or_undone(
             if reached == at:
                 raise _Stopped
 
-        monkeypatch.setattr("beamtrove.execution.output._reached", stop)
+        monkeypatch.setattr("beamtrove.execution.output_publish._reached", stop)
         plan, old, new = _memory_output(root)
         with pytest.raises(_Stopped):
             plan.publish()
@@ -414,7 +415,7 @@ def test_a_publish_on_an_object_store_stopped_at_any_step_is_finished_or_undone(
         }
         if step in half_copied:  # a copy cut short: the entry is in both places, one of them in part
             fsspec.filesystem("memory").rm(half_copied[step])
-        monkeypatch.setattr("beamtrove.execution.output._reached", lambda reached: None)
+        monkeypatch.setattr("beamtrove.execution.output_publish._reached", lambda reached: None)
         said = recover_output(f"memory://{root}")
         if step == "sealing":
             assert said == [f"memory://{root}: {_UNDONE}"], step

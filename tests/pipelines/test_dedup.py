@@ -293,6 +293,7 @@ def shared_id_runs(shared_id_datasets, gpt2_path, tmp_path_factory) -> dict[str,
     return outputs
 
 
+@pytest.mark.slow
 def test_ids_shared_across_inputs_change_nothing_any_dedup_step_removes(shared_id_runs):
     shared, unique = shared_id_runs["shared"], shared_id_runs["unique"]
     steps = _EVERY_STEP.split(",")

@@ -13,8 +13,8 @@ from typing import Any
 from beamtrove.execution.elastic.jobdir import ElasticError, JobDir, is_staged, read_json
 from beamtrove.execution.elastic.status import DamagedRecord, output_damage, read_done
 from beamtrove.execution.output import plan_output
+from beamtrove.execution.output_merge import publish_merged
 from beamtrove.execution.resume import configuration
-from beamtrove.execution.run import write_run_report
 from beamtrove.fs import join
 from beamtrove.layout import (
     CLUSTERS_DIR,
@@ -27,7 +27,7 @@ from beamtrove.layout import (
 from beamtrove.options import ConfigurationError, parse
 from beamtrove.pipelines import pipeline_spec
 from beamtrove.run_output import RunOutput
-from beamtrove.stats import merge_stats, write_stats
+from beamtrove.stats import merge_stats
 from beamtrove.transforms.summary.merge import merge_summary_stats
 from beamtrove.transforms.writers.base import SHARD, FilenameTemplate
 
@@ -193,20 +193,12 @@ def merge_job(job_dir: str | os.PathLike, output: str | os.PathLike, overwrite: 
         )
     manifest = job.manifest()
     dones = [read_json(job.done_path(shard["id"])) for shard in manifest["shards"]]
+    stats = _merged_stats(job, manifest, dones, report, output)
     try:
         plan = plan_output(output, overwrite=overwrite)
     except ConfigurationError as exc:
         raise ElasticError(str(exc)) from None
-    try:
-        plan.stage()
-        _lay_out(job, dones, plan.write_to)
-        write_stats(_merged_stats(job, manifest, dones, report, output), plan.write_to)
-        write_run_report(plan.write_to, plan.output)
-        plan.publish()
-    except BaseException:
-        plan.abandon()
-        raise
-    plan.release()
+    publish_merged(plan, lambda folder: _lay_out(job, dones, folder), stats)
     return {**report, "output": output, "stats": join(output, STATS_FILE)}
 
 

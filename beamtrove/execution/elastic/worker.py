@@ -6,11 +6,7 @@ Also the Slurm array script that runs one worker per array task
 
 from __future__ import annotations
 
-import contextlib
-import gzip
-import heapq
 import importlib.resources
-import io
 import os
 import pathlib
 import re
@@ -18,11 +14,10 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
-from typing import Any, BinaryIO
+from collections.abc import Callable
+from typing import Any
 
 import orjson
 
@@ -34,9 +29,10 @@ from beamtrove.execution.elastic.jobdir import (
     publish_once,
     read_json,
 )
+from beamtrove.execution.elastic.publish import collect_documents
 from beamtrove.execution.elastic.scan import shard_inputs, shard_sha256
 from beamtrove.execution.elastic.status import job_progress, shard_states
-from beamtrove.fs import file_sha256, join, write_input_ranges, write_local_atomically
+from beamtrove.fs import join, write_input_ranges, write_local_atomically
 from beamtrove.layout import STATS_FILE
 from beamtrove.options import parse
 from beamtrove.pipelines import pipeline_spec
@@ -52,11 +48,6 @@ _INPUTS_FILE = "inputs.json"
 DEFAULT_SORT_MEMORY = 256 << 20
 # Below this a run would hold only a few documents.
 _MIN_SORT_MEMORY = 64 << 10
-# Runs merged at once: each is an open file with its own read buffer.
-_MERGE_FAN_IN = 64
-# What a held line costs beside its bytes: the bytes object, its list slot and its sort key (tracemalloc, short ids).
-_LINE_OVERHEAD = 160
-_SCRATCH_PREFIX = ".publishing-"
 
 
 class _Interrupted(Exception):
@@ -84,119 +75,6 @@ def _check_inputs_unchanged(manifest: dict[str, Any]) -> None:
                 f"Input {entry['url']} changed since prepare (size or modification time): results would mix two "
                 "inputs, so no shard is run. Restore it, or prepare a new job directory."
             )
-
-
-def _document_order(line: bytes) -> tuple[str, bytes]:
-    """Where a line goes in a published shard: by its document's id as a string, then by its bytes."""
-    return str(orjson.loads(line).get("id")), line
-
-
-def _part_lines(documents_dir: str) -> Iterator[bytes]:
-    """The non-blank lines of the run's document parts, each ending in one newline."""
-    for part in sorted(pathlib.Path(documents_dir).glob("*.jsonl.gz")):
-        with gzip.open(part, "rb") as source:
-            yield from (line.rstrip(b"\n") + b"\n" for line in source if line.strip())
-
-
-class _ExternalSort:
-    """Writes lines in document order while holding at most about ``memory`` bytes of them.
-
-    Lines that fit are sorted in memory. Otherwise each run of lines that fits
-    (or a single longer line) is sorted and spilled to a file in ``scratch``,
-    and the runs are merged, at most :data:`_MERGE_FAN_IN` at a time, so a
-    shard's size is bounded by disk.
-
-    Attributes:
-        runs: How many sorted runs were spilled (0 when every line fit).
-    """
-
-    def __init__(self, scratch: pathlib.Path, memory: int):
-        self.scratch = scratch
-        self.memory = memory
-        self.runs = 0
-        # The merge reads every open run through its own buffer: together about half the budget, 8 KiB each at least.
-        self.buffer_size = max(io.DEFAULT_BUFFER_SIZE, memory // (2 * _MERGE_FAN_IN))
-        self._files = 0
-
-    def write(self, lines: Iterable[bytes], out: BinaryIO) -> int:
-        """Writes ``lines`` to ``out`` in document order; returns how many there were."""
-        held, size, count, runs = [], 0, 0, []
-        for line in lines:
-            cost = len(line) + _LINE_OVERHEAD
-            if held and size + cost > self.memory:
-                runs.append(self._spill(held))
-                held, size = [], 0
-            held.append(line)
-            size += cost
-            count += 1
-        if not runs:
-            held.sort(key=_document_order)
-            out.writelines(held)
-            return count
-        if held:
-            runs.append(self._spill(held))
-        del held  # the merge gets its memory back
-        while len(runs) > _MERGE_FAN_IN:
-            groups = [runs[start : start + _MERGE_FAN_IN] for start in range(0, len(runs), _MERGE_FAN_IN)]
-            runs = [group[0] if len(group) == 1 else self._merge_into_run(group) for group in groups]
-        self._merge(runs, out)
-        return count
-
-    def _new_file(self) -> pathlib.Path:
-        self._files += 1
-        return self.scratch / f"run-{self._files:06d}"
-
-    def _spill(self, lines: list[bytes]) -> pathlib.Path:
-        lines.sort(key=_document_order)
-        path = self._new_file()
-        with open(path, "wb", buffering=self.buffer_size) as run:
-            run.writelines(lines)
-        self.runs += 1
-        return path
-
-    def _merge_into_run(self, runs: list[pathlib.Path]) -> pathlib.Path:
-        path = self._new_file()
-        with open(path, "wb", buffering=self.buffer_size) as merged:
-            self._merge(runs, merged)
-        return path
-
-    def _merge(self, runs: list[pathlib.Path], out: BinaryIO) -> None:
-        """Merges sorted runs into ``out``, deleting them."""
-        with contextlib.ExitStack() as files:
-            sources = [files.enter_context(open(run, "rb", buffering=self.buffer_size)) for run in runs]
-            out.writelines(heapq.merge(*sources, key=_document_order))
-        for run in runs:
-            run.unlink()
-
-
-def _collect_documents(documents_dir: str, target: pathlib.Path, sort_memory: int) -> tuple[dict[str, Any], int]:
-    """Writes the shard's documents, sorted by id, as one reproducible gzip file.
-
-    Sorting makes the output of a shard the same bytes whichever worker, bundle
-    order or attempt produced it. Spilled runs and the file being written live
-    in a scratch folder beside ``target``, removed however this ends; the file
-    appears under its name by one rename, complete.
-
-    Args:
-        documents_dir: The run's documents folder (``*.jsonl.gz`` parts).
-        target: The file to publish.
-        sort_memory: About how many bytes of documents to hold while sorting.
-
-    Returns:
-        The done record's fields of the file (``records``, ``bytes``,
-        ``mtime_ns``, ``sha256``), and how many sorted runs were spilled.
-    """
-    # Once the file is in place, a scratch file that cannot be removed must not fail the attempt.
-    with tempfile.TemporaryDirectory(prefix=_SCRATCH_PREFIX, dir=target.parent, ignore_cleanup_errors=True) as scratch:
-        sort = _ExternalSort(pathlib.Path(scratch), sort_memory)
-        written = pathlib.Path(scratch) / target.name
-        with open(written, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as out:
-            records = sort.write(_part_lines(documents_dir), out)
-        os.replace(written, target)
-    stat = target.stat()
-    # The modification time lets status skip re-hashing an output nobody touched since.
-    fields = {"records": records, "bytes": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": file_sha256(target)}
-    return fields, sort.runs
 
 
 def _records_read(stats: pathlib.Path, read_label: str) -> int | None:
@@ -341,7 +219,7 @@ class _Worker:
         argv = [*self.manifest["pipeline"]["args"], "--input_ranges", str(attempt_dir / _INPUTS_FILE)]
         flow = self.spec.flow(parse(self.spec, [*argv, "--output", str(output)]))
         target = attempt_dir / SHARD_DOCUMENTS
-        fields, sort_runs = _collect_documents(flow.sink.documents_dir, target, self.sort_memory)
+        fields, sort_runs = collect_documents(flow.sink.documents_dir, target, self.sort_memory)
         stats = pathlib.Path(join(flow.output, STATS_FILE))
         done = {
             "shard": shard["id"],

@@ -39,19 +39,19 @@ from beamtrove.execution.elastic.jobdir import (
 from beamtrove.execution.elastic.prepare import publish_job
 from beamtrove.execution.elastic.scan import scan_inputs, scan_whole_files, shard_inputs, shards
 from beamtrove.execution.elastic.status import retry_shards, shard_states
-from beamtrove.execution.output import OutputPlan, check_auxiliary_inputs, check_separate, plan_output
+from beamtrove.execution.output import check_auxiliary_inputs, check_separate, plan_output
+from beamtrove.execution.output_merge import publish_merged
 from beamtrove.execution.resume import configuration
-from beamtrove.execution.run import RunInterrupted, RunResult, write_run_report
+from beamtrove.execution.run import RunInterrupted, RunResult
 from beamtrove.execution.staged.plan import JobPlan, held_per_input_byte, input_ranges_file, not_staged
 from beamtrove.execution.staged.status import copy_run_outputs, staged_stats, verify_staged
 from beamtrove.fs import InputFile, input_ranges_json, join
-from beamtrove.layout import REPORT_FILE, STAGED_JOB_DIR, STATS_FILE
+from beamtrove.layout import STAGED_JOB_DIR, STATS_FILE
 from beamtrove.options import BeamtroveOptions, ConfigurationError, StagedOptions, paths_read
 from beamtrove.pipelines.common import input_files
 from beamtrove.pipelines.spec import PipelineSpec
 from beamtrove.pipelines.summary_stats import SummaryStatsOptions
 from beamtrove.processes import die_with_parent, stops_interrupt
-from beamtrove.stats import write_stats
 from beamtrove.transforms.readers import JsonlParser, WarcParser
 
 __all__ = ["merge_staged_job", "partitions_for", "prepare_staged_job", "run_staged"]
@@ -278,11 +278,10 @@ def run_staged(spec: PipelineSpec, options: PipelineOptions) -> RunResult:
         if code != 0:
             plan.abandon()
             return RunResult("FAILED", stats, "")
-        report = _publish_run(job, job_plan, plan, stats, move=True)
+        report = publish_merged(plan, lambda folder: copy_run_outputs(job, job_plan, folder, move=True), stats)
     except BaseException:
         plan.abandon()
         raise
-    plan.release()
     return RunResult("DONE", stats, join(output, STATS_FILE), report)
 
 
@@ -299,20 +298,6 @@ def _run_stats(job: JobDir, job_plan: JobPlan, options: PipelineOptions, state: 
         "steps": staged_stats(job, job_plan),
         "staged": {"partitions": job_plan.partitions},
     }
-
-
-def _publish_run(job: JobDir, job_plan: JobPlan, plan: OutputPlan, stats: dict[str, Any], *, move: bool) -> str:
-    """Publishes the run's outputs as the write task laid them out, with ``stats.json`` and ``report.html``.
-
-    Returns:
-        The report's path, or "" when it could not be drawn.
-    """
-    plan.stage()
-    copy_run_outputs(job, job_plan, plan.write_to, move=move)
-    write_stats(stats, plan.write_to)
-    report = write_run_report(plan.write_to, plan.output)
-    plan.publish()
-    return report and join(plan.output, REPORT_FILE)
 
 
 def merge_staged_job(job_dir: str | os.PathLike, output: str, *, overwrite: bool = False) -> dict[str, Any]:
@@ -333,16 +318,11 @@ def merge_staged_job(job_dir: str | os.PathLike, output: str, *, overwrite: bool
             f"{', '.join(report['failed']) or 'none'}; damaged: {'; '.join(report['problems']) or 'none'}): run "
             "workers, or `retry` the tasks named, first."
         )
+    stats = _run_stats(job, job_plan, job_plan.options(0), "DONE")
+    stats["staged"]["hosts"] = report["hosts"]
     try:
         plan = plan_output(output, overwrite=overwrite)
     except ConfigurationError as exc:
         raise ElasticError(str(exc)) from None
-    try:
-        stats = _run_stats(job, job_plan, job_plan.options(0), "DONE")
-        stats["staged"]["hosts"] = report["hosts"]
-        _publish_run(job, job_plan, plan, stats, move=False)
-    except BaseException:
-        plan.abandon()
-        raise
-    plan.release()
+    publish_merged(plan, lambda folder: copy_run_outputs(job, job_plan, folder, move=False), stats)
     return {**report, "output": output, "stats": join(output, STATS_FILE)}

@@ -9,15 +9,8 @@ index format.
 """
 
 from beamtrove.transforms.decont.filter import NGramsDecontFilter
-from beamtrove.transforms.decont.index import (
-    HASHES_SUFFIX,
-    MANIFEST_FILE,
-    BuildDecontIndex,
-    DecontIndex,
-    IndexManifest,
-    read_manifest,
-    task_name,
-)
+from beamtrove.transforms.decont.index import HASHES_SUFFIX, MANIFEST_FILE, DecontIndex, IndexManifest, read_manifest
+from beamtrove.transforms.decont.index_build import BuildDecontIndex, task_name
 from beamtrove.transforms.decont.ngrams import DecontConfig, benchmark_ngrams, hash_ngram, word_ngrams
 
 __all__ = [

@@ -34,6 +34,9 @@ built with ``word_splitter="spacy"`` and DataTrove's defaults. With no
 manifest, DataTrove's files can only be checked to hold whole hashes, at
 least one: a file cut at a multiple of 8 bytes, changed in place or deleted
 cannot be told from an intact one.
+
+This module reads an index (:func:`read_manifest`, :class:`DecontIndex`);
+:mod:`beamtrove.transforms.decont.index_build` writes one.
 """
 
 from __future__ import annotations
@@ -41,51 +44,34 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import posixpath
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-import apache_beam as beam
 import numpy as np
-import orjson
 
-from beamtrove.document import Document
-from beamtrove.fs import filesystem, join, open_url, write_json, write_url_atomically
-from beamtrove.metrics import StepMetrics
+from beamtrove.fs import filesystem, join, open_url
 from beamtrove.options import ConfigurationError
-from beamtrove.text import word_splitter
-from beamtrove.transforms.decont.ngrams import DecontConfig, benchmark_ngrams, hash_ngram
+from beamtrove.transforms.decont.ngrams import DecontConfig
 from beamtrove.transforms.manifests import file_sizes, is_count, load_manifest
-from beamtrove.transforms.writers import WrittenFile
 
 __all__ = [
     "HASHES_SUFFIX",
+    "HASH_DTYPE",
+    "INDEX_FORMAT",
+    "INDEX_VERSION",
     "MANIFEST_FILE",
-    "BuildDecontIndex",
     "DecontIndex",
     "IndexManifest",
+    "file_digest",
     "read_manifest",
-    "task_name",
 ]
 
 MANIFEST_FILE = "index.json"
 HASHES_SUFFIX = ".index.hashes"
-_FORMAT = "beamtrove-decont-index"
-_VERSION = 1
-_NORMALIZATION = "datatrove-simplify-text"
-_HASH = "xxh64"
-_DTYPE = np.dtype("<u8")
-_TASKS = "tasks"
-_DIGESTS = "digests"
+INDEX_FORMAT = "beamtrove-decont-index"
+INDEX_VERSION = 1
+HASH_DTYPE = np.dtype("<u8")
 _REBUILD = "rebuild the index with `beamtrove run decont_index`"
-# Task names become folder names: anything but letters, digits and . _ - : | + = turns into _.
-_UNSAFE_IN_TASK = re.compile(r"[^\w.:|+=-]")
-
-
-def task_name(name: str) -> str:
-    """``name`` made safe as a folder name (DataTrove turns spaces into ``_`` too)."""
-    safe = _UNSAFE_IN_TASK.sub("_", name.strip())
-    return safe.lstrip(".") or "_"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,8 +135,8 @@ def _checked_manifest(path: str, fs, folder: str) -> IndexManifest:
         join(path, MANIFEST_FILE),
         fs,
         posixpath.join(folder, MANIFEST_FILE),
-        format_name=_FORMAT,
-        version=_VERSION,
+        format_name=INDEX_FORMAT,
+        version=INDEX_VERSION,
         index="decontamination index",
         rebuild=_REBUILD,
         problem=_manifest_problem,
@@ -173,12 +159,12 @@ def _checked_manifest(path: str, fs, folder: str) -> IndexManifest:
                     "the whole index folder."
                 )
             _check_size(url, sizes[file])
-            if index.shards and sizes[file] != index.shards[file]["hashes"] * _DTYPE.itemsize:
+            if index.shards and sizes[file] != index.shards[file]["hashes"] * HASH_DTYPE.itemsize:
                 raise ConfigurationError(
-                    f"Decontamination index file {url} holds {sizes[file] // _DTYPE.itemsize} hashes, not the "
+                    f"Decontamination index file {url} holds {sizes[file] // HASH_DTYPE.itemsize} hashes, not the "
                     f"{index.shards[file]['hashes']} {MANIFEST_FILE} records: it was changed or cut short; {_REBUILD}."
                 )
-        held = sum(sizes[file] for file in entry["files"]) // _DTYPE.itemsize
+        held = sum(sizes[file] for file in entry["files"]) // HASH_DTYPE.itemsize
         if held != entry["hashes"]:
             raise ConfigurationError(
                 f"Decontamination index {path}: the files of task {task} ({', '.join(entry['files'])}) hold {held} "
@@ -193,7 +179,7 @@ def _manifest_problem(manifest: Mapping[str, Any]) -> str | None:
         return "its n_grams or word_splitter is missing"
     if not all(isinstance(manifest.get(field), bool) for field in ("find_query_ngrams", "find_overlap_ngrams")):
         return "its find_query_ngrams or find_overlap_ngrams is missing"
-    tasks, shards = manifest.get(_TASKS), manifest.get("shards", {})
+    tasks, shards = manifest.get("tasks"), manifest.get("shards", {})
     if not isinstance(tasks, dict) or not isinstance(shards, dict):
         return "its tasks or shards are not an object"
     for task, entry in tasks.items():
@@ -219,14 +205,15 @@ def _check_size(url: str, size: int) -> None:
     """Raises ConfigurationError unless a hash file of ``size`` bytes holds whole hashes, at least one."""
     if not size:
         raise ConfigurationError(f"Decontamination index file {url} is empty: {_REBUILD}.")
-    if size % _DTYPE.itemsize:
+    if size % HASH_DTYPE.itemsize:
         raise ConfigurationError(
-            f"Decontamination index file {url} holds {size} bytes, not a whole number of {_DTYPE.itemsize}-byte "
+            f"Decontamination index file {url} holds {size} bytes, not a whole number of {HASH_DTYPE.itemsize}-byte "
             f"hashes: it was cut short or is no index file; {_REBUILD}."
         )
 
 
-def _digest(data: bytes) -> str:
+def file_digest(data: bytes) -> str:
+    """The digest the manifest records of a hash file's bytes: 16 bytes of BLAKE2b, in hex."""
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
@@ -241,12 +228,12 @@ def _load_hashes(manifest: IndexManifest, file: str, storage_options: Mapping[st
         data = stream.read()
     _check_size(url, len(data))
     recorded = manifest.shards.get(file)
-    if recorded is not None and _digest(data) != recorded["blake2b"]:
+    if recorded is not None and file_digest(data) != recorded["blake2b"]:
         raise ConfigurationError(
             f"Decontamination index file {url} is damaged: its digest is not the one {MANIFEST_FILE} records; "
             f"{_REBUILD}."
         )
-    hashes = np.frombuffer(data, dtype=_DTYPE)
+    hashes = np.frombuffer(data, dtype=HASH_DTYPE)
     if manifest.ascending and not np.all(hashes[1:] > hashes[:-1]):
         raise ConfigurationError(
             f"Decontamination index file {url} is damaged: its hashes are not in ascending order; {_REBUILD}."
@@ -276,7 +263,7 @@ class DecontIndex:
                     loaded = _load_hashes(manifest, file, storage_options)
                     hashes.append(loaded)
                     task_ids.append(np.full(len(loaded), task_id, dtype=np.int32))
-        all_hashes = np.concatenate(hashes) if hashes else np.empty(0, dtype=_DTYPE)
+        all_hashes = np.concatenate(hashes) if hashes else np.empty(0, dtype=HASH_DTYPE)
         all_ids = np.concatenate(task_ids) if task_ids else np.empty(0, dtype=np.int32)
         # A stable sort keeps, among equal hashes, the task listed first in front.
         order = np.argsort(all_hashes, kind="stable")
@@ -298,181 +285,3 @@ class DecontIndex:
             return None
         position = int(np.argmax(found))
         return position, self.tasks[self._task_ids[slots[position]]]
-
-
-class _HashItemsFn(beam.DoFn):
-    """Emits ``(task, hash)`` for every n-gram of a benchmark item, and its task to the ``tasks`` output."""
-
-    def __init__(self, config: DecontConfig, query_key: str, task_key: str, step: str):
-        self._config = config or DecontConfig()
-        self._query_key = query_key
-        self._task_key = task_key
-        self._metrics = StepMetrics(step)
-        self._split = None
-
-    def setup(self):
-        self._split = word_splitter(self._config.word_splitter)
-
-    def process(self, item: Document):
-        self._metrics.received()
-        query = item.metadata.get(self._query_key)
-        if query is not None and not isinstance(query, str):
-            self._metrics.skipped("query_not_a_string")
-            return
-        ngrams = benchmark_ngrams(item.text, query, self._config, self._split)
-        if not ngrams:
-            self._metrics.skipped("too_short")
-            return
-        task = item.metadata.get(self._task_key)
-        if not isinstance(task, str) or not task.strip():
-            # Items without a task field belong to the benchmark their file holds.
-            task = posixpath.basename(item.metadata.get("file_path", "input")).split(".", 1)[0]
-        task = task_name(task)
-        self._metrics.emitted()
-        self._metrics.inc("ngrams", len(ngrams))
-        yield beam.pvalue.TaggedOutput(_TASKS, task)
-        for ngram in ngrams:
-            yield task, hash_ngram(ngram)
-
-
-class _WriteShardFn(beam.DoFn):
-    """Writes one task's shard of distinct hashes, sorted, as an ``.index.hashes`` file; its digest to ``digests``."""
-
-    def __init__(self, output_dir: str, step: str, storage_options: Mapping[str, Any]):
-        self._output_dir = output_dir
-        self._metrics = StepMetrics(step)
-        self._storage_options = storage_options
-
-    def process(self, element):
-        (task, shard), hashes = element
-        values = np.sort(np.fromiter(hashes, dtype=_DTYPE))
-        relative = f"{task}/part-{shard:05d}{HASHES_SUFFIX}"
-        data = values.tobytes()
-        write_url_atomically(join(self._output_dir, relative), data, self._storage_options)
-        self._metrics.inc("files")
-        self._metrics.inc("hashes", len(values))
-        yield beam.pvalue.TaggedOutput(_DIGESTS, (relative, _digest(data)))
-        yield WrittenFile(join(self._output_dir, relative), len(values), values.nbytes, relative)
-
-
-class _WriteManifestFn(beam.DoFn):
-    """Writes ``index.json`` once every shard is written."""
-
-    def __init__(self, output_dir: str, config: DecontConfig, storage_options: Mapping[str, Any]):
-        self._output_dir = output_dir
-        self._config = config
-        self._storage_options = storage_options
-
-    def process(self, _, written: list[WrittenFile], items: dict[str, int], digests: dict[str, str]):
-        tasks = {}
-        for task in sorted(items):
-            files = [file for file in written if file.destination.startswith(f"{task}/")]
-            tasks[task] = {
-                "items": items[task],
-                "hashes": sum(file.records for file in files),
-                "files": sorted(file.destination for file in files),
-            }
-        manifest = {
-            "format": _FORMAT,
-            "version": _VERSION,
-            **dataclasses.asdict(self._config),
-            "normalization": _NORMALIZATION,
-            "hash": _HASH,
-            "tasks": tasks,
-            "shards": {
-                file.destination: {"hashes": file.records, "blake2b": digests[file.destination]} for file in written
-            },
-        }
-        path = join(self._output_dir, MANIFEST_FILE)
-        write_json(manifest, path, self._storage_options)
-        yield WrittenFile(path, len(tasks), len(orjson.dumps(manifest)), MANIFEST_FILE)
-
-
-def _shard_of(task_hash: tuple[str, int], num_shards: int) -> tuple[tuple[str, int], int]:
-    task, value = task_hash
-    return (task, value % num_shards), value
-
-
-class BuildDecontIndex(beam.PTransform):
-    """Hashes the n-grams of benchmark items and writes them as a decontamination index folder.
-
-    Takes benchmark items as documents: the text is the label (gold answer),
-    ``metadata[query_key]`` the prompt (optional) and ``metadata[task_key]``
-    the task; items without a task take their file's name up to the first
-    dot (``mmlu.test.jsonl`` -> ``mmlu``). Hashes are made distinct per task
-    by a shuffle and split over ``num_shards`` files per task, each written
-    by its own worker; ``index.json`` is written last (see the module
-    docstring for the layout). Returns the
-    :class:`~beamtrove.transforms.writers.WrittenFile` s.
-
-    Stats: ``in`` items, ``out`` items that gave n-grams,
-    ``skipped.too_short`` (fewer words than an n-gram),
-    ``skipped.query_not_a_string``, ``ngrams`` (before deduplication),
-    ``hashes`` (distinct, per task, written), ``files``.
-
-    Args:
-        output_dir: The index folder (path or fsspec URL).
-        config: Which n-grams to index and how to split words; DataTrove's defaults when None.
-        query_key: Metadata field of the prompt.
-        task_key: Metadata field of the task name.
-        num_shards: Hash files per task.
-        storage_options: fsspec filesystem options.
-        step: Stats name of the step.
-
-    Raises:
-        ValueError: ``num_shards`` below 1.
-    """
-
-    def __init__(
-        self,
-        output_dir: str,
-        config: DecontConfig | None = None,
-        *,
-        query_key: str = "query",
-        task_key: str = "task",
-        num_shards: int = 1,
-        storage_options: Mapping[str, Any] | None = None,
-        step: str = "write_index",
-    ):
-        super().__init__()
-        if num_shards < 1:
-            raise ValueError(f"num_shards must be at least 1 (got {num_shards}).")
-        self._output_dir = output_dir.rstrip("/")
-        self._config = config or DecontConfig()
-        self._query_key = query_key
-        self._task_key = task_key
-        self._num_shards = num_shards
-        self._storage_options = dict(storage_options or {})
-        self._step = step
-
-    def expand(self, items):
-        hashed = items | "HashItems" >> beam.ParDo(
-            _HashItemsFn(self._config, self._query_key, self._task_key, self._step)
-        ).with_outputs(_TASKS, main="hashes")
-        items_per_task = (
-            hashed[_TASKS]
-            | "CountItems" >> beam.combiners.Count.PerElement()
-            | "ItemsPerTask" >> beam.combiners.ToDict()
-        )
-        written = (
-            hashed.hashes
-            | "DistinctHashes" >> beam.Distinct()
-            | "AssignShards" >> beam.Map(_shard_of, self._num_shards)
-            | "GroupByShard" >> beam.GroupByKey()
-            | "WriteShards"
-            >> beam.ParDo(_WriteShardFn(self._output_dir, self._step, self._storage_options)).with_outputs(
-                _DIGESTS, main="files"
-            )
-        )
-        manifest = (
-            items.pipeline
-            | "Once" >> beam.Create([None])
-            | "WriteManifest"
-            >> beam.ParDo(
-                _WriteManifestFn(self._output_dir, self._config, self._storage_options),
-                beam.pvalue.AsList(written.files),
-                beam.pvalue.AsSingleton(items_per_task),
-                beam.pvalue.AsDict(written[_DIGESTS]),
-            )
-        )
-        return (written.files, manifest) | "AllFiles" >> beam.Flatten()

@@ -21,7 +21,7 @@ from apache_beam import pvalue
 
 from beamtrove.dead_letter import DeadLetter
 from beamtrove.document import Document
-from beamtrove.layout import DEAD_LETTERS, EXCLUDED
+from beamtrove.layout import DEAD_LETTERS, EXCLUDED, FILTER_REASON_KEY
 from beamtrove.metrics import StepMetrics
 from beamtrove.resources import load_once
 from beamtrove.transforms.batching import BatchDoFn
@@ -29,6 +29,7 @@ from beamtrove.transforms.cpu_time import CpuTimeLimit, CpuTimeLimitExceeded
 
 __all__ = [
     "DEFAULT_STEP_TIMEOUT",
+    "FILTER_REASON_KEY",
     "DocumentFilter",
     "DocumentFormatter",
     "Drop",
@@ -37,8 +38,6 @@ __all__ = [
     "excluded_output",
     "load_once",
 ]
-
-FILTER_REASON_KEY = "filter_reason"
 
 #: CPU seconds a filter or formatter may use on one document. Far above what real documents need: the slowest
 #: FineWeb filter, Gopher repetition, takes about 2 s per MB of English and less on any run of marks, so only a

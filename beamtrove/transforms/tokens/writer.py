@@ -36,40 +36,25 @@ from typing import Any
 import apache_beam as beam
 import numpy as np
 
-from beamtrove.fs import filesystem, join, move
+from beamtrove.fs import filesystem, join
 from beamtrove.layout import WRITER_TEMP_PREFIX
 from beamtrove.metrics import StepMetrics
 from beamtrove.transforms.stages import KEYED, SAME, Stage, StagedForm, apply_stages
-from beamtrove.transforms.tokens.format import (
-    INDEX_SUFFIX,
-    LOSS_SUFFIX,
-    METADATA_SUFFIX,
-    TOKENS_SUFFIX,
-    ShardFileWriter,
-    TokenizedDocument,
+from beamtrove.transforms.tokens.format import TokenizedDocument
+from beamtrove.transforms.tokens.shard_files import (
+    TOKEN_FILE_FORMATS,
+    existing_shard_files,
+    move_part,
+    open_shard_file,
+    part_files,
+    shard_file_name,
 )
-from beamtrove.transforms.tokens.megatron import BIN_SUFFIX, IDX_SUFFIX, MegatronFileWriter
 from beamtrove.transforms.writers.base import WrittenFile
 
 __all__ = ["TOKEN_FILE_FORMATS", "ChunkShuffle", "WriteTokenShards", "shard_file_name"]
 
-#: Token file layouts: DataTrove's ``.ds`` shards, Megatron-LM's ``.bin`` + ``.idx`` datasets.
-TOKEN_FILE_FORMATS = ("ds", "megatron")
-
-# Every file of one output file, by format: the main file's suffix last, so a
-# reader that looks for main files finds one only once its companions are in place.
-_SUFFIXES = {
-    "ds": (TOKENS_SUFFIX + INDEX_SUFFIX, TOKENS_SUFFIX + LOSS_SUFFIX, TOKENS_SUFFIX + METADATA_SUFFIX, TOKENS_SUFFIX),
-    "megatron": (IDX_SUFFIX, BIN_SUFFIX),
-}
-_OPTIONAL_SUFFIX = TOKENS_SUFFIX + LOSS_SUFFIX
 _DIGIT_RUNS = re.compile(r"(\d+)")
 _VALID_PREFIX = re.compile(r"[\w.=+-]+")
-
-
-def shard_file_name(prefix: str, shard: int, part: int, file_format: str = "ds") -> str:
-    """``<prefix>_<shard>_<part>`` with 5-digit numbers and the format's main suffix, e.g. ``tokens_00003_00000.ds``."""
-    return f"{prefix}_{shard:05d}_{part:05d}{_SUFFIXES[file_format][-1]}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -254,17 +239,14 @@ class _WriteShardFn(beam.DoFn):
     def _write_part(self, shard, part, documents, token_spool, loss_spool, dtype, with_loss) -> WrittenFile:
         spec = self._spec
         name = shard_file_name(spec.prefix, shard, part, spec.file_format)
-        if spec.file_format == "megatron":
-            stem = join(spec.temp_dir, name.removesuffix(BIN_SUFFIX))
-            writer = MegatronFileWriter(stem, token_size=dtype.itemsize, storage_options=dict(spec.storage_options))
-        else:
-            writer = ShardFileWriter(
-                join(spec.temp_dir, name),
-                tokenizer=spec.tokenizer,
-                token_size=dtype.itemsize,
-                with_loss=with_loss,
-                storage_options=dict(spec.storage_options),
-            )
+        writer = open_shard_file(
+            join(spec.temp_dir, name),
+            spec.file_format,
+            tokenizer=spec.tokenizer,
+            token_size=dtype.itemsize,
+            with_loss=with_loss,
+            storage_options=spec.storage_options,
+        )
         for document in documents:
             token_spool.seek(document.offset * dtype.itemsize)
             token_bytes = token_spool.read(document.length * dtype.itemsize)
@@ -282,18 +264,6 @@ class _WriteShardFn(beam.DoFn):
         return WrittenFile(writer.path, writer.document_count, writer.token_count * dtype.itemsize, name)
 
 
-def _existing_shard_files(
-    output_dir: str, prefix: str, file_format: str, storage_options: Mapping[str, Any]
-) -> list[str]:
-    fs, path = filesystem(output_dir, storage_options)
-    if not fs.isdir(path):
-        return []
-    # Only names this sink writes: another prefix that starts like this one is not ours.
-    digits = "[0-9]" * 5
-    patterns = (join(path, f"{prefix}_{digits}_{digits}{suffix}") for suffix in _SUFFIXES[file_format])
-    return sorted(found for pattern in patterns for found in fs.glob(pattern))
-
-
 class _FinalizeFn(beam.DoFn):
     """Moves every shard file and its companions to their final names."""
 
@@ -304,25 +274,16 @@ class _FinalizeFn(beam.DoFn):
         spec = self._spec
         metrics = StepMetrics(spec.step)
         fs, _ = filesystem(spec.output_dir, spec.storage_options)
-        suffixes = _SUFFIXES[spec.file_format]
         finals = {join(spec.output_dir, temp.destination): temp for temp in written}
         if spec.overwrite:
-            companions = (final.removesuffix(suffixes[-1]) + suffix for final in finals for suffix in suffixes)
-            keep = {filesystem(companion, spec.storage_options)[1] for companion in companions}
-            for stale in _existing_shard_files(spec.output_dir, spec.prefix, spec.file_format, spec.storage_options):
+            parts = (file for final in finals for file in part_files(final, spec.file_format))
+            keep = {filesystem(file, spec.storage_options)[1] for file in parts}
+            for stale in existing_shard_files(spec.output_dir, spec.prefix, spec.file_format, spec.storage_options):
                 if stale not in keep:
                     fs.rm(stale)
         for final in sorted(finals):
             temp = finals[final]
-            temp_stem, final_stem = temp.path.removesuffix(suffixes[-1]), final.removesuffix(suffixes[-1])
-            for suffix in suffixes:
-                if fs.exists(filesystem(temp_stem + suffix, spec.storage_options)[1]):
-                    move(temp_stem + suffix, final_stem + suffix, spec.storage_options)
-                elif suffix != _OPTIONAL_SUFFIX and not fs.exists(
-                    filesystem(final_stem + suffix, spec.storage_options)[1]
-                ):
-                    # A retried finalize finds the files it moved before in place.
-                    raise FileNotFoundError(f"Temporary file {temp_stem + suffix} vanished before it reached {final}.")
+            move_part(temp.path, final, spec.file_format, spec.storage_options)
             metrics.inc("files")
             yield dataclasses.replace(temp, path=final)
         temp_path = filesystem(spec.temp_dir, spec.storage_options)[1]
@@ -406,7 +367,7 @@ class WriteTokenShards(beam.PTransform):
         if not _VALID_PREFIX.fullmatch(prefix):
             raise ValueError(f"The file name prefix {prefix!r} may only hold letters, digits and . _ = + -.")
         storage_options = dict(storage_options or {})
-        existing = _existing_shard_files(output_dir, prefix, file_format, storage_options)
+        existing = existing_shard_files(output_dir, prefix, file_format, storage_options)
         if existing and not overwrite:
             raise FileExistsError(
                 f"{output_dir} already holds {len(existing)} token files named {prefix}_*: choose another "

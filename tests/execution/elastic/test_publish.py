@@ -18,7 +18,7 @@ import orjson
 import pytest
 
 from beamtrove.document import Document
-from beamtrove.execution.elastic.worker import _MERGE_FAN_IN, _collect_documents
+from beamtrove.execution.elastic.publish import _MERGE_FAN_IN, collect_documents
 from beamtrove.fs import file_sha256
 from beamtrove.transforms.writers.jsonl import document_row
 from tests.conftest import beamtrove, jsonl_lines
@@ -108,7 +108,7 @@ def test_the_reference_sees_every_kind_of_id(shard_parts):
 
 def test_a_shard_far_over_the_budget_is_spilled_in_runs_and_published_as_the_in_memory_sort(shard_parts, attempt_dir):
     target = attempt_dir / "documents.jsonl.gz"
-    fields, runs = _collect_documents(str(shard_parts), target, SMALL_BUDGET)
+    fields, runs = collect_documents(str(shard_parts), target, SMALL_BUDGET)
     expected, count = _in_memory_publication(shard_parts)
     assert target.read_bytes() == expected
     assert fields["records"] == count == 1467
@@ -121,7 +121,7 @@ def test_a_shard_far_over_the_budget_is_spilled_in_runs_and_published_as_the_in_
 
 def test_a_shard_within_the_budget_is_sorted_in_memory_to_the_same_bytes(shard_parts, attempt_dir):
     target = attempt_dir / "documents.jsonl.gz"
-    fields, runs = _collect_documents(str(shard_parts), target, 1 << 30)
+    fields, runs = collect_documents(str(shard_parts), target, 1 << 30)
     assert runs == 0
     assert target.read_bytes() == _in_memory_publication(shard_parts)[0]
     assert fields["sha256"] == file_sha256(target)
@@ -131,7 +131,7 @@ def test_a_run_with_no_documents_publishes_an_empty_gzip_file(tmp_path, attempt_
     (tmp_path / "documents").mkdir()
     _write_part(tmp_path / "documents" / "part-00000.jsonl.gz", [])
     target = attempt_dir / "documents.jsonl.gz"
-    fields, runs = _collect_documents(str(tmp_path / "documents"), target, SMALL_BUDGET)
+    fields, runs = collect_documents(str(tmp_path / "documents"), target, SMALL_BUDGET)
     assert (fields["records"], runs) == (0, 0)
     assert target.read_bytes() == _in_memory_publication(tmp_path / "documents")[0]
     assert gzip.decompress(target.read_bytes()) == b""
@@ -144,14 +144,14 @@ def test_a_failure_after_runs_were_spilled_leaves_neither_runs_nor_a_published_f
         (documents / part.name).write_bytes(part.read_bytes())
     _write_part(documents / "part-00009.jsonl.gz", [b'{"text": "an unfinished row\n'])
     with pytest.raises(ValueError):
-        _collect_documents(str(documents), attempt_dir / "documents.jsonl.gz", SMALL_BUDGET)
+        collect_documents(str(documents), attempt_dir / "documents.jsonl.gz", SMALL_BUDGET)
     assert not list(attempt_dir.iterdir())
 
 
 def _peak_traced_bytes(documents_dir: pathlib.Path, target: pathlib.Path, sort_memory: int) -> int:
     tracemalloc.start()
     try:
-        _collect_documents(str(documents_dir), target, sort_memory)
+        collect_documents(str(documents_dir), target, sort_memory)
         return tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()

@@ -112,6 +112,7 @@ def _without_written_files(steps: dict) -> dict:
     }
 
 
+@pytest.mark.slow
 def test_a_worker_killed_mid_shard_is_taken_over_after_the_lock_timeout(review_jsonl, single_convert, tmp_path):
     job = tmp_path / "job"
     _prepare(job, "convert", str(review_jsonl), 3, "--lock-timeout", "3")
@@ -136,6 +137,7 @@ def test_a_worker_killed_mid_shard_is_taken_over_after_the_lock_timeout(review_j
     assert sorted(_merge(job, tmp_path / "merged")) == single_convert
 
 
+@pytest.mark.slow
 def test_sigterm_frees_the_shard_at_once_without_spending_an_attempt(review_jsonl, single_convert, tmp_path):
     job = tmp_path / "job"
     _prepare(job, "convert", str(review_jsonl), 2, "--max-retries", "0")
@@ -235,6 +237,7 @@ def _status(job: pathlib.Path) -> dict:
     return {shard["id"]: shard for shard in json.loads(result.stdout)["shards"]}
 
 
+@pytest.mark.slow
 def test_a_done_shard_whose_output_was_deleted_is_damaged_then_retried_and_redone(
     finished_job, single_convert, tmp_path
 ):
@@ -357,6 +360,7 @@ def test_an_attempt_over_its_time_limit_is_stopped_and_counted_as_failed(review_
     assert json.loads((job / "failed" / "shard-00000.json").read_text())["attempts"] == 2
 
 
+@pytest.mark.slow
 def test_a_done_record_replaced_by_garbage_is_damaged_named_with_its_retry_and_redone(
     finished_job, single_convert, tmp_path
 ):

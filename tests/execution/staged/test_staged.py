@@ -167,6 +167,7 @@ def test_staged_every_step_gives_the_one_pipeline_run(staged_run, one_pipeline):
     assert not (staged_run / STAGED_JOB_DIR).exists()
 
 
+@pytest.mark.slow
 def test_one_worker_gives_what_two_do(corpus, one_pipeline_exact, tmp_path):
     output = tmp_path / "out"
     assert main(dedup_argv(corpus, output, *EXACT, *staged(1))) == 0
@@ -183,6 +184,7 @@ def test_a_staged_read_counts_each_input_file_once(staged_run, one_pipeline):
     assert counters[0]["files"] == counters[1]["files"] == 2
 
 
+@pytest.mark.slow
 def test_a_killed_staged_run_goes_on_from_the_tasks_done(corpus, one_pipeline_exact, tmp_path):
     output = tmp_path / "out"
     argv = dedup_argv(corpus, output, *EXACT, *staged(2))

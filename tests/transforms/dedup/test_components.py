@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 import apache_beam as beam
+import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
@@ -55,6 +56,7 @@ def _last_round_changes(stats: dict, max_rounds: int) -> int:
     return stats.get(f"changed.round_{max_rounds:02d}", 0)
 
 
+@pytest.mark.slow
 def test_chains_of_10000_nodes_in_any_label_order_form_one_component_each():
     shuffled = _chain(10_000, seed=1)
     ascending = [(node, node + 1) for node in range(20_000, 30_000 - 1)]

@@ -102,6 +102,7 @@ def test_the_manifest_says_what_the_index_holds(dumps, index_a):
     assert lines == sorted(lines) and set(json.loads(lines[0])) == {"key", "id"}
 
 
+@pytest.mark.slow
 def test_b_against_a_index_loses_what_a_dedup_over_both_takes_from_b(dumps, index_a):
     a, b = dumps
     b_ids = {d.id for d in b}
@@ -311,7 +312,7 @@ def test_an_index_from_before_shard_sizes_were_recorded_still_works(dumps, index
     old = tmp_path / "dump-a"
     shutil.copytree(index_a, old)
     _edit_manifest(old, lambda manifest: manifest.pop("shards"))
-    with caplog.at_level(logging.WARNING, logger="beamtrove.transforms.dedup.index"):
+    with caplog.at_level(logging.WARNING, logger="beamtrove.transforms.dedup.index_manifest"):
         _run_exact_against(old, [dataclasses.replace(dumps[0][n], id=f"c-copy-of-a-{n:03d}") for n in range(3)])
     assert f"Dedup index {old} records no shard sizes" in caplog.text
     # Presence is still checked.
