@@ -258,6 +258,9 @@ class RunOutput:
             if parser not in readers:
                 chosen = [other for other in files if other.name.endswith(parser.suffixes)]
                 made = parser() if fields is None else parser(fields)
-                readers[parser] = FileReader(chosen, made, storage_options=self._storage_options, progress_interval=0)
+                # A run folder read back is no input of a run: it counts in no run's progress.
+                readers[parser] = FileReader(
+                    chosen, made, storage_options=self._storage_options, progress_interval=None
+                )
             parts.append(_Part(file, readers[parser], wrap))
         return Records(parts)

@@ -201,7 +201,7 @@ class _ReadFiles(beam.DoFn):
         skip: int = 0,
         limit: int | None = None,
         storage_options: Mapping[str, Any] | None = None,
-        progress_interval: float = 10.0,
+        progress_interval: float | None = 10.0,
     ):
         self._parser = parser
         self._step = step
@@ -273,11 +273,13 @@ class _ReadFiles(beam.DoFn):
         except Exception as exc:  # an unopenable file or a parser's unforeseen failure must not end the run
             yield DeadLetter(self._step, "read_failed", f"{type(exc).__name__}: {exc}", file=file.url)
         finally:
-            record_progress(self._step, size=max(file.size - reported, 0), files=1, interval=self._progress_interval)
+            if self._progress_interval is not None:
+                unreported = max(file.size - reported, 0)
+                record_progress(self._step, size=unreported, files=1, interval=self._progress_interval)
 
     def _progress(self, position: int, reported: int) -> int:
         """Reports the bytes read since ``reported``; returns what is now reported."""
-        if position > reported:
+        if position > reported and self._progress_interval is not None:
             record_progress(self._step, size=position - reported, interval=self._progress_interval)
             return position
         return reported
@@ -371,7 +373,7 @@ class FileReader(beam.PTransform):
         skip: int = 0,
         limit: int | None = None,
         storage_options: Mapping[str, Any] | None = None,
-        progress_interval: float = 10.0,
+        progress_interval: float | None = 10.0,
     ):
         """Matches the input files now, so a wrong path fails before any work.
 
@@ -388,7 +390,9 @@ class FileReader(beam.PTransform):
                 the files one after the other.
             storage_options: fsspec filesystem options (credentials, ...).
             progress_interval: Seconds between progress log lines of each
-                worker; 0 turns them off.
+                worker; 0 turns them off. None: what this reader reads is no
+                input of the run (a run folder read back for its report), so
+                it counts in no progress.
 
         Raises:
             FileNotFoundError: A path does not exist or a pattern matches no file.
