@@ -318,6 +318,7 @@ def test_ids_shared_across_inputs_change_nothing_any_dedup_step_removes(shared_i
     assert "shared_ids" not in json.loads((unique / "stats.json").read_text())["steps"]
 
 
+@pytest.mark.slow
 def test_ids_shared_in_an_index_and_its_new_input_change_nothing_it_removes(shared_id_runs):
     removed = _removed(shared_id_runs["shared-against"], _INDEXED_STEPS)
     assert removed == _removed(shared_id_runs["unique-against"], _INDEXED_STEPS)
