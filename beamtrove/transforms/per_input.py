@@ -195,8 +195,8 @@ class ProcessInputs(beam.PTransform):
 
     The result is a ``PCollection`` of the completion markers written, one
     dict per input file. Counters: each step's own, the writers'
-    (``WriteDocuments``, ``write_excluded_<step>``, ``WriteDeadLetters``) and
-    ``ProcessInputs/completed``.
+    (``write_documents``, ``write_excluded_<step>``, ``write_dead_letters``) and
+    ``process_inputs/completed``.
 
     Args:
         reader: Matches and reads the inputs; only the files given here are read.
