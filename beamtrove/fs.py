@@ -35,19 +35,18 @@ __all__ = [
     "filesystem",
     "has_glob",
     "input_folder",
-    "input_ranges_json",
     "is_glob",
     "is_hidden",
     "join",
     "match_inputs",
     "move",
     "open_url",
-    "read_input_ranges",
+    "read_json",
+    "read_json_record",
     "read_lines",
     "replace_directory",
     "staging_directory",
     "staging_file",
-    "write_input_ranges",
     "write_json",
     "write_local_atomically",
     "write_url_atomically",
@@ -377,6 +376,33 @@ def write_json(record: Mapping[str, Any], url: str, storage_options: Mapping[str
     write_url_atomically(url, json.dumps(record, indent=1, sort_keys=True).encode(), storage_options)
 
 
+def read_json(url: str | os.PathLike, storage_options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The JSON object in ``url``.
+
+    Raises:
+        FileNotFoundError: ``url`` does not exist.
+        ValueError: The file holds no JSON object; the message names the file and what it holds.
+    """
+    url = os.fspath(url)
+    with open_url(url, "rb", storage_options) as source:
+        data = source.read()
+    try:
+        content = json.loads(data)
+    except ValueError as exc:  # not JSON, or not UTF-8
+        raise ValueError(f"{url} is damaged (not JSON: {exc})") from None
+    if not isinstance(content, dict):
+        raise ValueError(f"{url} is damaged (a JSON {type(content).__name__} where an object belongs)")
+    return content
+
+
+def read_json_record(url: str | os.PathLike, storage_options: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+    """The JSON object in ``url``, a record another process writes; None when it is missing or not (yet) whole."""
+    try:
+        return read_json(url, storage_options)
+    except (FileNotFoundError, ValueError):
+        return None
+
+
 def open_url(
     url: str, mode: str = "rb", storage_options: Mapping[str, Any] | None = None, compression: str | None = None
 ) -> fsspec.core.OpenFile:
@@ -396,32 +422,3 @@ def read_lines(url: str, storage_options: Mapping[str, Any] | None = None) -> li
     """The lines of a UTF-8 text file (undecodable bytes replaced), without line ends."""
     with open_url(url, "rb", storage_options) as raw:
         return raw.read().decode("utf-8", "replace").splitlines()
-
-
-def input_ranges_json(files: Iterable[InputFile]) -> bytes:
-    """The content of an ``--input_ranges`` file listing ``files`` (and their byte ranges)."""
-    return json.dumps([dataclasses.asdict(file) for file in files], indent=1).encode()
-
-
-def write_input_ranges(files: Iterable[InputFile], url: str) -> None:
-    """Writes the input files (and their byte ranges) that ``--input_ranges`` reads back."""
-    with open_url(url, "wb") as out:
-        out.write(input_ranges_json(files))
-
-
-def read_input_ranges(url: str, storage_options: Mapping[str, Any] | None = None) -> list[InputFile]:
-    """The input files listed by :func:`write_input_ranges`.
-
-    Raises:
-        FileNotFoundError: ``url`` does not exist.
-        ValueError: The file does not hold such a list.
-    """
-    with open_url(url, "rb", storage_options) as raw:
-        try:
-            entries = json.loads(raw.read())
-            files = [InputFile(**entry) for entry in entries]
-        except (ValueError, TypeError) as exc:
-            raise ValueError(f"{url} is not a list of input files with url, name and size: {exc}") from exc
-    if not files:
-        raise ValueError(f"{url} lists no input file.")
-    return files

@@ -4,11 +4,21 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 
 import fsspec
 import pytest
 
-from beamtrove.fs import input_folder, match_inputs, staging_file, write_local_atomically, write_url_atomically
+from beamtrove.fs import (
+    input_folder,
+    match_inputs,
+    read_json,
+    read_json_record,
+    staging_file,
+    write_json,
+    write_local_atomically,
+    write_url_atomically,
+)
 
 
 def test_globs_directories_and_files_sorted_and_deduplicated(data_dir):
@@ -184,3 +194,25 @@ def test_the_local_writer_replaces_a_file_whole_and_a_staging_file_goes_unless_r
     # The local writer places files in a folder that exists; it does not make one.
     with pytest.raises(FileNotFoundError):
         write_local_atomically(tmp_path / "missing" / "attempt.json", b"{}")
+
+
+def test_json_records_are_read_whole_or_refused_with_the_file_named(tmp_path):
+    stats = tmp_path / "stats.json"
+    write_json({"documents": 3}, str(stats))
+    assert read_json(stats) == read_json_record(stats) == {"documents": 3}
+    write_url_atomically("memory://fs-test/json/done.json", b'{"status": "succeeded"}')
+    assert read_json("memory://fs-test/json/done.json") == {"status": "succeeded"}
+    with pytest.raises(FileNotFoundError):
+        read_json(tmp_path / "missing.json")
+    # What a writer cut short, a list, bytes that are not UTF-8: each named as damaged, with what it holds.
+    for content, problem in (
+        (b'{"documents": ', "not JSON: "),
+        (b"[1, 2]", "a JSON list where an object belongs"),
+        (b"\xff\xfe{}", "not JSON: "),
+    ):
+        stats.write_bytes(content)
+        with pytest.raises(ValueError, match=re.escape(f"{stats} is damaged ({problem}")):
+            read_json(stats)
+        # A record another process is still writing reads as not there yet.
+        assert read_json_record(stats) is None
+    assert read_json_record(tmp_path / "missing.json") is None

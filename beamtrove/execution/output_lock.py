@@ -26,8 +26,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from beamtrove.execution.output_publish import read_json
-from beamtrove.fs import filesystem, join, write_json
+from beamtrove.fs import filesystem, join, read_json_record, write_json
 from beamtrove.layout import LOCK_DIR
 from beamtrove.options import ConfigurationError
 from beamtrove.processes import is_alive
@@ -63,7 +62,7 @@ class OutputLock:
 
     def owned(self) -> bool:
         """Whether the lock is still this claim (not released, nor taken over as stale)."""
-        held = read_json(self._owner, self.storage_options)
+        held = read_json_record(self._owner, self.storage_options)
         return held is not None and held.get("token") == self.claim["token"]
 
     def _beat(self) -> None:
@@ -113,7 +112,7 @@ def lock_output(
                 out.write(json.dumps({**claim, "heartbeat": time.time()}).encode())
             break
         except FileExistsError:
-            held = read_json(join(folder, _LOCK_OWNER), storage_options)
+            held = read_json_record(join(folder, _LOCK_OWNER), storage_options)
             if attempt or not _take_over(folder, held, timeout, storage_options):
                 raise ConfigurationError(_in_use(output, held, timeout)) from None
     lock = OutputLock(folder, claim, timeout, storage_options)
@@ -166,13 +165,13 @@ def _take_over(folder: str, held: dict[str, Any] | None, timeout: float, storage
             out.write(json.dumps({"at": time.time()}).encode())
     except FileExistsError:
         # A guard is held for milliseconds; one as old as the timeout belongs to a run that died holding it.
-        taken = read_json(join(folder, _LOCK_TAKEOVER), storage_options) or {}
+        taken = read_json_record(join(folder, _LOCK_TAKEOVER), storage_options) or {}
         if time.time() - taken.get("at", 0) >= timeout:
             with contextlib.suppress(FileNotFoundError):
                 fs.rm(guard)
         return False
     try:
-        if read_json(join(folder, _LOCK_OWNER), storage_options) != held:
+        if read_json_record(join(folder, _LOCK_OWNER), storage_options) != held:
             return False
         with contextlib.suppress(FileNotFoundError):
             fs.rm(join(path, _LOCK_OWNER))

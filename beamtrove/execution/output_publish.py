@@ -20,7 +20,6 @@ undoes, what a run left in flight with them.
 
 from __future__ import annotations
 
-import json
 import os
 import posixpath
 import signal
@@ -29,10 +28,10 @@ from typing import Any
 
 from fsspec.implementations.local import LocalFileSystem
 
-from beamtrove.fs import filesystem, is_hidden, join, write_json
+from beamtrove.fs import filesystem, is_hidden, join, read_json_record, write_json
 from beamtrove.layout import STAGED_JOB_DIR
 
-__all__ = ["COMMITTED_PHASES", "folder_names", "publish_phase", "publish_staged", "read_json", "record_staged"]
+__all__ = ["COMMITTED_PHASES", "folder_names", "publish_phase", "publish_staged", "record_staged"]
 
 # Beside a run's staged outputs, not one of them (its name starts with "_"): made when the run is built, gone once
 # its outputs are published.
@@ -59,16 +58,6 @@ def folder_names(fs, path: str) -> list[str]:
     return sorted(posixpath.basename(entry.rstrip("/")) for entry in fs.ls(path, detail=False))
 
 
-def read_json(url: str, storage_options: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The JSON object in ``url`` (a publish record, a lock's claim); None when it is missing or not one."""
-    fs, path = filesystem(url, storage_options)
-    try:
-        content = json.loads(fs.cat_file(path))
-    except (FileNotFoundError, ValueError):
-        return None
-    return content if isinstance(content, dict) else None
-
-
 def record_staged(run_dir: str, replaces: Iterable[str], storage_options: Mapping[str, Any]) -> None:
     """Writes the publish record of a run that is still writing into ``run_dir``, naming the old outputs it replaces."""
     write_json({"phase": _STAGED, "replaces": list(replaces)}, join(run_dir, _PUBLISH_RECORD), storage_options)
@@ -80,7 +69,7 @@ def publish_phase(run_dir: str, storage_options: Mapping[str, Any]) -> str | Non
     A record of beamtrove 0.12.1 or older has no phase: its run was still writing, or its publish cannot be
     finished; staged is what it is taken for.
     """
-    record = read_json(join(run_dir, _PUBLISH_RECORD), storage_options)
+    record = read_json_record(join(run_dir, _PUBLISH_RECORD), storage_options)
     return None if record is None else record.get("phase", _STAGED)
 
 
@@ -101,7 +90,7 @@ def publish_staged(output: str, run_dir: str, storage_options: Mapping[str, Any]
     """
     fs, run_path = filesystem(run_dir, storage_options)
     record_url = join(run_dir, _PUBLISH_RECORD)
-    record = read_json(record_url, storage_options)
+    record = read_json_record(record_url, storage_options)
     if record is None:
         return []
     if record.get("phase", _STAGED) == _STAGED:

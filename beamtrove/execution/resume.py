@@ -14,7 +14,6 @@ of the whole output.
 
 from __future__ import annotations
 
-import json
 import logging
 import posixpath
 from collections import defaultdict
@@ -26,7 +25,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from beamtrove import __version__
 from beamtrove.completion import parse_marker, record_sha256
 from beamtrove.execution.output import output_entries
-from beamtrove.fs import InputFile, file_sha256, filesystem, join, open_url, write_json
+from beamtrove.fs import InputFile, file_sha256, filesystem, join, read_json, write_json
 from beamtrove.layout import COMPLETED_DIR, RESUME_CONFIG_FILE, input_stem
 from beamtrove.options import option_actions
 
@@ -46,19 +45,14 @@ def _read_json(url: str, storage_options) -> dict | None:
     """The JSON object in ``url``, None when it does not exist.
 
     Raises:
-        ValueError: The file holds no JSON object; the message names it.
+        ValueError: The file holds no JSON object; the message names it and what to do.
     """
-    fs, path = filesystem(url, storage_options)
-    if not fs.exists(path):
+    try:
+        return read_json(url, storage_options)
+    except FileNotFoundError:
         return None
-    with open_url(url, "rb", storage_options) as source:
-        try:
-            record = json.loads(source.read())
-        except ValueError as exc:
-            raise ValueError(f"{url} is not valid JSON ({exc}): restore it, or pass --restart to start over.") from None
-    if not isinstance(record, dict):
-        raise ValueError(f"{url} holds no JSON object: restore it, or pass --restart to start over.")
-    return record
+    except ValueError as exc:
+        raise ValueError(f"{exc}: restore it, or pass --restart to start over.") from None
 
 
 def _remove_unfinished_markers(fs, folder: str) -> None:

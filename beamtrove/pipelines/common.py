@@ -16,7 +16,8 @@ from collections.abc import Sequence
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beamtrove.fs import InputFile, join, read_input_ranges
+from beamtrove.fs import InputFile, join
+from beamtrove.input_ranges import read_input_ranges
 from beamtrove.layout import (
     DEAD_LETTERS_DIR,
     DOCUMENTS_DIR,

@@ -156,4 +156,4 @@ def test_an_unreadable_configuration_record_is_named(resumable_extract, tmp_path
     shutil.copytree(original, output)
     (output / RESUME_CONFIG_FILE).write_text("{not json")
     assert main([*argv, "--output", str(output)]) == 2
-    assert f"{output / RESUME_CONFIG_FILE} is not valid JSON" in capsys.readouterr().err
+    assert f"{output / RESUME_CONFIG_FILE} is damaged (not JSON: " in capsys.readouterr().err

@@ -10,7 +10,8 @@ import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beamtrove.cli import main
-from beamtrove.fs import InputFile, write_input_ranges
+from beamtrove.fs import InputFile
+from beamtrove.input_ranges import write_input_ranges
 from beamtrove.pipelines.common import (
     document_reader,
     documents_sink,

@@ -8,7 +8,8 @@ import json
 import pyarrow.parquet as pq
 
 from beamtrove.cli import main
-from beamtrove.fs import InputFile, write_input_ranges
+from beamtrove.fs import InputFile
+from beamtrove.input_ranges import write_input_ranges
 
 
 def _jsonl_rows(directory):

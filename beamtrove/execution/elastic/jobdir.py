@@ -19,7 +19,7 @@ import uuid
 from typing import Any
 
 from beamtrove import __version__
-from beamtrove.fs import staging_file
+from beamtrove.fs import read_json_record, staging_file
 
 __all__ = [
     "STAGED_KIND",
@@ -75,14 +75,6 @@ def publish_once(path: pathlib.Path, record: dict[str, Any]) -> bool:
             return False
 
 
-def read_json(path: pathlib.Path) -> dict[str, Any] | None:
-    """The JSON object in ``path``; None when it is missing or not (yet) complete."""
-    try:
-        return json.loads(path.read_bytes())
-    except (FileNotFoundError, ValueError):
-        return None
-
-
 def _age(path: pathlib.Path) -> float | None:
     try:
         return time.time() - path.stat().st_mtime
@@ -105,7 +97,7 @@ class ShardLock:
 
     def owned(self) -> bool:
         """Whether the lock file is still this claim (not taken over)."""
-        content = read_json(self.path)
+        content = read_json_record(self.path)
         return content is not None and content.get("token") == self.token
 
     @contextlib.contextmanager
@@ -219,7 +211,7 @@ class JobDir:
         age = _age(path)
         if age is None:
             return "free", None
-        return ("stale" if age >= timeout else "running"), read_json(path)
+        return ("stale" if age >= timeout else "running"), read_json_record(path)
 
     def take_over_stale(self, shard_id: str, timeout: float) -> bool:
         """Archives the shard's lock if it is stale; True when the shard can now be claimed.

@@ -10,12 +10,12 @@ import shutil
 import time
 from typing import Any
 
-from beamtrove.execution.elastic.jobdir import ElasticError, JobDir, is_staged, read_json
+from beamtrove.execution.elastic.jobdir import ElasticError, JobDir, is_staged
 from beamtrove.execution.elastic.status import DamagedRecord, output_damage, read_done
 from beamtrove.execution.output import plan_output
 from beamtrove.execution.output_merge import publish_merged
 from beamtrove.execution.resume import configuration
-from beamtrove.fs import join
+from beamtrove.fs import join, read_json_record
 from beamtrove.layout import (
     CLUSTERS_DIR,
     DEAD_LETTERS_DIR,
@@ -192,7 +192,7 @@ def merge_job(job_dir: str | os.PathLike, output: str | os.PathLike, overwrite: 
             "Refusing to merge: the manifest and the done records disagree:\n  " + "\n  ".join(report["mismatches"])
         )
     manifest = job.manifest()
-    dones = [read_json(job.done_path(shard["id"])) for shard in manifest["shards"]]
+    dones = [read_json_record(job.done_path(shard["id"])) for shard in manifest["shards"]]
     stats = _merged_stats(job, manifest, dones, report, output)
     try:
         plan = plan_output(output, overwrite=overwrite)

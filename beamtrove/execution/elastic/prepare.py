@@ -33,7 +33,7 @@ from beamtrove.execution.elastic.jobdir import (
     sha256_of,
 )
 from beamtrove.execution.elastic.scan import scan_inputs, shard_inputs, shards
-from beamtrove.fs import write_input_ranges
+from beamtrove.input_ranges import write_input_ranges
 from beamtrove.options import BeamtroveOptions, ConfigurationError, ResumeOptions, parse, split_beam_options
 from beamtrove.pipelines import PipelineSpec, pipeline_spec
 

@@ -27,12 +27,12 @@ from beamtrove.execution.elastic.jobdir import (
     ShardLock,
     is_staged,
     publish_once,
-    read_json,
 )
 from beamtrove.execution.elastic.publish import collect_documents
 from beamtrove.execution.elastic.scan import shard_inputs, shard_sha256
 from beamtrove.execution.elastic.status import job_progress, shard_states
-from beamtrove.fs import join, write_input_ranges, write_local_atomically
+from beamtrove.fs import join, read_json_record, write_local_atomically
+from beamtrove.input_ranges import write_input_ranges
 from beamtrove.layout import STATS_FILE
 from beamtrove.options import parse
 from beamtrove.pipelines import pipeline_spec
@@ -60,7 +60,7 @@ def _raise_interrupted(signum, frame):
 
 def _attempt_status(attempt_dir: pathlib.Path) -> str:
     """``running``, ``succeeded``, ``failed`` or ``interrupted``; an attempt whose worker died stays ``running``."""
-    record = read_json(attempt_dir / ATTEMPT_FILE)
+    record = read_json_record(attempt_dir / ATTEMPT_FILE)
     return record.get("status", "running") if record else "running"
 
 

@@ -34,7 +34,6 @@ from beamtrove.execution.elastic.jobdir import (
     ElasticError,
     JobDir,
     config_sha256,
-    read_json,
 )
 from beamtrove.execution.elastic.prepare import publish_job
 from beamtrove.execution.elastic.scan import scan_inputs, scan_whole_files, shard_inputs, shards
@@ -45,7 +44,8 @@ from beamtrove.execution.resume import configuration
 from beamtrove.execution.run import RunInterrupted, RunResult
 from beamtrove.execution.staged.plan import JobPlan, held_per_input_byte, input_ranges_file, not_staged
 from beamtrove.execution.staged.status import copy_run_outputs, staged_stats, verify_staged
-from beamtrove.fs import InputFile, input_ranges_json, join
+from beamtrove.fs import InputFile, join, read_json_record
+from beamtrove.input_ranges import input_ranges_json
 from beamtrove.layout import STAGED_JOB_DIR, STATS_FILE
 from beamtrove.options import BeamtroveOptions, ConfigurationError, StagedOptions, paths_read
 from beamtrove.pipelines.common import input_files
@@ -152,7 +152,7 @@ def prepare_staged_job(
         "shards": shards(entries, units, read_shards),
     }
     job = JobDir(job_path)
-    existing = read_json(job_path / "manifest.json")
+    existing = read_json_record(job_path / "manifest.json")
     if existing is not None:
         if _identity(existing) == _identity(manifest):
             return job.manifest(), True

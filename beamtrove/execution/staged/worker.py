@@ -26,10 +26,10 @@ import orjson
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.runner import PipelineState
 
-from beamtrove.execution.elastic.jobdir import JobDir, ShardLock, publish_once, read_json
+from beamtrove.execution.elastic.jobdir import JobDir, ShardLock, publish_once
 from beamtrove.execution.staged.plan import JobPlan
 from beamtrove.execution.staged.records import DamagedDataset, ReadDataset, WriteDataset, written_files
-from beamtrove.fs import write_local_atomically
+from beamtrove.fs import read_json_record, write_local_atomically
 from beamtrove.processes import is_alive
 from beamtrove.stats import collect_stats
 from beamtrove.transforms.stages import Stage
@@ -60,7 +60,7 @@ def dataset_files(job: JobDir, plan: JobPlan, dataset: str, partition: int | Non
     producer = plan.producers[dataset]
     files = []
     for index in range(plan.tasks(producer)):
-        done = read_json(job.done_path(task_id(producer, index)))
+        done = read_json_record(job.done_path(task_id(producer, index)))
         if done is None:
             raise DamagedDataset(f"{task_id(producer, index)} has no done record, so {dataset} is not complete.")
         partitions = done["outputs"].get(dataset, {})
@@ -180,7 +180,7 @@ class _Worker:
 
     def stale_after(self, task: str) -> float:
         """Seconds without a heartbeat before the task's lock is stale: none when its owner here is dead."""
-        claim = read_json(self.job.lock_path(task))
+        claim = read_json_record(self.job.lock_path(task))
         if claim and claim.get("host") == self.host and not is_alive(claim.get("pid", 0)):
             return 0.0
         return self.timeout
@@ -189,7 +189,9 @@ class _Worker:
         task = task_id(stage, index)
         attempts = self.job.attempts(task)
         # We hold the lock, so an attempt still "running" belongs to a worker that died.
-        counted = [a for a in attempts if (read_json(a / ATTEMPT_FILE) or {}).get("status", "running") != "succeeded"]
+        counted = [
+            a for a in attempts if (read_json_record(a / ATTEMPT_FILE) or {}).get("status", "running") != "succeeded"
+        ]
         allowed = 1 + self.manifest["max_retries"]
         if len(counted) >= allowed:
             self.fail(task, "no attempt left (the last ones were abandoned by dead workers)")
