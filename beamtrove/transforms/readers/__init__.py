@@ -1,12 +1,13 @@
 """Beam sources that read crawl and dataset files into documents."""
 
 from beamtrove.fs import filesystem, is_glob, match_inputs
-from beamtrove.transforms.readers.base import FileReader, RecordParser, RowError, RowFields, Skip
+from beamtrove.transforms.readers.base import FileReader, RecordParser, Skip
 from beamtrove.transforms.readers.csv import CsvParser, ReadCsv
 from beamtrove.transforms.readers.hf import ReadHuggingFace, is_saved_dataset
 from beamtrove.transforms.readers.ipc import IpcParser, ReadIpc
 from beamtrove.transforms.readers.jsonl import JsonlParser, ReadJsonl
 from beamtrove.transforms.readers.parquet import ParquetParser, ReadParquet
+from beamtrove.transforms.readers.rows import RowError, RowFields, RowReader
 from beamtrove.transforms.readers.warc import HTML_MIME_TYPES, ReadWarc, WarcParser
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "RecordParser",
     "RowError",
     "RowFields",
+    "RowReader",
     "Skip",
     "WarcParser",
     "is_saved_dataset",

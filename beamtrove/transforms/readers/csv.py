@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from typing import Any, BinaryIO
 
 from beamtrove.dead_letter import DeadLetter
 from beamtrove.fs import InputFile
-from beamtrove.transforms.readers.base import FileReader, Outcome, RecordParser, RowError, RowFields
+from beamtrove.transforms.readers.base import Outcome, RecordParser
 from beamtrove.transforms.readers.compression import DamagedStream
+from beamtrove.transforms.readers.rows import RowError, RowFields, RowReader
 
 __all__ = ["CsvParser", "ReadCsv"]
 
@@ -69,7 +71,7 @@ class CsvParser(RecordParser):
             yield DeadLetter(step, damage.reason, message, file=file.url, offset=damage.offset, line=lost_from)
 
 
-class ReadCsv(FileReader):
+class ReadCsv(RowReader):
     """Reads CSV files with a header line as documents.
 
     Stats: ``in`` counts rows, ``out`` documents, ``errors.malformed_row``,
@@ -79,33 +81,15 @@ class ReadCsv(FileReader):
     ``errors.missing_text``.
     """
 
-    def __init__(
-        self,
-        paths: str | Iterable[str],
-        *,
-        text_key: str = "text",
-        id_key: str = "id",
-        default_metadata: Mapping[str, Any] | None = None,
-        delimiter: str = ",",
-        encoding: str = "utf-8",
-        **options: Any,
-    ):
+    def __init__(self, paths: str | Iterable[str], *, delimiter: str = ",", encoding: str = "utf-8", **options: Any):
         """Matches the input files.
 
         Args:
-            paths: CSV files, directories or glob patterns; compression is
-                inferred from the file name.
-            text_key: Column holding the text.
-            id_key: Column holding the id; rows without one get
-                ``<file name>/<0-based row index>``.
-            default_metadata: Metadata every document starts from.
+            paths: CSV files, directories or glob patterns.
             delimiter: Field separator.
             encoding: Text encoding of the files.
-            **options: ``skip``, ``limit``, ``storage_options`` and
-                ``progress_interval``, as :class:`FileReader` takes them.
+            **options: ``text_key``, ``id_key`` and ``default_metadata``, as
+                :class:`~beamtrove.transforms.readers.rows.RowReader` takes
+                them (here, columns), and its reading options.
         """
-        super().__init__(
-            paths,
-            CsvParser(RowFields(text_key, id_key, default_metadata), delimiter, encoding),
-            **options,
-        )
+        super().__init__(paths, functools.partial(CsvParser, delimiter=delimiter, encoding=encoding), **options)

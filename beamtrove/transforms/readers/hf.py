@@ -39,10 +39,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from beamtrove.fs import InputFile, filesystem, join, open_url
+from beamtrove.fs import InputFile, filesystem, join, read_json
 from beamtrove.options import ConfigurationError
-from beamtrove.transforms.readers.base import FileReader, RowFields
+from beamtrove.transforms.readers.base import FileReader
 from beamtrove.transforms.readers.ipc import IpcParser
+from beamtrove.transforms.readers.rows import RowFields
 
 __all__ = ["ReadHuggingFace", "is_saved_dataset"]
 
@@ -355,15 +356,11 @@ def _read_json(url: str, fix: str, storage_options: Mapping[str, Any] | None) ->
         ConfigurationError: The file is missing or not a JSON object.
     """
     try:
-        with open_url(url, "rb", storage_options) as source:
-            content = json.load(source)
+        return read_json(url, storage_options)
     except FileNotFoundError:
         raise ConfigurationError(f"{url} is missing: {fix}.") from None
-    except ValueError as exc:  # not JSON, or not UTF-8
-        raise _damaged(url, f"not JSON: {exc}", fix) from None
-    if not isinstance(content, dict):
-        raise _damaged(url, f"a JSON {type(content).__name__} where an object belongs", fix)
-    return content
+    except ValueError as exc:
+        raise ConfigurationError(f"{exc}: {fix}.") from None
 
 
 def _row_count(url: str, split: _Split, storage_options: Mapping[str, Any] | None) -> int:

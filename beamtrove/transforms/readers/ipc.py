@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+import functools
+from collections.abc import Iterable, Iterator
 from typing import Any, BinaryIO
 
 import pyarrow as pa
 
 from beamtrove.dead_letter import DeadLetter
 from beamtrove.fs import InputFile
-from beamtrove.transforms.readers.base import FileReader, Outcome, RowFields
+from beamtrove.transforms.readers.base import Outcome
 from beamtrove.transforms.readers.parquet import ParquetParser
+from beamtrove.transforms.readers.rows import RowReader
 
 __all__ = ["IpcParser", "ReadIpc"]
 
@@ -68,7 +70,7 @@ class IpcParser(ParquetParser):
                 yield reader.get_batch(number)
 
 
-class ReadIpc(FileReader):
+class ReadIpc(RowReader):
     """Reads Arrow IPC files as documents, as DataTrove's ``IpcReader`` does.
 
     The file format and the stream format are both read, whichever a file is
@@ -85,31 +87,15 @@ class ReadIpc(FileReader):
     ``errors.nested_too_deep``.
     """
 
-    def __init__(
-        self,
-        paths: str | InputFile | Iterable[str | InputFile],
-        *,
-        text_key: str = "text",
-        id_key: str = "id",
-        default_metadata: Mapping[str, Any] | None = None,
-        batch_size: int = 1024,
-        **options: Any,
-    ):
+    def __init__(self, paths: str | InputFile | Iterable[str | InputFile], *, batch_size: int = 1024, **options: Any):
         """Matches the input files.
 
         Args:
             paths: Arrow IPC files, directories (searched for ``.arrow``,
                 ``.arrows``, ``.ipc`` and ``.feather`` files) or glob patterns.
-            text_key: Column holding the text.
-            id_key: Column holding the id; rows without one get
-                ``<file name>/<0-based row index>``.
-            default_metadata: Metadata every document starts from.
             batch_size: Rows turned into documents at a time.
-            **options: ``skip``, ``limit``, ``storage_options`` and
-                ``progress_interval``, as :class:`FileReader` takes them.
+            **options: ``text_key``, ``id_key`` and ``default_metadata``, as
+                :class:`~beamtrove.transforms.readers.rows.RowReader` takes
+                them (here, columns), and its reading options.
         """
-        super().__init__(
-            paths,
-            IpcParser(RowFields(text_key, id_key, default_metadata), batch_size),
-            **options,
-        )
+        super().__init__(paths, functools.partial(IpcParser, batch_size=batch_size), **options)

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import io
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from typing import Any, BinaryIO
 
 import orjson
 
 from beamtrove.dead_letter import DeadLetter
 from beamtrove.fs import InputFile
-from beamtrove.transforms.readers.base import FileReader, Outcome, RecordParser, RowError, RowFields
+from beamtrove.transforms.readers.base import Outcome, RecordParser
 from beamtrove.transforms.readers.compression import DamagedStream
+from beamtrove.transforms.readers.rows import RowError, RowFields, RowReader
 
 __all__ = ["JsonlParser", "ReadJsonl"]
 
@@ -68,7 +69,7 @@ class JsonlParser(RecordParser):
         return RowError(reason, message).dead_letter(step, file, index + 1, DeadLetter.excerpt_of(line))
 
 
-class ReadJsonl(FileReader):
+class ReadJsonl(RowReader):
     """Reads JSON Lines files as documents.
 
     Rows laid out as beamtrove's and DataTrove's writers lay them out
@@ -84,29 +85,14 @@ class ReadJsonl(FileReader):
     ``errors.corrupt_compression`` (the lines before the damage are read).
     """
 
-    def __init__(
-        self,
-        paths: str | Iterable[str],
-        *,
-        text_key: str = "text",
-        id_key: str = "id",
-        default_metadata: Mapping[str, Any] | None = None,
-        **options: Any,
-    ):
+    def __init__(self, paths: str | InputFile | Iterable[str | InputFile], **options: Any):
         """Matches the input files.
 
         Args:
-            paths: JSONL files, directories or glob patterns; compression is
-                inferred from the file name (``.gz``, ``.zst``, ...).
-            text_key: Field holding the text.
-            id_key: Field holding the id; rows without one get
-                ``<file name>/<0-based line index>``.
-            default_metadata: Metadata every document starts from.
-            **options: ``skip``, ``limit``, ``storage_options`` and
-                ``progress_interval``, as :class:`FileReader` takes them.
+            paths: JSONL files, directories or glob patterns (``.gz``,
+                ``.zst``, ... decompressed by name), or matched files.
+            **options: ``text_key``, ``id_key`` and ``default_metadata``, as
+                :class:`~beamtrove.transforms.readers.rows.RowReader` takes
+                them, and its reading options.
         """
-        super().__init__(
-            paths,
-            JsonlParser(RowFields(text_key, id_key, default_metadata)),
-            **options,
-        )
+        super().__init__(paths, JsonlParser, **options)

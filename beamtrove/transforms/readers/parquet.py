@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+import functools
+from collections.abc import Iterable, Iterator
 from typing import Any, BinaryIO
 
 import pyarrow.parquet as pq
 
 from beamtrove.dead_letter import DeadLetter
 from beamtrove.fs import InputFile
-from beamtrove.transforms.readers.base import FileReader, Outcome, RecordParser, RowError, RowFields
+from beamtrove.transforms.readers.base import Outcome, RecordParser
+from beamtrove.transforms.readers.rows import RowError, RowFields, RowReader
 
 __all__ = ["ParquetParser", "ReadParquet"]
 
@@ -77,7 +79,7 @@ class ParquetParser(RecordParser):
             return error.dead_letter(step, file, index)
 
 
-class ReadParquet(FileReader):
+class ReadParquet(RowReader):
     """Reads Parquet files as documents.
 
     Stats: ``in`` counts rows, ``out`` documents, ``errors.corrupt_parquet``
@@ -88,30 +90,14 @@ class ReadParquet(FileReader):
     ``errors.nested_too_deep``.
     """
 
-    def __init__(
-        self,
-        paths: str | Iterable[str],
-        *,
-        text_key: str = "text",
-        id_key: str = "id",
-        default_metadata: Mapping[str, Any] | None = None,
-        batch_size: int = 1024,
-        **options: Any,
-    ):
+    def __init__(self, paths: str | Iterable[str], *, batch_size: int = 1024, **options: Any):
         """Matches the input files.
 
         Args:
             paths: Parquet files, directories or glob patterns.
-            text_key: Column holding the text.
-            id_key: Column holding the id; rows without one get
-                ``<file name>/<0-based row index>``.
-            default_metadata: Metadata every document starts from.
             batch_size: Rows decoded at a time.
-            **options: ``skip``, ``limit``, ``storage_options`` and
-                ``progress_interval``, as :class:`FileReader` takes them.
+            **options: ``text_key``, ``id_key`` and ``default_metadata``, as
+                :class:`~beamtrove.transforms.readers.rows.RowReader` takes
+                them (here, columns), and its reading options.
         """
-        super().__init__(
-            paths,
-            ParquetParser(RowFields(text_key, id_key, default_metadata), batch_size),
-            **options,
-        )
+        super().__init__(paths, functools.partial(ParquetParser, batch_size=batch_size), **options)
