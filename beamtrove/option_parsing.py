@@ -149,6 +149,8 @@ def parse(spec: PipelineSpec, argv: Sequence[str]) -> PipelineOptions:
             f"(see beamtrove run {spec.name} --help)."
         )
     options = PipelineOptions(argv)
+    if spec.output_formats:
+        spec.output_format(options)
     worker = options.view_as(WorkerOptions)
     worker.sdk_harness_log_level_overrides = {**_WORKER_LOG_LEVELS, **(worker.sdk_harness_log_level_overrides or {})}
     return options

@@ -29,6 +29,7 @@ from beamtrove.option_parsing import (
     parse,
     split_beam_options,
 )
+from beamtrove.text import WORD_SPLITTERS
 
 __all__ = [
     "FRACTION",
@@ -36,10 +37,12 @@ __all__ = [
     "ConfigurationError",
     "Option",
     "OptionValue",
+    "OutputFormatOptions",
     "Range",
     "ResumeOptions",
     "StagedOptions",
     "SuggestingParser",
+    "WordSplitterOptions",
     "declared",
     "did_you_mean",
     "format_help",
@@ -309,5 +312,39 @@ class StagedOptions(PipelineOptions):
             int,
             1 << 30,
             range=Range(1 << 20),
+        ),
+    )
+
+
+class WordSplitterOptions(PipelineOptions):
+    """What splits words."""
+
+    _add_argparse_args = declared(
+        Option(
+            "word_splitter",
+            "What splits words, for every step that counts them (the Gopher repetition, Gopher quality, FineWeb "
+            "quality and unigram rules, bloom's n-grams, decont_index's n-grams, the word statistics): beamtrove "
+            "(spaCy's English rules without spaCy; text without spaces counts a word per character) or spacy "
+            "(spaCy's English tokenizer, as DataTrove: its decisions on text in any language, the same hashes as "
+            "its indexes; needs pip install 'beamtrove[spacy]'). Default: beamtrove.",
+            default="beamtrove",
+            choices=WORD_SPLITTERS,
+        ),
+    )
+
+
+class OutputFormatOptions(PipelineOptions):
+    """The format of the files a run writes."""
+
+    # One option for every pipeline that writes several formats: Beam parses every options class it has imported
+    # together, so two classes cannot both declare --output_format. Each pipeline's declaration names its own
+    # formats (PipelineSpec.output_formats), and a value is checked against those alone.
+    _add_argparse_args = declared(
+        Option(
+            "output_format",
+            "What the output files are. convert: jsonl (the default) or parquet. tokenize: ds (DataTrove's .ds "
+            "shards, the default) or megatron (Megatron-LM's .bin + .idx datasets, as DataTrove's "
+            "MegatronDocumentTokenizer writes them; every shard option applies, --loss_mask and "
+            "--shuffle_chunk_size do not).",
         ),
     )

@@ -187,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
             indexes[splitter] = work / f"index-{splitter}"
             start = time.perf_counter()
             command = [sys.executable, "-m", "beamtrove", "run", "decont_index", "--input", str(items_path)]
-            command += ["--output", str(indexes[splitter]), "--decont_word_splitter", splitter]
+            command += ["--output", str(indexes[splitter]), "--word_splitter", splitter]
             subprocess.run([*command, "--decont_index_shards", "4"], check=True, capture_output=True)
             index_seconds[splitter] = time.perf_counter() - start
             print(f"beamtrove decont_index ({splitter} words, 4 shards): {index_seconds[splitter]:.1f} s wall")

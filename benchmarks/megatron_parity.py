@@ -7,7 +7,7 @@ each DataTrove block adds it by default, DataTrove run by LocalPipelineExecutor
 with one task in its own venv:
 
 1. Megatron: DataTrove's ``MegatronDocumentTokenizer`` against
-   ``beamtrove run tokenize --format megatron --num_shards 1``: ``.bin`` and
+   ``beamtrove run tokenize --output_format megatron --num_shards 1``: ``.bin`` and
    ``.idx`` byte for byte; then megatron-core's own ``IndexedDataset`` (in a
    venv with torch and megatron-core, skipped with a message when absent)
    reads beamtrove's dataset, and every document must equal GPT-2's encoding
@@ -172,7 +172,14 @@ def _megatron(
     dt_out, bt_out = run / "datatrove", run / "beamtrove"
     dt_seconds = _datatrove(python, source, dt_out, tokenizer, "megatron")
     bt_seconds = _beamtrove(
-        "tokenize", bt_out, "--input", str(source / "documents.jsonl"), "--tokenizer", tokenizer, "--format", "megatron"
+        "tokenize",
+        bt_out,
+        "--input",
+        str(source / "documents.jsonl"),
+        "--tokenizer",
+        tokenizer,
+        "--output_format",
+        "megatron",
     )
     print(f"\n{results.note(f'Megatron, {label}: DataTrove {dt_seconds:.1f} s, beamtrove {bt_seconds:.1f} s')}")
     theirs, ours = only_file(dt_out, "*.bin"), only_file(bt_out, "*.bin")

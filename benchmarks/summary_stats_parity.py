@@ -104,7 +104,7 @@ def main() -> None:
         "--word_splitter",
         choices=("spacy", "beamtrove"),
         default="spacy",
-        help="beamtrove's --summary_word_splitter: spacy (as DataTrove) or beamtrove (its filters' splitter)",
+        help="beamtrove's --word_splitter: spacy (as DataTrove) or beamtrove (its filters' splitter)",
     )
     args = parser.parse_args()
     results = Results(__file__, __doc__, args)
@@ -162,7 +162,7 @@ def main() -> None:
             "summary,histogram,fqdn,suffix",
             "--summary_lid_model",
             str(LID_MODEL),
-            "--summary_word_splitter",
+            "--word_splitter",
             args.word_splitter,
             "--progress_interval",
             "0",

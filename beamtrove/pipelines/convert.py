@@ -25,7 +25,6 @@ class ConvertOptions(PipelineOptions):
     """Options of the convert pipeline."""
 
     _add_argparse_args = declared(
-        Option("output_format", "Default: jsonl.", default="jsonl", choices=("jsonl", "parquet")),
         Option(
             "filename_template",
             "Output file names relative to --output, with ${shard} and any ${metadata_key}. "
@@ -38,7 +37,7 @@ def _sink(options: PipelineOptions, output: str, files: Sequence[InputFile]) -> 
     """JSONL or Parquet files under ``--output``; only JSONL part files are a documents folder shards can merge."""
     own = options.view_as(ConvertOptions)
     max_file_size = options.view_as(BeamtroveOptions).max_file_size
-    if own.output_format == "parquet":
+    if SPEC.output_format(options) == "parquet":
         template = own.filename_template or "part-${shard}.parquet"
         return Sink(WRITE, WriteParquet(output, template, max_file_size=max_file_size))
     writer = WriteJsonl(output, own.filename_template or PART_FILES, max_file_size=max_file_size)
@@ -53,4 +52,5 @@ SPEC = PipelineSpec(
     steps=(),
     sink=_sink,
     summary_stats=True,
+    output_formats=("jsonl", "parquet"),
 )

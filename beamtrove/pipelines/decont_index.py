@@ -15,10 +15,9 @@ from collections.abc import Sequence
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beamtrove.fs import InputFile
-from beamtrove.options import Option, Range, declared
+from beamtrove.options import Option, Range, WordSplitterOptions, declared
 from beamtrove.pipelines.common import reader_settings, required_inputs
 from beamtrove.pipelines.spec import PipelineSpec, Sink
-from beamtrove.text import WORD_SPLITTERS
 from beamtrove.transforms.decont import BuildDecontIndex, DecontConfig
 from beamtrove.transforms.decont.text_items import TEXT_SUFFIXES, ReadTextItems
 from beamtrove.transforms.readers import FileReader, ReadWarc, reader_for
@@ -52,13 +51,6 @@ class DecontIndexOptions(PipelineOptions):
             flag=True,
         ),
         Option(
-            "decont_word_splitter",
-            "What splits words: beamtrove (beamtrove's splitter) or spacy (spaCy's English tokenizer, as "
-            "DataTrove: the same hashes as its index; needs pip install 'beamtrove[spacy]'). Default: beamtrove.",
-            default="beamtrove",
-            choices=WORD_SPLITTERS,
-        ),
-        Option(
             "decont_index_shards",
             "Hash files per task, each written by its own worker. Default: 1.",
             int,
@@ -87,7 +79,7 @@ def _sink(options: PipelineOptions, output: str, files: Sequence[InputFile]) -> 
         n_grams=own.decont_ngrams,
         find_query_ngrams=own.decont_find_query_ngrams,
         find_overlap_ngrams=not own.decont_no_overlap_ngrams,
-        word_splitter=own.decont_word_splitter,
+        word_splitter=options.view_as(WordSplitterOptions).word_splitter,
     )
     index = BuildDecontIndex(
         output,
@@ -102,7 +94,7 @@ def _sink(options: PipelineOptions, output: str, files: Sequence[InputFile]) -> 
 SPEC = PipelineSpec(
     name="decont_index",
     description="Hash the n-grams of benchmark items (JSONL/Parquet/CSV/text files) into a decontamination index.",
-    options=(DecontIndexOptions,),
+    options=(DecontIndexOptions, WordSplitterOptions),
     reader=_reader,
     steps=(),
     sink=_sink,

@@ -22,10 +22,9 @@ from __future__ import annotations
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beamtrove.layout import PART_FILES, TOKENS_AFTER_DEDUP, TOKENS_BEFORE_DEDUP
-from beamtrove.options import FRACTION, Option, Range, declared
+from beamtrove.options import FRACTION, Option, Range, WordSplitterOptions, declared
 from beamtrove.pipelines.common import RowInputOptions, documents_sink, row_reader
 from beamtrove.pipelines.spec import DocumentStep, GlobalStep, PipelineSpec
-from beamtrove.text import WORD_SPLITTERS
 from beamtrove.transforms.dedup import (
     BloomDedup,
     BloomDedupConfig,
@@ -108,13 +107,6 @@ class DedupOptions(PipelineOptions):
             range=Range(1),
         ),
         Option("bloom_filter_bytes", "Size bloom's filter in bytes instead of from --bloom_fpr.", int, range=Range(1)),
-        Option(
-            "bloom_word_splitter",
-            "What splits bloom's words: beamtrove, or spacy (DataTrove's words; pip install 'beamtrove[spacy]'). "
-            "Default: beamtrove.",
-            default="beamtrove",
-            choices=WORD_SPLITTERS,
-        ),
         Option(
             "bloom_partitions",
             "Slices of the shingle key space bloom searches. Default: from the expected.",
@@ -238,7 +230,7 @@ def _bloom(options: PipelineOptions) -> GlobalStep | None:
         fpr=own.bloom_fpr,
         expected_shingles=own.bloom_expected_shingles,
         filter_bytes=own.bloom_filter_bytes,
-        word_splitter=own.bloom_word_splitter,
+        word_splitter=options.view_as(WordSplitterOptions).word_splitter,
         partitions=own.bloom_partitions,
     )
     # Bloom removes a document for the shingles it shares with many others, not as a member of one group.
@@ -295,7 +287,7 @@ SPEC = PipelineSpec(
     name="dedup",
     description="Remove duplicates from documents: exact text, same URL, Bloom-filter n-gram overlap, MinHash near "
     "duplicates, repeated sentence spans and repeated token substrings.",
-    options=(DedupOptions, RowInputOptions),
+    options=(DedupOptions, WordSplitterOptions, RowInputOptions),
     reader=row_reader,
     steps=(
         _token_counter(TOKENS_BEFORE_DEDUP),

@@ -15,13 +15,12 @@ from collections.abc import Callable
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beamtrove.options import ConfigurationError, Option, declared, did_you_mean
+from beamtrove.options import ConfigurationError, Option, WordSplitterOptions, declared, did_you_mean
 from beamtrove.pipelines.common import RowInputOptions, documents_sink, row_reader
 from beamtrove.pipelines.spec import DocumentStep, PipelineSpec
 from beamtrove.pipelines.steps import (
     LanguageOptions,
     URLFilterOptions,
-    WordSplitterOptions,
     filter_step,
     fixed_filter,
     language_filter,

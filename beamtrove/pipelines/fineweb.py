@@ -21,14 +21,13 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from beamtrove.document import Document
 from beamtrove.fs import join
 from beamtrove.metrics import StepMetrics
-from beamtrove.options import BeamtroveOptions, Option, declared
+from beamtrove.options import BeamtroveOptions, Option, WordSplitterOptions, declared
 from beamtrove.pipelines.common import ExtractionOptions, documents_sink, input_files, warc_reader
 from beamtrove.pipelines.spec import DocumentStep, PipelineSpec
 from beamtrove.pipelines.steps import (
     LanguageOptions,
     LanguageScreenOptions,
     URLFilterOptions,
-    WordSplitterOptions,
     extraction,
     fixed_filter,
     language_filter,

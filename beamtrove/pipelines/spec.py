@@ -28,7 +28,15 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from beamtrove.fs import InputFile
 from beamtrove.layout import DEAD_LETTERS, EXCLUDED, KEPT, READ, WRITE_DEAD_LETTERS, write_clusters, write_excluded
-from beamtrove.options import BeamtroveOptions, ResumeOptions, StagedOptions
+from beamtrove.options import (
+    BeamtroveOptions,
+    ConfigurationError,
+    OutputFormatOptions,
+    ResumeOptions,
+    StagedOptions,
+    WordSplitterOptions,
+    did_you_mean,
+)
 from beamtrove.transforms.readers import FileReader
 from beamtrove.transforms.step_fn import check_step_fn
 
@@ -203,6 +211,8 @@ class PipelineSpec:
         compares_documents: Whether its steps compare documents with each
             other (dedup, a token order): it then reports the ids several
             documents share (:class:`~beamtrove.transforms.ids.ReportSharedIds`).
+        output_formats: The formats ``--output_format`` chooses among, the
+            default first; empty when the pipeline writes one format.
     """
 
     name: str
@@ -217,6 +227,7 @@ class PipelineSpec:
     resumable: bool = False
     summary_stats: bool = False
     compares_documents: bool = False
+    output_formats: tuple[str, ...] = ()
 
     @property
     def shard_safe(self) -> bool:
@@ -229,13 +240,32 @@ class PipelineSpec:
         # Imported here: the summary statistics pipeline is itself declared with this module.
         from beamtrove.pipelines.summary_stats import SummaryStatsOptions  # noqa: PLC0415
 
-        return (
+        classes = (
             *self.options,
+            *((OutputFormatOptions,) if self.output_formats else ()),
             *((ResumeOptions,) if self.resumable else ()),
-            *((SummaryStatsOptions,) if self.summary_stats else ()),
+            *((SummaryStatsOptions, WordSplitterOptions) if self.summary_stats else ()),
             *((StagedOptions,) if not self.shard_safe else ()),
             BeamtroveOptions,
         )
+        return tuple(dict.fromkeys(classes))
+
+    def output_format(self, options: PipelineOptions) -> str:
+        """The format the run writes: ``--output_format``, else the first of :attr:`output_formats`.
+
+        Raises:
+            ConfigurationError: A format the pipeline does not write.
+        """
+        chosen = options.view_as(OutputFormatOptions).output_format
+        if chosen is None:
+            return self.output_formats[0]
+        if chosen not in self.output_formats:
+            suggestion = did_you_mean(chosen, self.output_formats)
+            raise ConfigurationError(
+                f"{self.name} writes --output_format {' or '.join(self.output_formats)}, not {chosen!r}"
+                + (f"; did you mean {suggestion!r}?" if suggestion else ".")
+            )
+        return chosen
 
     def run_output(self, options: PipelineOptions) -> str:
         """The run's output folder.

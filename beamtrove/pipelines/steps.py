@@ -12,10 +12,9 @@ from collections.abc import Callable
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beamtrove.assets import default_lid_model, default_url_blocklist
-from beamtrove.options import FRACTION, Option, Range, declared
+from beamtrove.options import FRACTION, Option, Range, WordSplitterOptions, declared
 from beamtrove.pipelines.common import ExtractionOptions
 from beamtrove.pipelines.spec import DocumentStep
-from beamtrove.text import WORD_SPLITTERS
 from beamtrove.transforms.extractors import Extract, Extractor, ReadabilityInscriptis, Resiliparse, Trafilatura
 from beamtrove.transforms.filters import (
     DEFAULT_SCREEN_THRESHOLD,
@@ -32,7 +31,6 @@ __all__ = [
     "LanguageOptions",
     "LanguageScreenOptions",
     "URLFilterOptions",
-    "WordSplitterOptions",
     "extraction",
     "filter_step",
     "fixed_filter",
@@ -90,22 +88,6 @@ class LanguageScreenOptions(PipelineOptions):
             float,
             const=DEFAULT_SCREEN_THRESHOLD,
             range=Range(0, 1, exclusive_minimum=True),
-        ),
-    )
-
-
-class WordSplitterOptions(PipelineOptions):
-    """What splits words for the rules that count them."""
-
-    _add_argparse_args = declared(
-        Option(
-            "word_splitter",
-            "What splits words for the Gopher repetition, Gopher quality, FineWeb quality and unigram rules: beamtrove "
-            "(spaCy's English rules without spaCy; text without spaces counts a word per character) or spacy "
-            "(spaCy's English tokenizer, as DataTrove: its decisions on text in any language; needs pip install "
-            "'beamtrove[spacy]'). Default: beamtrove.",
-            default="beamtrove",
-            choices=WORD_SPLITTERS,
         ),
     )
 

@@ -16,10 +16,9 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from beamtrove.assets import default_lid_model
 from beamtrove.fs import InputFile, join
 from beamtrove.layout import SUMMARY_STATS_DIR
-from beamtrove.options import Option, Range, declared
+from beamtrove.options import Option, Range, WordSplitterOptions, declared
 from beamtrove.pipelines.common import RowInputOptions, row_reader
 from beamtrove.pipelines.spec import PipelineSpec, Sink
-from beamtrove.text import WORD_SPLITTERS
 from beamtrove.transforms.summary import (
     DEFAULT_GROUPS,
     DEFAULT_TOP_K,
@@ -89,14 +88,6 @@ class SummaryStatsOptions(PipelineOptions):
         ),
         Option("summary_language", "Language the lang statistics score. Default: en.", default="en"),
         Option(
-            "summary_word_splitter",
-            "What splits words for the word statistics: beamtrove (the splitter of beamtrove's filters) or spacy "
-            "(spaCy's English tokenizer, as DataTrove: equal statistics; needs pip install 'beamtrove[spacy]'). "
-            "Default: beamtrove.",
-            default="beamtrove",
-            choices=WORD_SPLITTERS,
-        ),
-        Option(
             "summary_tokenizer",
             "tokenizer.json counting the tokens of documents without token_count metadata (token statistics).",
             reads="path",
@@ -118,13 +109,14 @@ def _names(value: str, allowed: Sequence[str], option: str) -> list[str]:
     return names
 
 
-def _block(name: str, own: SummaryStatsOptions) -> StatsBlock:
+def _block(name: str, options: PipelineOptions) -> StatsBlock:
+    own = options.view_as(SummaryStatsOptions)
     if name == "lang":
         return LangStats(own.summary_lid_model, own.summary_language)
     if name == "token":
         return TokenStats(own.summary_tokenizer)
     if name == "word":
-        return WordStats(word_splitter=own.summary_word_splitter)
+        return WordStats(word_splitter=options.view_as(WordSplitterOptions).word_splitter)
     return {
         "doc": DocStats,
         "line": LineStats,
@@ -151,7 +143,7 @@ def summary_stats_transform(
     chosen = own.summary_stats if own.summary_stats is not None else default_blocks
     if not chosen:
         return None
-    blocks = [_block(name, own) for name in _names(chosen, BLOCKS, "summary_stats")]
+    blocks = [_block(name, options) for name in _names(chosen, BLOCKS, "summary_stats")]
     groups = _names(own.summary_groups, GROUPS, "summary_groups")
     return SummaryStats(
         output_dir, blocks, groups, own.summary_histogram_digits, own.summary_top_k, step=SUMMARY_STATS_STEP
@@ -168,7 +160,7 @@ def _sink(options: PipelineOptions, output: str, files: Sequence[InputFile]) -> 
 SPEC = PipelineSpec(
     name="stats",
     description="Compute DataTrove's summary statistics (doc, word, line, ...) of JSONL/Parquet/CSV documents.",
-    options=(SummaryStatsOptions, RowInputOptions),
+    options=(SummaryStatsOptions, WordSplitterOptions, RowInputOptions),
     reader=row_reader,
     steps=(),
     sink=_sink,

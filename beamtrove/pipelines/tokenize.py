@@ -2,7 +2,7 @@
 
 The shards (``<prefix>_<shard>_<part>.ds`` with ``.index``, ``.metadata`` and,
 with ``--loss_mask``, ``.loss``) land directly in ``--output``, where
-DataTrove's merger and readers find them. With ``--format megatron`` each
+DataTrove's merger and readers find them. With ``--output_format megatron`` each
 shard is a Megatron-LM dataset instead, ``<prefix>_<shard>_<part>.bin`` and
 ``.idx``, which Megatron-LM reads by that prefix. Dead letters go to
 ``<output>/dead_letters/`` and the stats (tokens, documents) to
@@ -48,14 +48,6 @@ class TokenizeOptions(PipelineOptions):
         ),
         Option("tokenize_batch_size", "Documents encoded together. Default: 1000.", int, 1000, range=Range(1)),
         Option(
-            "format",
-            "Token files to write: ds (DataTrove's .ds shards) or megatron (Megatron-LM's .bin + .idx datasets, "
-            "as DataTrove's MegatronDocumentTokenizer writes them; every shard option applies, --loss_mask and "
-            "--shuffle_chunk_size do not). Default: ds.",
-            default="ds",
-            choices=TOKEN_FILE_FORMATS,
-        ),
-        Option(
             "shuffle_chunk_size",
             "Shuffle chunks of this many tokens instead of whole documents, as DataTrove's shuffle_chunk_size: "
             "each shard's documents are shuffled, cut into chunks (the last, shorter one is dropped) and the "
@@ -86,20 +78,22 @@ def _tokenize(options: PipelineOptions) -> DocumentStep:
 
 
 def _sink(options: PipelineOptions, output: str, files: Sequence[InputFile]) -> Sink:
-    """The token files ``--format`` asks for.
+    """The token files ``--output_format`` asks for.
 
     Raises:
         ValueError: An option the format cannot honour.
     """
     own = options.view_as(TokenizeOptions)
-    if own.format == "megatron":
+    file_format = SPEC.output_format(options)
+    if file_format == "megatron":
         for given, option in ((own.loss_mask, "--loss_mask"), (own.shuffle_chunk_size, "--shuffle_chunk_size")):
             if given:
                 raise ValueError(
-                    f"Megatron datasets hold whole documents without loss masks: drop {option} or write --format ds."
+                    "Megatron datasets hold whole documents without loss masks: "
+                    f"drop {option} or write --output_format ds."
                 )
     chunks = None if own.shuffle_chunk_size is None else ChunkShuffle(own.shuffle_chunk_size)
-    return token_shards_sink(options, output, _tokenizer(options), file_format=own.format, chunks=chunks)
+    return token_shards_sink(options, output, _tokenizer(options), file_format=file_format, chunks=chunks)
 
 
 SPEC = PipelineSpec(
@@ -111,4 +105,5 @@ SPEC = PipelineSpec(
     sink=_sink,
     global_steps="token shards are cut, and optionally shuffled, across the whole input",
     compares_documents=True,
+    output_formats=TOKEN_FILE_FORMATS,
 )

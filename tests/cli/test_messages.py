@@ -62,8 +62,7 @@ def test_dataflow_graph_with_a_setup_file_shows_no_failed_build_attempt(fineweb_
         ),
         (
             ["run", "convert", "--input", "x", "--output_format", "jsnl"],
-            "argument --output_format/--output-format: invalid choice: 'jsnl' (choose from 'jsonl', 'parquet'); "
-            "did you mean 'jsonl'?",
+            "convert writes --output_format jsonl or parquet, not 'jsnl'; did you mean 'jsonl'?",
         ),
         (
             ["run", "convert", "--no_such_option", "1"],

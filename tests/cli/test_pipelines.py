@@ -49,7 +49,7 @@ def test_configuration_errors_fail_before_running(tmp_path, capsys):
         "(see beamtrove run convert --help)."
     )
     assert main(["run", "convert", "--input", "x", "--output", str(tmp_path), "--output_format", "csv"]) == 2
-    assert "argument --output_format/--output-format: invalid choice: 'csv'" in capsys.readouterr().err
+    assert "convert writes --output_format jsonl or parquet, not 'csv'." in capsys.readouterr().err
     assert main(["stats", str(tmp_path)]) == 2
     assert capsys.readouterr().err.strip() == f"beamtrove: error: no stats.json at {tmp_path}"
     assert not (tmp_path / "stats.json").exists()
@@ -73,7 +73,9 @@ def test_help_lists_pipelines_and_their_options_by_group(capsys):
         "options",
         "Options of the convert pipeline",
         "Input format and the fields of table rows",
+        "The format of the files a run writes",
         "Which of DataTrove's summary statistics to compute, and how to group them",
+        "What splits words",
         "Input, output and progress options every beamtrove pipeline takes",
         "Runner",
         "DirectRunner",

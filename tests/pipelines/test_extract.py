@@ -31,5 +31,6 @@ def test_extract_is_shard_safe_resumable_and_takes_the_extraction_options():
         "ExtractionOptions",
         "ResumeOptions",
         "SummaryStatsOptions",
+        "WordSplitterOptions",
         "BeamtroveOptions",
     ]

@@ -8,6 +8,7 @@ import json
 import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from beamtrove.option_parsing import option_actions
 from beamtrove.options import ConfigurationError
 from beamtrove.pipelines import PIPELINES, all_pipeline_specs, pipeline_spec
 from beamtrove.pipelines.spec import GlobalStep
@@ -63,3 +64,25 @@ def test_a_shard_safe_declaration_cannot_hold_a_global_step(tmp_path):
     wrong = dataclasses.replace(convert, steps=(lambda options: exact,))
     with pytest.raises(TypeError, match="The convert pipeline is declared shard-safe but has a global step"):
         wrong.flow(PipelineOptions(["--input", str(reviews), "--output", str(tmp_path / "out")]))
+
+
+def test_one_option_names_what_splits_words_for_every_step_that_counts_them(tmp_path):
+    counting_words = {"convert", "decont_index", "dedup", "extract", "filter", "fineweb", "stats"}
+    for spec in all_pipeline_specs():
+        flags = {flag for action in option_actions(spec.option_classes) for flag in action.option_strings}
+        splitters = {flag for flag in flags if "splitter" in flag}
+        assert splitters == ({"--word_splitter", "--word-splitter"} if spec.name in counting_words else set()), spec
+    reviews = tmp_path / "reviews.jsonl"
+    reviews.write_text('{"text": "a review"}\n')
+    options = [
+        "--input",
+        str(reviews),
+        "--output",
+        str(tmp_path / "out"),
+        "--dedup",
+        "bloom",
+        "--word_splitter",
+        "spacy",
+    ]
+    (bloom,) = pipeline_spec("dedup").flow(PipelineOptions(options)).steps
+    assert bloom.transform._config.word_splitter == "spacy"

@@ -115,13 +115,13 @@ def test_megatron_format_writes_bin_and_idx_per_shard(corpus, gpt2_path, tmp_pat
     gpt2 = Tokenizer.from_file(gpt2_path)
     expected = [np.array([*e.ids, EOS], dtype="<u2").tobytes() for e in gpt2.encode_batch(texts)]
     out = tmp_path / "megatron"
-    assert _tokenize(folder, out, "--tokenizer", gpt2_path, "--format", "megatron") == 0
+    assert _tokenize(folder, out, "--tokenizer", gpt2_path, "--output_format", "megatron") == 0
     assert sorted(p.name for p in out.glob("tokens_*")) == ["tokens_00000_00000.bin", "tokens_00000_00000.idx"]
     assert _megatron_documents(out) == expected
     assert (out / "tokens_00000_00000.idx").stat().st_size == 9 + 25 + 20 * 60 + 8
 
     shuffled = tmp_path / "shuffled"
-    options = ("--format", "megatron", "--num_shards", "2", "--shuffle_seed", "3", "--file_prefix", "udhr")
+    options = ("--output_format", "megatron", "--num_shards", "2", "--shuffle_seed", "3", "--file_prefix", "udhr")
     assert _tokenize(folder, shuffled, "--tokenizer", gpt2_path, *options) == 0
     assert sorted(p.name for p in shuffled.glob("udhr_*")) == [
         f"udhr_0000{n}_00000.{suffix}" for n in range(2) for suffix in ("bin", "idx")
@@ -147,11 +147,17 @@ def test_chunk_shuffle_keeps_every_full_chunk_of_the_shuffled_documents(corpus, 
 
 def test_options_a_format_cannot_honour_fail_before_the_run(corpus, gpt2_path, tmp_path, capsys):
     folder, _ = corpus
-    megatron = ("--tokenizer", gpt2_path, "--format", "megatron")
+    megatron = ("--tokenizer", gpt2_path, "--output_format", "megatron")
     assert _tokenize(folder, tmp_path / "a", *megatron, "--loss_mask") == 2
-    assert "drop --loss_mask or write --format ds" in capsys.readouterr().err
+    assert "drop --loss_mask or write --output_format ds" in capsys.readouterr().err
     assert _tokenize(folder, tmp_path / "b", *megatron, "--shuffle_seed", "1", "--shuffle_chunk_size", "9") == 2
     assert "drop --shuffle_chunk_size" in capsys.readouterr().err
     assert _tokenize(folder, tmp_path / "c", "--tokenizer", gpt2_path, "--shuffle_chunk_size", "9") == 2
     assert "needs a seed (--shuffle_seed)" in capsys.readouterr().err
-    assert not any((tmp_path / name).exists() for name in "abc")
+    # One --output_format for the pipelines that write several formats; each refuses the other's.
+    assert _tokenize(folder, tmp_path / "d", "--tokenizer", gpt2_path, "--output_format", "parquet") == 2
+    assert "tokenize writes --output_format ds or megatron, not 'parquet'." in capsys.readouterr().err
+    convert = ["run", "convert", "--input", str(folder), "--output", str(tmp_path / "e"), "--output_format", "ds"]
+    assert main(convert) == 2
+    assert "convert writes --output_format jsonl or parquet, not 'ds'." in capsys.readouterr().err
+    assert not any((tmp_path / name).exists() for name in "abcde")

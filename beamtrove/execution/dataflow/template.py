@@ -48,6 +48,7 @@ _INTEGER = r"^-?[0-9]+$"
 _NUMBER = r"^-?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$"
 _BOOLEAN = r"^(true|false)$"
 _PARAMETER_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+_OUTPUT_FORMAT = "output_format"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,13 +106,17 @@ def template_options(pipeline_name: str) -> list[TemplateOption]:
         ValueError: No pipeline has that name, or an option has a form a template
             parameter cannot express.
     """
+    spec = pipeline_spec(pipeline_name)
     options: dict[str, TemplateOption] = {}
-    for action in option_actions(pipeline_spec(pipeline_name).option_classes):
+    for action in option_actions(spec.option_classes):
         if action.dest in NOT_PARAMETERS or action.dest in options:
             continue
         if not _PARAMETER_NAME.match(action.dest) or action.dest == PIPELINE_PARAMETER:
             raise ValueError(f"--{action.dest} cannot be a template parameter name.")
         options[action.dest] = _template_option(action)
+    if _OUTPUT_FORMAT in options:
+        # The option several pipelines share: each one's template offers the formats that pipeline writes.
+        options[_OUTPUT_FORMAT] = dataclasses.replace(options[_OUTPUT_FORMAT], kind="enum", choices=spec.output_formats)
     return list(options.values())
 
 

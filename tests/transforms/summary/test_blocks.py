@@ -94,7 +94,7 @@ _DATATROVE_WORDS = ["i", "m", "happy", "do", "nt", "go", "中文字符测试", "
 
 
 def test_word_stats_split_as_datatrove_does_with_spacy():
-    pytest.importorskip("spacy", reason="--summary_word_splitter spacy needs pip install 'beamtrove[spacy]'")
+    pytest.importorskip("spacy", reason="--word_splitter spacy needs pip install 'beamtrove[spacy]'")
     text = "im happy\n\n dont go 中文字符测试 e.V. 27."
     # Pickled as a runner ships it to workers: spaCy's tokenizer is made where the block runs.
     spacy_words = pickle.loads(pickle.dumps(WordStats(word_splitter="spacy")))
