@@ -95,10 +95,16 @@ class _SmallStar(_CountingChanges):
 
 
 class _SetAsideOnceConverged(beam.DoFn):
-    """Passes links on to the next round, or sets them all aside once a round changed nothing."""
+    """Passes links on to the next round, or sets them all aside once a round changed nothing.
 
-    def process(self, link, changes: int):
-        if changes:
+    The side input holds one count per bundle of the last round that changed
+    links (not per link, so it does not grow with the data), and only its
+    first is read: a sum over a global combine would cost each round a
+    shuffle of its own.
+    """
+
+    def process(self, link, changes: Iterable[int]):
+        if next(iter(changes), 0):
             yield link
         else:
             yield beam.pvalue.TaggedOutput(_CONVERGED, link)
@@ -177,10 +183,8 @@ class ConnectedComponents(beam.PTransform):
         changes = None
         for number in range(1, self._max_rounds + 1):
             if changes is not None:
-                # One number, whatever the number of bundles: the side input does not grow with the data.
-                changed = changes | f"Round{number - 1}Changed" >> beam.CombineGlobally(sum)
                 routed = links | f"Round{number}Route" >> beam.ParDo(
-                    _SetAsideOnceConverged(), beam.pvalue.AsSingleton(changed)
+                    _SetAsideOnceConverged(), beam.pvalue.AsIter(changes)
                 ).with_outputs(_CONVERGED, main="active")
                 converged.append(routed[_CONVERGED])
                 links = routed.active
