@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
+import io
 import json
 import os
 import pathlib
@@ -19,6 +21,7 @@ import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
+from beamtrove.cli import main
 from beamtrove.document import Document
 from beamtrove.execution.elastic import JobDir, prepare_job
 from beamtrove.execution.elastic.jobdir import publish_once
@@ -157,6 +160,17 @@ def beamtrove(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "beamtrove", *args], capture_output=True, text=True, timeout=timeout, check=False
     )
+
+
+def beamtrove_here(*args: str) -> subprocess.CompletedProcess:
+    """Runs the ``beamtrove`` command through its own ``main`` in this process, its output captured.
+
+    For the commands that run no pipeline, whose time in a new process is mostly the start of Python and Beam.
+    """
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = main(list(args))
+    return subprocess.CompletedProcess(["beamtrove", *args], status, out.getvalue(), err.getvalue())
 
 
 def wait_for(condition, timeout: float = 120, what: str = "condition"):

@@ -28,7 +28,7 @@ from beamtrove.report import (
     sample_excluded,
     write_report,
 )
-from tests.conftest import DATA, beamtrove, jsonl_rows, require
+from tests.conftest import DATA, beamtrove, beamtrove_here, jsonl_rows, require
 
 LID_MODEL = DATA / "models" / "lid176" / "lid.176.ftz"
 BLOCKLIST = DATA / "blocklists" / "ut1"
@@ -401,15 +401,23 @@ def test_a_damaged_stats_json_is_named_in_one_line_by_stats_report_and_inspect(f
         f"beamtrove: error: {output}/stats.json is damaged ({problem}): restore it, or rerun the pipeline to "
         "write it again\n"
     )
-    for command in ("stats", "report"):
-        result = beamtrove(command, str(output))
-        assert (result.returncode, result.stdout, result.stderr) == (2, "", refusal), command
+
+    def command(*args: str) -> tuple[int, str, str]:
+        # In this process, and for one damage in a process of its own as well: the same status and lines.
+        here = beamtrove_here(*args)
+        if damage == "truncated":
+            alone = beamtrove(*args)
+            assert (alone.returncode, alone.stdout, alone.stderr) == (here.returncode, here.stdout, here.stderr)
+        return here.returncode, here.stdout, here.stderr
+
+    for name in ("stats", "report"):
+        assert command(name, str(output)) == (2, "", refusal), name
     # Nothing written: no report, no temporary file.
     assert {path: path.read_bytes() for path in output.rglob("*") if path.is_file()} == files
     # inspect shows the records all the same, and says why it cannot count them.
-    excluded = beamtrove("inspect", str(output), "--excluded", "--limit", "1", "--json")
-    assert excluded.returncode == 0, excluded.stderr
-    assert excluded.stderr == refusal.replace("error", "warning", 1).replace(
+    status, out, err = command("inspect", str(output), "--excluded", "--limit", "1", "--json")
+    assert status == 0, err
+    assert err == refusal.replace("error", "warning", 1).replace(
         "again\n", "again; the counts per step and reason are not shown\n"
     )
-    assert json.loads(excluded.stdout)["metadata"]["filter_reason"]
+    assert json.loads(out)["metadata"]["filter_reason"]

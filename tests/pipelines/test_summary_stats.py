@@ -8,7 +8,7 @@ import json
 import pytest
 
 from beamtrove.report import read_summary_stats
-from tests.conftest import beamtrove, require
+from tests.conftest import beamtrove, beamtrove_here, require
 
 
 def _stats(output) -> dict:
@@ -32,7 +32,7 @@ def test_stats_pipeline_writes_datatrove_layout_the_report_reads(review_jsonl, t
     assert sum(count for _, count in figures["length"].histogram) == 600
 
     merged = tmp_path / "merged"
-    done = beamtrove("merge-stats", str(merged), str(output / "summary_stats"), str(output / "summary_stats"))
+    done = beamtrove_here("merge-stats", str(merged), str(output / "summary_stats"), str(output / "summary_stats"))
     assert done.returncode == 0, done.stderr
     twice = json.loads((merged / "summary" / "n_lines" / "metric.json").read_text())["summary"]
     assert (twice["n"], twice["total"], twice["mean"]) == (2 * 600, 2 * summary["total"], summary["mean"])
@@ -56,7 +56,7 @@ def test_bad_options_fail_before_the_run(review_jsonl, tmp_path, option, value, 
 
 
 def test_merge_stats_refuses_a_folder_without_statistics(tmp_path):
-    done = beamtrove("merge-stats", str(tmp_path / "merged"), str(tmp_path))
+    done = beamtrove_here("merge-stats", str(tmp_path / "merged"), str(tmp_path))
     assert done.returncode == 2 and "metric.json" in done.stderr
 
 

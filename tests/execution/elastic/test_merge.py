@@ -11,7 +11,7 @@ from beamtrove.cli import main
 from beamtrove.execution.elastic import JobDir
 from beamtrove.execution.elastic.merge import merge_job
 from beamtrove.layout import READ, WRITE
-from tests.conftest import beamtrove, jsonl_lines
+from tests.conftest import beamtrove_here, jsonl_lines
 from tests.execution.elastic.conftest import start_worker
 
 
@@ -19,7 +19,7 @@ from tests.execution.elastic.conftest import start_worker
 def done_job(review_jsonl, tmp_path_factory) -> pathlib.Path:
     """A job of two shards of real reviews, one with a malformed row, with summary statistics, done by one worker."""
     job = tmp_path_factory.mktemp("merge") / "job"
-    prepare = beamtrove(
+    prepare = beamtrove_here(
         "elastic", "prepare", "--pipeline", "convert", "--input", str(review_jsonl), "--job-dir", str(job),
         "--num-shards", "2", "--", "--summary_stats", "doc",
     )  # fmt: skip
@@ -32,7 +32,7 @@ def done_job(review_jsonl, tmp_path_factory) -> pathlib.Path:
 def merged(done_job, tmp_path_factory) -> pathlib.Path:
     """The job merged into a new run folder."""
     output = tmp_path_factory.mktemp("merged") / "run"
-    result = beamtrove("elastic", "merge", "--job-dir", str(done_job), "--output", str(output))
+    result = beamtrove_here("elastic", "merge", "--job-dir", str(done_job), "--output", str(output))
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip() == f"merged 600 documents into {output}; stats in {output}/stats.json"
     return output
@@ -86,7 +86,7 @@ def test_inspect_and_report_read_the_merged_folder(done_job, merged, capsys):
     assert listing[0].startswith(f"{merged}/dead_letters: 1 file, ")
     assert listing[1] == f"  {READ}: malformed_json 1"
     assert listing[3] == f"[1] malformed_json (step {READ})"
-    report = beamtrove("report", str(merged), "--out", str(merged.parent / "again.html"))
+    report = beamtrove_here("report", str(merged), "--out", str(merged.parent / "again.html"))
     assert report.returncode == 0, report.stderr
     page = (merged.parent / "again.html").read_text()
     assert page == (merged / "report.html").read_text()

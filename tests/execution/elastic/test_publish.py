@@ -21,7 +21,7 @@ from beamtrove.document import Document
 from beamtrove.execution.elastic.publish import _MERGE_FAN_IN, collect_documents
 from beamtrove.fs import file_sha256
 from beamtrove.transforms.writers.jsonl import document_row
-from tests.conftest import beamtrove, jsonl_lines
+from tests.conftest import beamtrove_here, jsonl_lines
 from tests.execution.elastic.conftest import start_worker
 
 SMALL_BUDGET = 64 << 10
@@ -178,12 +178,12 @@ def test_publication_memory_follows_the_budget_not_the_shard(shard_parts, tmp_pa
 
 def test_an_elastic_worker_publishes_a_shard_larger_than_its_sort_memory(review_jsonl, single_convert, tmp_path):
     job = tmp_path / "job"
-    prepared = beamtrove(
+    prepared = beamtrove_here(
         "elastic", "prepare", "--pipeline", "convert", "--input", str(review_jsonl), "--job-dir", str(job),
         "--num-shards", "1",
     )  # fmt: skip
     assert prepared.returncode == 0, prepared.stderr[-3000:]
-    refused = beamtrove("elastic", "worker", "--job-dir", str(job), "--sort-memory", "65535")
+    refused = beamtrove_here("elastic", "worker", "--job-dir", str(job), "--sort-memory", "65535")
     assert refused.returncode == 2
     assert "--sort-memory 65535 is too small: give at least 65536 bytes" in refused.stderr
     assert not (job / "attempts").exists() or not list((job / "attempts").iterdir()), "refused before any claim"

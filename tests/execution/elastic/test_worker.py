@@ -17,12 +17,12 @@ import pytest
 from beamtrove.execution.elastic import JobDir
 from beamtrove.execution.elastic.jobdir import MANIFEST, MANIFEST_CHECKSUM, sha256_of
 from beamtrove.execution.elastic.worker import ATTEMPT_FILE
-from tests.conftest import beamtrove, jsonl_lines, wait_for
+from tests.conftest import beamtrove_here, jsonl_lines, wait_for
 from tests.execution.elastic.conftest import LID_MODEL, fineweb_assets, process_state, single_run_lines, start_worker
 
 
 def _prepare(job: pathlib.Path, pipeline: str, inputs: str, shards: int, *options: str, args=()) -> None:
-    result = beamtrove(
+    result = beamtrove_here(
         "elastic", "prepare", "--pipeline", pipeline, "--input", inputs, "--job-dir", str(job),
         "--num-shards", str(shards), *options, "--", *args,
     )  # fmt: skip
@@ -31,7 +31,7 @@ def _prepare(job: pathlib.Path, pipeline: str, inputs: str, shards: int, *option
 
 def _merge(job: pathlib.Path, output: pathlib.Path) -> list[bytes]:
     """The documents of the run folder merge writes, in the order of its parts."""
-    result = beamtrove("elastic", "merge", "--job-dir", str(job), "--output", str(output))
+    result = beamtrove_here("elastic", "merge", "--job-dir", str(job), "--output", str(output))
     assert result.returncode == 0, result.stderr[-3000:]
     return jsonl_lines(sorted((output / "documents").glob("part-*.jsonl.gz")))
 
@@ -72,9 +72,9 @@ def test_racing_workers_do_every_shard_once_and_merge_to_the_single_run(review_j
     # Every record read is accounted for across the shards, the malformed row included.
     assert stats["steps"]["read"]["counters"]["in"] == 601
     assert stats["steps"]["read"]["counters"]["errors.malformed_json"] == 1
-    status = beamtrove("elastic", "status", "--job-dir", str(job), "--json")
+    status = beamtrove_here("elastic", "status", "--job-dir", str(job), "--json")
     assert status.returncode == 0 and json.loads(status.stdout)["counts"]["done"] == 6
-    again = beamtrove("elastic", "merge", "--job-dir", str(job), "--output", str(tmp_path / "merged"))
+    again = beamtrove_here("elastic", "merge", "--job-dir", str(job), "--output", str(tmp_path / "merged"))
     assert again.returncode == 2 and "--overwrite" in again.stderr
 
 
@@ -168,14 +168,14 @@ def test_failures_exhaust_retries_then_retry_requeues_and_a_worker_completes(war
     assert "lid.176.ftz" in runs["shard-00000"][-1]["error"]
     failed = json.loads((job / "failed" / "shard-00000.json").read_text())
     assert failed["attempts"] == 2 and "lid.176.ftz" in failed["error"]
-    status = beamtrove("elastic", "status", "--job-dir", str(job))
+    status = beamtrove_here("elastic", "status", "--job-dir", str(job))
     assert status.returncode == 1 and "1 failed" in status.stdout
-    refused = beamtrove("elastic", "merge", "--job-dir", str(job), "--output", str(tmp_path / "m"))
+    refused = beamtrove_here("elastic", "merge", "--job-dir", str(job), "--output", str(tmp_path / "m"))
     assert refused.returncode == 2 and "failed: shard-00000)" in refused.stderr
-    assert beamtrove("elastic", "retry", "--job-dir", str(job), "--shard-id", "shard-00009").returncode == 2
+    assert beamtrove_here("elastic", "retry", "--job-dir", str(job), "--shard-id", "shard-00009").returncode == 2
 
     shutil.copy(LID_MODEL, model)
-    retry = beamtrove("elastic", "retry", "--job-dir", str(job), "--all-failed")
+    retry = beamtrove_here("elastic", "retry", "--job-dir", str(job), "--all-failed")
     assert retry.returncode == 0 and "re-queued 1" in retry.stdout
     assert not list((job / "failed").iterdir()) and not list((job / "attempts").iterdir())
     # The failure record and the attempts directory, archived together.
@@ -190,17 +190,17 @@ def finished_job(review_jsonl, tmp_path_factory) -> pathlib.Path:
     job = tmp_path_factory.mktemp("finished") / "job"
     _prepare(job, "convert", str(review_jsonl), 2)
     assert start_worker(job, "alpha", "--max-shards", "1").wait(timeout=600) == 0
-    verify = beamtrove("elastic", "verify", "--job-dir", str(job))
+    verify = beamtrove_here("elastic", "verify", "--job-dir", str(job))
     assert verify.returncode == 1 and "1 pending or running" in verify.stdout
     assert start_worker(job, "beta").wait(timeout=600) == 0
     return job
 
 
 def test_verify_counts_the_hosts_that_completed_shards(finished_job):
-    ok = beamtrove("elastic", "verify", "--job-dir", str(finished_job), "--expect-hosts", "2")
+    ok = beamtrove_here("elastic", "verify", "--job-dir", str(finished_job), "--expect-hosts", "2")
     assert ok.returncode == 0, ok.stdout
     assert "600 documents in done shards, completed by 2 host(s): alpha (1), beta (1)" in ok.stdout
-    too_many = beamtrove("elastic", "verify", "--job-dir", str(finished_job), "--expect-hosts", "3")
+    too_many = beamtrove_here("elastic", "verify", "--job-dir", str(finished_job), "--expect-hosts", "3")
     assert too_many.returncode == 1 and "at least 3 hosts" in too_many.stdout
 
 
@@ -213,13 +213,13 @@ def test_merge_catches_a_corrupted_or_miscounted_shard_output(finished_job, tmp_
     damaged = bytearray(pristine)
     damaged[len(damaged) // 2] ^= 0xFF
     output.write_bytes(bytes(damaged))
-    merge = beamtrove("elastic", "merge", "--job-dir", str(finished_job), "--output", str(tmp_path / "m"))
+    merge = beamtrove_here("elastic", "merge", "--job-dir", str(finished_job), "--output", str(tmp_path / "m"))
     assert merge.returncode == 2 and "shard-00001: output hash differs" in merge.stderr
     assert not (tmp_path / "m").exists()
-    assert beamtrove("elastic", "verify", "--job-dir", str(finished_job)).returncode == 2
+    assert beamtrove_here("elastic", "verify", "--job-dir", str(finished_job)).returncode == 2
     output.write_bytes(pristine)
     done_path.write_text(json.dumps({**done, "records": done["records"] + 1}))
-    merge = beamtrove("elastic", "merge", "--job-dir", str(finished_job), "--output", str(tmp_path / "m"))
+    merge = beamtrove_here("elastic", "merge", "--job-dir", str(finished_job), "--output", str(tmp_path / "m"))
     assert merge.returncode == 2 and f"holds {done['records']} documents" in merge.stderr
 
 
@@ -232,7 +232,7 @@ def _output_of(job: pathlib.Path, shard_id: str) -> pathlib.Path:
 
 
 def _status(job: pathlib.Path) -> dict:
-    result = beamtrove("elastic", "status", "--job-dir", str(job), "--json")
+    result = beamtrove_here("elastic", "status", "--job-dir", str(job), "--json")
     assert result.returncode in (0, 1), result.stderr[-3000:]
     return {shard["id"]: shard for shard in json.loads(result.stdout)["shards"]}
 
@@ -245,23 +245,23 @@ def test_a_done_shard_whose_output_was_deleted_is_damaged_then_retried_and_redon
     before = _merge(job, tmp_path / "before")
     output = _output_of(job, "shard-00001")
     output.unlink()
-    status = beamtrove("elastic", "status", "--job-dir", str(job))
+    status = beamtrove_here("elastic", "status", "--job-dir", str(job))
     assert status.returncode == 1
     assert status.stdout.startswith(
         "2 shards: 1 done, 0 running, 0 stale, 0 pending, 0 failed, 1 damaged · 1/2 shards done"
     )
     assert "shard-00001  damaged  attempts 1  beta:" in status.stdout
     assert f": output missing ({output.relative_to(job)})" in status.stdout
-    verify = beamtrove("elastic", "verify", "--job-dir", str(job))
+    verify = beamtrove_here("elastic", "verify", "--job-dir", str(job))
     assert verify.returncode == 2 and "damaged: shard-00001: output missing" in verify.stdout
-    retry = beamtrove("elastic", "retry", "--job-dir", str(job), "--shard-id", "shard-00001")
+    retry = beamtrove_here("elastic", "retry", "--job-dir", str(job), "--shard-id", "shard-00001")
     assert retry.returncode == 0 and retry.stdout.strip() == "re-queued 1 shard(s): shard-00001"
     # The done record and the attempt that made the lost output, archived together.
     assert sorted(p.name for p in (job / "history").glob("shard-00001/*/*")) == ["shard-00001", "shard-00001.json"]
     assert _status(job)["shard-00001"]["state"] == "pending"
     assert start_worker(job, "gamma").wait(timeout=600) == 0
     assert _status(job)["shard-00001"]["owner"].startswith("gamma:")
-    assert beamtrove("elastic", "verify", "--job-dir", str(job)).returncode == 0
+    assert beamtrove_here("elastic", "verify", "--job-dir", str(job)).returncode == 0
     after = _merge(job, tmp_path / "after")
     assert after == before and sorted(after) == single_convert
 
@@ -276,7 +276,7 @@ def test_a_truncated_or_overwritten_done_output_is_damaged(finished_job, tmp_pat
     output.write_bytes(pristine[::-1])
     shard = _status(job)["shard-00000"]
     assert (shard["state"], shard["damage"]) == ("damaged", "hash differs")
-    verify = beamtrove("elastic", "verify", "--job-dir", str(job))
+    verify = beamtrove_here("elastic", "verify", "--job-dir", str(job))
     assert verify.returncode == 2 and "damaged: shard-00000: output hash differs" in verify.stdout
     output.write_bytes(pristine)
     assert _status(job)["shard-00000"]["state"] == "done"
@@ -286,19 +286,19 @@ def test_retry_all_damaged_requeues_every_damaged_shard_and_nothing_else(finishe
     job = _copy_of(finished_job, tmp_path)
     _output_of(job, "shard-00000").unlink()
     _output_of(job, "shard-00001").write_bytes(b"")
-    retry = beamtrove("elastic", "retry", "--job-dir", str(job), "--all-damaged")
+    retry = beamtrove_here("elastic", "retry", "--job-dir", str(job), "--all-damaged")
     assert retry.returncode == 0 and retry.stdout.strip() == "re-queued 2 shard(s): shard-00000, shard-00001"
     assert {shard: entry["state"] for shard, entry in _status(job).items()} == {
         "shard-00000": "pending",
         "shard-00001": "pending",
     }
     assert not list((job / "done").iterdir()) and not list((job / "attempts").iterdir())
-    again = beamtrove("elastic", "retry", "--job-dir", str(job), "--all-damaged")
+    again = beamtrove_here("elastic", "retry", "--job-dir", str(job), "--all-damaged")
     assert again.returncode == 2 and "Nothing to retry: no shard is damaged." in again.stderr
 
 
 def test_retry_refuses_a_done_shard_whose_output_is_intact(finished_job):
-    retry = beamtrove("elastic", "retry", "--job-dir", str(finished_job), "--shard-id", "shard-00000")
+    retry = beamtrove_here("elastic", "retry", "--job-dir", str(finished_job), "--shard-id", "shard-00000")
     assert retry.returncode == 2
     assert "shard-00000 is done and its output is intact" in retry.stderr
     assert (finished_job / "done" / "shard-00000.json").exists()
@@ -312,13 +312,13 @@ def test_verify_reports_a_manifest_whose_shard_records_were_edited_with_a_recomp
     data = json.dumps(manifest, indent=1).encode()
     (job / MANIFEST).write_bytes(data)
     (job / MANIFEST_CHECKSUM).write_text(f"{sha256_of(data)}  {MANIFEST}\n")
-    assert beamtrove("elastic", "status", "--job-dir", str(job)).returncode == 0, "the edited manifest is accepted"
-    verify = beamtrove("elastic", "verify", "--job-dir", str(job))
+    assert beamtrove_here("elastic", "status", "--job-dir", str(job)).returncode == 0, "the edited manifest is accepted"
+    verify = beamtrove_here("elastic", "verify", "--job-dir", str(job))
     assert verify.returncode == 2
     assert f"mismatch: shard-00000: the manifest says it holds {records - 1} records, its run read {records}" in (
         verify.stdout.splitlines()
     )
-    merge = beamtrove("elastic", "merge", "--job-dir", str(job), "--output", str(tmp_path / "m"))
+    merge = beamtrove_here("elastic", "merge", "--job-dir", str(job), "--output", str(tmp_path / "m"))
     assert merge.returncode == 2 and "the manifest and the done records disagree" in merge.stderr
 
 
@@ -373,7 +373,7 @@ def test_a_done_record_replaced_by_garbage_is_damaged_named_with_its_retry_and_r
         f"{record} is damaged (not JSON): `beamtrove elastic retry --job-dir {job} --shard-id shard-00001` "
         "archives it and runs the shard again"
     )
-    status = beamtrove("elastic", "status", "--job-dir", str(job))
+    status = beamtrove_here("elastic", "status", "--job-dir", str(job))
     assert (status.returncode, status.stderr) == (1, "")
     assert status.stdout.splitlines() == [
         "2 shards: 1 done, 0 running, 0 stale, 0 pending, 0 failed, 1 damaged · 1/2 shards done",
@@ -385,15 +385,15 @@ def test_a_done_record_replaced_by_garbage_is_damaged_named_with_its_retry_and_r
     worker = start_worker(job, "gamma")
     assert worker.wait(timeout=600) == 2
     assert (tmp_path / "worker-gamma.log").read_text().splitlines()[-1] == hint
-    verify = beamtrove("elastic", "verify", "--job-dir", str(job))
+    verify = beamtrove_here("elastic", "verify", "--job-dir", str(job))
     assert verify.returncode == 2 and f"damaged: {hint}" in verify.stdout.splitlines()
-    merge = beamtrove("elastic", "merge", "--job-dir", str(job), "--output", str(tmp_path / "merged"))
+    merge = beamtrove_here("elastic", "merge", "--job-dir", str(job), "--output", str(tmp_path / "merged"))
     assert merge.returncode == 2 and hint in merge.stderr and "Traceback" not in merge.stderr
     assert not (tmp_path / "merged").exists()
 
-    retry = beamtrove("elastic", "retry", "--job-dir", str(job), "--shard-id", "shard-00001")
+    retry = beamtrove_here("elastic", "retry", "--job-dir", str(job), "--shard-id", "shard-00001")
     assert retry.returncode == 0 and retry.stdout.strip() == "re-queued 1 shard(s): shard-00001"
     assert start_worker(job, "gamma").wait(timeout=600) == 0
-    assert beamtrove("elastic", "verify", "--job-dir", str(job)).returncode == 0
+    assert beamtrove_here("elastic", "verify", "--job-dir", str(job)).returncode == 0
     after = _merge(job, tmp_path / "after")
     assert after == before and sorted(after) == single_convert

@@ -19,7 +19,7 @@ import pytest
 from beamtrove.cli import main
 from beamtrove.layout import STAGED_JOB_DIR
 from beamtrove.pipelines import dedup as dedup_pipeline
-from tests.conftest import beamtrove, jsonl_rows, near_copy, run_worker_array, wait_for
+from tests.conftest import beamtrove, beamtrove_here, jsonl_rows, near_copy, run_worker_array, wait_for
 from tests.execution.conftest import processes_mentioning
 from tests.execution.elastic.conftest import start_worker
 
@@ -317,13 +317,13 @@ def test_staged_refuses_a_global_step_without_a_staged_form(corpus, tmp_path, ca
 def test_a_slurm_array_runs_a_staged_job_to_the_one_pipeline_run(slurm, corpus, one_pipeline_exact, tmp_path):
     job = tmp_path / "job"
     prepare = ["elastic", "prepare", "--pipeline", "dedup", "--input", str(corpus), "--job-dir", str(job)]
-    prepared = beamtrove(*prepare, "--num-shards", "3", "--", *EXACT)
+    prepared = beamtrove_here(*prepare, "--num-shards", "3", "--", *EXACT)
     assert prepared.returncode == 0, prepared.stderr
     logs = run_worker_array(job, tmp_path)
     assert len(logs) == 2
     for log in logs:
         assert "finished after processing" in log.read_text(), log.read_text()[-2000:]
     merged = tmp_path / "merged"
-    assert beamtrove("elastic", "merge", "--job-dir", str(job), "--output", str(merged)).returncode == 0
+    assert beamtrove_here("elastic", "merge", "--job-dir", str(job), "--output", str(merged)).returncode == 0
     assert run_rows(merged) == run_rows(one_pipeline_exact)
     assert step_stats(merged) == step_stats(one_pipeline_exact)
