@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import math
+import pathlib
 import re
 
 import apache_beam as beam
@@ -22,15 +23,23 @@ def model_path(data_dir) -> str:
     return str(require(data_dir / "models" / "lid176" / "lid.176.ftz"))
 
 
+def _page(path: str, url: str) -> Document:
+    html = gzip.decompress(pathlib.Path(path).read_bytes()).decode("utf-8", "replace")
+    return Document(text=html, id=pathlib.Path(path).name.split(".")[0], metadata={"url": url})
+
+
 @pytest.fixture(scope="module")
-def article_pages(data_dir, ground_truth) -> list[tuple[Document, str]]:
-    """The 181 pages of the article-extraction-benchmark with their gold article text."""
-    pages = []
-    for path in sorted(require(data_dir / "article-extraction-benchmark" / "html").glob("*.html.gz")):
-        key = path.name.split(".")[0]
-        html = gzip.decompress(path.read_bytes()).decode("utf-8", "replace")
-        pages.append((Document(text=html, id=key, metadata={"url": ground_truth[key]["url"]}), ground_truth[key]))
-    return pages
+def page_files(data_dir, ground_truth) -> list[tuple[str, str]]:
+    """The 181 pages of the article-extraction-benchmark: their files and URLs."""
+    paths = sorted(require(data_dir / "article-extraction-benchmark" / "html").glob("*.html.gz"))
+    return [(str(path), ground_truth[path.name.split(".")[0]]["url"]) for path in paths]
+
+
+@pytest.fixture(scope="module")
+def article_pages(page_files, ground_truth) -> list[tuple[Document, str]]:
+    """The pages with their gold article text."""
+    pages = [_page(path, url) for path, url in page_files]
+    return [(page, ground_truth[page.id]) for page in pages]
 
 
 def screen(model_path, **options) -> LanguageScreen:
@@ -99,12 +108,15 @@ def test_languages_are_checked_at_construction(model_path):
         LanguageScreen(model_path + ".missing")
 
 
-def test_through_a_pipeline_every_page_is_kept_or_excluded_with_its_reason(model_path, article_pages):
+def test_through_a_pipeline_every_page_is_kept_or_excluded_with_its_reason(model_path, page_files, article_pages):
     pages = [page for page, _ in article_pages]
-    english = {page.id for page in pages if not isinstance(screen(model_path).filter(page), Drop)}
+    verdicts = screen(model_path).filter_batch(pages)
+    english = {page.id for page, verdict in zip(pages, verdicts, strict=True) if not isinstance(verdict, Drop)}
 
     def build(pipeline):
-        result = pipeline | beam.Create(pages) | Filter(LanguageScreen(model_path))
+        # The pages are read inside the pipeline: a graph holding them would be pickled and compressed whole.
+        read = pipeline | beam.Create(page_files) | "ReadPages" >> beam.MapTuple(_page)
+        result = read | Filter(LanguageScreen(model_path))
         assert_that(
             outcomes(result),
             equal_to([("kept", p.id) if p.id in english else ("excluded", p.id, "language_screen") for p in pages]),
