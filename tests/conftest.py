@@ -53,9 +53,9 @@ def make_warc_set(out_dir: pathlib.Path, *args: str) -> list[dict]:
 
 @pytest.fixture(scope="session")
 def faults_set(tmp_path_factory) -> tuple[pathlib.Path, list[dict]]:
-    """A make_warc.py --faults set: 400 responses + 4 faults in 3 files, the last cut short."""
+    """A make_warc.py --faults set: 160 responses + 4 faults in 3 files, the last cut short."""
     out = tmp_path_factory.mktemp("faults")
-    return out, make_warc_set(out, "--records", "400", "--files", "3", "--faults", "--seed", "7")
+    return out, make_warc_set(out, "--records", "160", "--files", "3", "--faults", "--seed", "7")
 
 
 @pytest.fixture(scope="session")

@@ -33,8 +33,8 @@ def test_in_memory_and_multi_processing_give_identical_documents(faults_set, tmp
         )
         outputs[mode] = _jsonl_rows(out)
         stats = json.loads((out / "stats.json").read_text())["steps"]
-        assert stats["read"]["counters"]["out"] == stats["write"]["counters"]["out"] == 400
-    assert len(outputs["in_memory"]) == 400
+        assert stats["read"]["counters"]["out"] == stats["write"]["counters"]["out"] == 160
+    assert len(outputs["in_memory"]) == 160
     assert outputs["in_memory"] == outputs["multi_processing"]
 
 

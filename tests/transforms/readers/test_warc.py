@@ -314,8 +314,8 @@ def test_fault_set_every_record_accounted_for(faults_set):
 
     stats = run_and_collect(build)
     counters = stats["ReadWarc"]["counters"]
-    assert counters["in"] == len(manifest) == 404
-    assert counters["out"] == len(expected_urls) == 400
+    assert counters["in"] == len(manifest) == 164
+    assert counters["out"] == len(expected_urls) == 160
     assert counters["skipped.non_html_payload"] == 1
     assert counters["skipped.empty_payload"] == 1
     assert counters["errors.undecodable"] == 1
@@ -331,7 +331,7 @@ def test_oversized_payloads_are_skipped_when_capped(faults_set):
     assert largest_real < oversized["bytes"]
 
     def not_there(urls):
-        if oversized["url"] in urls or len(urls) != 399:
+        if oversized["url"] in urls or len(urls) != 159:
             raise BeamAssertException(f"{len(urls)} documents; oversized page kept: {oversized['url'] in urls}")
 
     def build(pipeline):
