@@ -6,6 +6,7 @@ import contextlib
 import gzip
 import io
 import json
+import logging
 import os
 import pathlib
 import random
@@ -168,8 +169,16 @@ def beamtrove_here(*args: str) -> subprocess.CompletedProcess:
     For the commands that run no pipeline, whose time in a new process is mostly the start of Python and Beam.
     """
     out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        status = main(list(args))
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    # As in a process of its own, the command sets up logging to its stderr, the captured one here.
+    root.handlers.clear()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            status = main(list(args))
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
     return subprocess.CompletedProcess(["beamtrove", *args], status, out.getvalue(), err.getvalue())
 
 

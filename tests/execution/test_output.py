@@ -19,7 +19,7 @@ import pytest
 from beamtrove.cli import main
 from beamtrove.execution.output import LOCK_TIMEOUT_SECONDS, OutputPlan, plan_output, recover_output
 from beamtrove.fs import filesystem, is_hidden
-from tests.conftest import jsonl_rows, make_warc_set, require
+from tests.conftest import beamtrove_here, jsonl_rows, make_warc_set, require
 
 _FAST_EXTRACTION = ("--extractor", "resiliparse", "--extract_timeout", "0")
 
@@ -282,7 +282,8 @@ def _folder(output) -> dict[str, bytes]:
 def publish_runs(review_jsonl, tmp_path_factory):
     """The old output (every review) and the new one (one input file) of an overwrite, each made uninterrupted."""
     folder = tmp_path_factory.mktemp("publish")
-    old, new = _convert(review_jsonl, folder / "old"), _convert(review_jsonl / "reviews-1.jsonl", folder / "new")
+    old = beamtrove_here(*_convert_args(review_jsonl, folder / "old"))
+    new = beamtrove_here(*_convert_args(review_jsonl / "reviews-1.jsonl", folder / "new"))
     assert old.returncode == new.returncode == 0, old.stderr + new.stderr
     # Both hold a folder (dead_letters/: the malformed row) and files, and every name is in both.
     assert {name.split("/")[0] for name in _folder(folder / "old")} == {
@@ -293,11 +294,14 @@ def publish_runs(review_jsonl, tmp_path_factory):
     return folder / "old", folder / "new"
 
 
+def _convert_args(inputs, output, *extra: str) -> list[str]:
+    return ["run", "convert", "--input", str(inputs), "--input_format", "jsonl", "--output", str(output),
+            "--progress_interval", "0", *extra]  # fmt: skip
+
+
 def _convert(inputs, output, *extra: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    command = ["run", "convert", "--input", str(inputs), "--input_format", "jsonl", "--output", str(output),
-               "--progress_interval", "0", *extra]  # fmt: skip
     return subprocess.run(
-        [sys.executable, "-m", "beamtrove", *command],
+        [sys.executable, "-m", "beamtrove", *_convert_args(inputs, output, *extra)],
         capture_output=True, text=True, timeout=600, check=False, env={**os.environ, **(env or {})},
     )  # fmt: skip
 
@@ -344,7 +348,7 @@ def test_an_overwrite_stopped_at_any_step_of_its_publish_is_finished_or_undone_b
             else f"beamtrove: interrupted: nothing was written to {output}; it is as it was before the run."
         )
     # The next command into the folder, even one refused for it, finishes or undoes the publish, and says which.
-    following = _convert(review_jsonl / "reviews-1.jsonl", output)
+    following = beamtrove_here(*_convert_args(review_jsonl / "reviews-1.jsonl", output))
     assert following.returncode == 2
     if committed:
         assert f"WARNING beamtrove.execution.output: {output}: {_FINISHED}" in following.stderr
@@ -432,8 +436,7 @@ def test_a_publish_on_an_object_store_stopped_at_any_step_is_finished_or_undone(
 def test_a_second_run_into_an_output_in_use_is_refused_naming_the_owner(review_jsonl, publish_runs, tmp_path):
     _, new = publish_runs
     output = tmp_path / "out"
-    command = [sys.executable, "-m", "beamtrove", "run", "convert", "--input", str(review_jsonl / "reviews-1.jsonl"),
-               "--input_format", "jsonl", "--output", str(output), "--progress_interval", "0"]  # fmt: skip
+    command = [sys.executable, "-m", "beamtrove", *_convert_args(review_jsonl / "reviews-1.jsonl", output)]
     first = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     owner = output / ".beamtrove-lock" / "owner.json"
     try:
@@ -443,7 +446,7 @@ def test_a_second_run_into_an_output_in_use_is_refused_naming_the_owner(review_j
         # Held still while the second starts: the two runs overlap whatever the machine's load.
         os.kill(first.pid, signal.SIGSTOP)
         claim = json.loads(owner.read_text())
-        second = _convert(review_jsonl, output, "--overwrite")
+        second = beamtrove_here(*_convert_args(review_jsonl, output, "--overwrite"))
     finally:
         os.kill(first.pid, signal.SIGCONT)
     _, err = first.communicate(timeout=600)
