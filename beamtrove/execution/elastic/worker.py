@@ -6,7 +6,9 @@ Also the Slurm array script that runs one worker per array task
 
 from __future__ import annotations
 
+import atexit
 import importlib.resources
+import multiprocessing
 import os
 import pathlib
 import re
@@ -95,6 +97,68 @@ def _log_tail(log: pathlib.Path) -> str:
         return ""
 
 
+def _run_forked(argv: list[str], log: pathlib.Path) -> None:
+    """The body of an attempt's process forked from its worker: ``beamtrove <argv>``, as a new process runs it."""
+    die_with_parent()
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    output = os.open(log, os.O_WRONLY)
+    os.dup2(output, sys.stdout.fileno())
+    os.dup2(output, sys.stderr.fileno())
+    os.close(output)
+    # The worker's exit handlers are not this process's; the run's own (its output lock's) run as at any exit.
+    atexit._clear()
+    # Imported here: the command line imports this module.
+    from beamtrove.cli import main  # noqa: PLC0415
+
+    try:
+        status = main(argv)
+    finally:
+        atexit._run_exitfuncs()
+    sys.exit(status)
+
+
+class _AttemptProcess:
+    """The process that runs one attempt, its output in ``log``; the kernel stops it if the worker dies.
+
+    Forked from the worker, which has imported Beam and beamtrove already (a
+    new interpreter spends seconds on that), when no other thread runs in the
+    worker, which a fork could catch holding a lock. Otherwise (``run_worker``
+    called in a program with threads) it is :attr:`command` in a new interpreter.
+    """
+
+    def __init__(self, argv: list[str], log: pathlib.Path):
+        self.command = [sys.executable, "-m", "beamtrove", *argv]
+        log.write_bytes(b"")
+        self.forked = threading.active_count() == 1
+        if self.forked:
+            self._process = multiprocessing.get_context("fork").Process(target=_run_forked, args=(argv, log))
+            self._process.start()
+            self.pid = self._process.pid
+            return
+        with open(log, "wb") as log_file:
+            self._popen = subprocess.Popen(
+                self.command,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                preexec_fn=die_with_parent,  # noqa: PLW1509 - a SIGKILLed worker cannot stop its pipeline
+            )
+        self.pid = self._popen.pid
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        """The exit code (negative: the signal that ended it), None if it still runs after ``timeout`` seconds."""
+        if self.forked:
+            self._process.join(timeout)
+            return self._process.exitcode
+        try:
+            return self._popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def kill(self) -> None:
+        os.kill(self.pid, signal.SIGKILL)
+
+
 class _Worker:
     def __init__(self, job: JobDir, host: str, echo: Callable[[str], None], sort_memory: int):
         self.job = job
@@ -159,38 +223,29 @@ class _Worker:
         log = attempt_dir / "log.txt"
         write_input_ranges(shard_inputs(self.manifest, shard), str(inputs))
         args = [*self.manifest["pipeline"]["args"], *self.manifest["runner_args"]]
-        command = [sys.executable, "-m", "beamtrove", "run", self.manifest["pipeline"]["name"], *args]
-        command += ["--input_ranges", str(inputs), "--output", str(output)]
+        argv = ["run", self.manifest["pipeline"]["name"], *args, "--input_ranges", str(inputs), "--output", str(output)]
         started = time.time()
         record = {
             "shard": shard_id,
             "host": self.host,
             "pid": os.getpid(),
             "token": lock.token,
-            "command": command,
             "started_at": started,
             "status": "running",
         }
         self.echo(f"{shard_id}: attempt {attempt_dir.name} started ({shard['records']} records, {shard['bytes']} B)")
-        with open(log, "wb") as log_file:
-            # No other thread runs during this fork: the heartbeat starts after it.
-            child = subprocess.Popen(
-                command,
-                stdout=log_file,
-                stderr=subprocess.STDOUT,
-                preexec_fn=die_with_parent,  # noqa: PLW1509 - a SIGKILLed worker cannot stop its pipeline
-            )
-        record["child_pid"] = child.pid
+        child = _AttemptProcess(argv, log)
+        record.update(command=child.command, child_pid=child.pid, forked=child.forked)
         write_local_atomically(attempt_dir / ATTEMPT_FILE, orjson.dumps(record))
         limit = self.manifest["attempt_timeout"]
         timed_out = False
         try:
             with lock.heartbeat(self.timeout / 5):
-                exit_code = child.wait(timeout=limit)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            exit_code = child.wait()
-            timed_out = True
+                exit_code = child.wait(limit)
+            if exit_code is None:
+                child.kill()
+                exit_code = child.wait()
+                timed_out = True
         except _Interrupted:
             child.kill()
             child.wait()

@@ -1,7 +1,7 @@
 """Worker processes on one job directory: races, SIGKILL takeover, retries, and what merge and verify catch.
 
-Every test drives the ``beamtrove elastic`` command in separate processes and compares the merged output
-with one ``beamtrove run`` of the same pipeline over the whole input.
+The tests drive ``beamtrove elastic`` workers in separate processes (one calls ``run_worker`` in its own) and
+compare the merged output with one ``beamtrove run`` of the same pipeline over the whole input.
 """
 
 from __future__ import annotations
@@ -11,12 +11,13 @@ import os
 import pathlib
 import shutil
 import signal
+import threading
 
 import pytest
 
 from beamtrove.execution.elastic import JobDir
 from beamtrove.execution.elastic.jobdir import MANIFEST, MANIFEST_CHECKSUM, sha256_of
-from beamtrove.execution.elastic.worker import ATTEMPT_FILE
+from beamtrove.execution.elastic.worker import ATTEMPT_FILE, run_worker
 from tests.conftest import beamtrove_here, jsonl_lines, wait_for
 from tests.execution.elastic.conftest import LID_MODEL, fineweb_assets, process_state, single_run_lines, start_worker
 
@@ -62,6 +63,8 @@ def test_racing_workers_do_every_shard_once_and_merge_to_the_single_run(review_j
     attempts = _attempts(job)
     assert sorted(attempts) == [f"shard-{k:05d}" for k in range(6)]
     assert all(len(runs) == 1 and runs[0]["status"] == "succeeded" for runs in attempts.values())
+    # A worker of the command line forks each attempt from itself rather than starting Python and Beam again.
+    assert all(runs[0]["forked"] for runs in attempts.values())
     assert len(list((job / "done").glob("*.json"))) == 6
     assert not list((job / "locks").iterdir())
     merged = _merge(job, tmp_path / "merged")
@@ -76,6 +79,20 @@ def test_racing_workers_do_every_shard_once_and_merge_to_the_single_run(review_j
     assert status.returncode == 0 and json.loads(status.stdout)["counts"]["done"] == 6
     again = beamtrove_here("elastic", "merge", "--job-dir", str(job), "--output", str(tmp_path / "merged"))
     assert again.returncode == 2 and "--overwrite" in again.stderr
+
+
+def test_a_worker_in_a_program_with_threads_starts_attempts_in_new_interpreters(review_jsonl, single_convert, tmp_path):
+    job = tmp_path / "job"
+    _prepare(job, "convert", str(review_jsonl), 2)
+    # A fork would copy whatever lock another thread holds: with threads, each attempt is a new interpreter.
+    statuses = []
+    caller = threading.Thread(target=lambda: statuses.append(run_worker(job, host="threaded", echo=lambda line: None)))
+    caller.start()
+    caller.join(timeout=600)
+    assert statuses == [0]
+    attempts = _attempts(job)
+    assert [(runs[0]["status"], runs[0]["forked"]) for runs in attempts.values()] == [("succeeded", False)] * 2
+    assert sorted(_merge(job, tmp_path / "merged")) == single_convert
 
 
 @pytest.fixture(scope="module")
