@@ -15,12 +15,15 @@ import pytest
 from apache_beam.options.pipeline_options import FlinkRunnerOptions, PipelineOptions, PrismRunnerOptions
 
 from beamtrove.execution.runner_parts import JOB_SERVER_MAIN_CLASS, part_path, part_present, use_local_runner_parts
+from tests.conftest import beamtrove_here
 
 _OBTAINED: dict[str, pathlib.Path] = {}
 
 
 def runners_command(*args: str, timeout: float = 900, env: dict | None = None) -> subprocess.CompletedProcess:
-    """Runs ``beamtrove runners ARGS`` in a new process."""
+    """Runs ``beamtrove runners ARGS``: in this process, or with ``env`` (and ``timeout``) in a new one."""
+    if env is None:
+        return beamtrove_here("runners", *args)
     return subprocess.run(
         [sys.executable, "-m", "beamtrove", "runners", *args],
         capture_output=True, text=True, timeout=timeout, check=False, env=env,
