@@ -156,7 +156,11 @@ class _AttemptProcess:
             return None
 
     def kill(self) -> None:
-        os.kill(self.pid, signal.SIGKILL)
+        """SIGKILLs the process unless it has been waited for already (its pid may then be another's)."""
+        if self.forked:
+            self._process.kill()
+        else:
+            self._popen.kill()
 
 
 class _Worker:
