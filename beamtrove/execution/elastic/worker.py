@@ -129,9 +129,9 @@ class _AttemptProcess:
 
     def __init__(self, argv: list[str], log: pathlib.Path):
         self.command = [sys.executable, "-m", "beamtrove", *argv]
-        log.write_bytes(b"")
         self.forked = threading.active_count() == 1
         if self.forked:
+            log.write_bytes(b"")
             self._process = multiprocessing.get_context("fork").Process(target=_run_forked, args=(argv, log))
             self._process.start()
             self.pid = self._process.pid
