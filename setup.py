@@ -38,8 +38,6 @@ setup(
         "isal>=1.6",
         # trafilatura needs lxml's HTML cleaner, a separate project since lxml 5.2.
         "lxml_html_clean>=0.4",
-        # The report's charts (beamtrove report), drawn as SVG.
-        "matplotlib>=3.8",
         "numpy>=1.26",
         "orjson>=3.9",
         "pyahocorasick>=2.1",
@@ -62,11 +60,13 @@ setup(
         "spacy": ["spacy>=3.7,<4"],
         # English word frequencies, the default table of UnigramLogProbFilter.
         "unigram": ["wordfreq>=3.1,<4"],
-        "test": ["pytest>=8", "pytest-timeout>=2.3", "pytest-xdist>=3.6"],
+        "test": ["matplotlib>=3.8", "pytest>=8", "pytest-timeout>=2.3", "pytest-xdist>=3.6"],
         # datasets builds the Hugging Face datasets the hf reader's tests read.
         "dev": [
             "datasets>=2.19",
             "dockerfile-parse==2.0.1",
+            # The report's test reads chromium's screenshot of the page with its PNG reader.
+            "matplotlib>=3.8",
             "pytest>=8",
             "pytest-timeout>=2.3",
             "pytest-xdist>=3.6",

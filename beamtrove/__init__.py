@@ -10,8 +10,12 @@ import os
 os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 
 from beamtrove.dead_letter import DeadLetter
-from beamtrove.document import Document, DocumentCoder, Media, Origin
+from beamtrove.document import Document, Media, Origin
+from beamtrove.exports import exported_from
 
 __version__ = "0.14.0"
 
 __all__ = ["DeadLetter", "Document", "DocumentCoder", "Media", "Origin", "__version__"]
+
+# The coder is Beam's kind of object: importing it imports Beam, which commands that run no pipeline skip.
+__getattr__ = exported_from(__name__, {"DocumentCoder": "beamtrove.coders"})

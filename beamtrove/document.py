@@ -3,11 +3,10 @@
 A :class:`Document` is one piece of text with a stable id and free-form
 metadata (URL, dump, language, scores, ...), and the :class:`Origin` it was
 read from: its identity inside a step, since users' ids can repeat across
-(and within) inputs. :class:`DocumentCoder` is
-registered with Beam's coder registry, so any ``PCollection`` typed as
-``Document`` crosses shuffles in a compact, deterministic byte form instead of
-pickles. :func:`check_storable` tells whether the coder and every writer can
-store a document; readers check each document they make from a row with it.
+(and within) inputs. :func:`check_storable` tells whether
+:class:`beamtrove.coders.DocumentCoder` and every writer can store a document;
+readers check each document they make from a row with it. This module imports
+no Beam, so commands that run no pipeline start without it.
 """
 
 from __future__ import annotations
@@ -15,13 +14,11 @@ from __future__ import annotations
 import base64
 import dataclasses
 import re
-import struct
 from typing import Any, NamedTuple
 
 import orjson
-from apache_beam import coders
 
-__all__ = ["MAX_NESTING", "Document", "DocumentCoder", "Media", "Origin", "UnstorableDocument", "check_storable"]
+__all__ = ["MAX_NESTING", "Document", "Media", "Origin", "UnstorableDocument", "check_storable", "document_row"]
 
 
 @dataclasses.dataclass(slots=True)
@@ -107,25 +104,22 @@ class Document:
     origin: Origin | None = dataclasses.field(default=None, compare=False)
 
 
-# id, text, metadata, media and origin file lengths and the origin record, then the five byte strings.
-_HEADER = struct.Struct("<IIIIIq")
-# The origin file length of a document without an origin.
-_NO_ORIGIN = 0xFFFFFFFF
-# Sorted keys make equal documents encode to equal bytes, whatever the order
-# in which their metadata was filled in.
-_JSON_OPTIONS = orjson.OPT_SORT_KEYS
+def document_row(document: Document, binary_media: bool = False) -> dict[str, Any]:
+    """A document laid out as DataTrove's writers lay it out.
+
+    ``text``, ``id``, then ``media`` and ``metadata`` only when non-empty.
+    """
+    row: dict[str, Any] = {"text": document.text, "id": document.id}
+    if document.media:
+        row["media"] = [item.to_row(binary_media) for item in document.media]
+    if document.metadata:
+        row["metadata"] = document.metadata
+    return row
 
 
-def _media_to_json(media: list[Media]) -> bytes:
-    if not media:
-        return b""
-    return orjson.dumps([item.to_row() for item in media], option=_JSON_OPTIONS)
-
-
-def _media_from_json(encoded: bytes) -> list[Media]:
-    if not encoded:
-        return []
-    return [Media.from_row(item) for item in orjson.loads(encoded)]
+# Sorted keys make equal documents encode to equal bytes, whatever the order in which their metadata was filled
+# in; what check_storable tries is what the coder does.
+CODED_JSON_OPTIONS = orjson.OPT_SORT_KEYS
 
 
 #: How many levels of dicts and lists a document's metadata (or media) may nest. orjson encodes at most 254
@@ -195,7 +189,7 @@ def _check_json(field: str, value: Any) -> None:
             f"{field} nests {depth} levels of dicts and lists; beamtrove stores at most {MAX_NESTING}",
         )
     try:
-        orjson.dumps(value, option=_JSON_OPTIONS)
+        orjson.dumps(value, option=CODED_JSON_OPTIONS)
     except TypeError as exc:
         raise UnstorableDocument(
             "not_json", f"{field}{_unencodable_entry(value)} cannot be stored as JSON: {exc}"
@@ -227,68 +221,7 @@ def _unencodable_entry(value: dict | list) -> str:
     entries = value.items() if isinstance(value, dict) else enumerate(value)
     for key, item in entries:
         try:
-            orjson.dumps(item, option=_JSON_OPTIONS)
+            orjson.dumps(item, option=CODED_JSON_OPTIONS)
         except TypeError:
             return f"[{key!r}]"
     return ""
-
-
-class DocumentCoder(coders.Coder):
-    """Deterministic binary coder for :class:`Document`.
-
-    Text, id and origin are stored as UTF-8 (lone surrogates survive),
-    metadata and media as JSON with sorted keys. Metadata must therefore be
-    JSON-compatible: string keys; str, int, float, bool, None, lists and dicts
-    as values.
-    """
-
-    def encode(self, value: Document) -> bytes:
-        id_bytes = value.id.encode("utf-8", "surrogatepass")
-        text_bytes = value.text.encode("utf-8", "surrogatepass")
-        try:
-            metadata_bytes = orjson.dumps(value.metadata, option=_JSON_OPTIONS)
-        except TypeError as exc:
-            raise TypeError(
-                f"Document {value.id!r} has metadata that is not JSON-compatible ({exc}); "
-                "store strings, numbers, booleans, None, lists or dicts with string keys."
-            ) from exc
-        media_bytes = _media_to_json(value.media)
-        origin = value.origin
-        origin_bytes = b"" if origin is None else origin.file.encode("utf-8", "surrogatepass")
-        header = _HEADER.pack(
-            len(id_bytes),
-            len(text_bytes),
-            len(metadata_bytes),
-            len(media_bytes),
-            _NO_ORIGIN if origin is None else len(origin_bytes),
-            0 if origin is None else origin.record,
-        )
-        return b"".join((header, id_bytes, text_bytes, metadata_bytes, media_bytes, origin_bytes))
-
-    def decode(self, encoded: bytes) -> Document:
-        id_len, text_len, metadata_len, media_len, origin_len, record = _HEADER.unpack_from(encoded)
-        view = memoryview(encoded)
-        start = _HEADER.size
-        id_end = start + id_len
-        text_end = id_end + text_len
-        metadata_end = text_end + metadata_len
-        media_end = metadata_end + media_len
-        origin = None
-        if origin_len != _NO_ORIGIN:
-            origin = Origin(str(view[media_end : media_end + origin_len], "utf-8", "surrogatepass"), record)
-        return Document(
-            text=str(view[id_end:text_end], "utf-8", "surrogatepass"),
-            id=str(view[start:id_end], "utf-8", "surrogatepass"),
-            metadata=orjson.loads(view[text_end:metadata_end]),
-            media=_media_from_json(bytes(view[metadata_end:media_end])),
-            origin=origin,
-        )
-
-    def is_deterministic(self) -> bool:
-        return True
-
-    def to_type_hint(self):
-        return Document
-
-
-coders.registry.register_coder(Document, DocumentCoder)

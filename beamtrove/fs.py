@@ -21,16 +21,16 @@ import shutil
 import tempfile
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
-
-import fsspec
-from fsspec.core import url_to_fs
-from fsspec.implementations.local import LocalFileSystem
+from typing import TYPE_CHECKING, Any
 
 from beamtrove.layout import RUN_MARKS, SET_ASIDE_NAMES
 
+if TYPE_CHECKING:
+    import fsspec
+
 __all__ = [
     "InputFile",
+    "compression_of",
     "file_sha256",
     "filesystem",
     "has_glob",
@@ -137,7 +137,18 @@ def replace_directory(staging: pathlib.Path, final: pathlib.Path) -> None:
 
 def filesystem(url: str, storage_options: Mapping[str, Any] | None = None):
     """Returns ``(filesystem, path)`` for ``url``."""
+    # fsspec is imported when a file is first reached: commands that reach none (--help, a local job's status)
+    # start without its tenth of a second.
+    from fsspec.core import url_to_fs  # noqa: PLC0415
+
     return url_to_fs(url, **dict(storage_options or {}))
+
+
+def compression_of(url: str) -> str | None:
+    """The compression fsspec reads ``url`` with, told by its name (``"gzip"``, ``"zstd"``, ...); None for none."""
+    from fsspec.utils import infer_compression  # noqa: PLC0415 (imported when first needed, as in filesystem)
+
+    return infer_compression(url)
 
 
 def join(base: str, *parts: str) -> str:
@@ -146,6 +157,8 @@ def join(base: str, *parts: str) -> str:
 
 
 def _full_url(fs, path: str) -> str:
+    from fsspec.implementations.local import LocalFileSystem  # noqa: PLC0415
+
     return path if isinstance(fs, LocalFileSystem) else fs.unstrip_protocol(path)
 
 
@@ -415,6 +428,8 @@ def open_url(
         compression: ``"infer"`` to (de)compress by file name, a codec name, or
             None for raw bytes.
     """
+    import fsspec  # noqa: PLC0415 (imported when first needed, as in filesystem)
+
     return fsspec.open(url, mode, compression=compression, **dict(storage_options or {}))
 
 

@@ -11,23 +11,29 @@ contract that ``stats.json`` and ``beamtrove stats`` rely on:
 * ``errors.<reason>``: records that could not be processed (dead letters).
 
 so that ``in == out + skipped + dropped + errors`` for every per-record step.
-Distributions (document length, ...) use free names.
+Distributions (document length, ...) use free names. After a run,
+:func:`collect_stats` merges the results per step (a step's DoFns may report
+from several Beam transforms and workers) into what ``stats.json`` holds.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from typing import Any
 
+import apache_beam as beam
 from apache_beam.metrics import Metrics
+from apache_beam.pipeline import PipelineVisitor
 
 from beamtrove.progress import count_progress
+from beamtrove.stats import add_distribution, order_steps
 
-__all__ = ["NAMESPACE_PREFIX", "OUTCOME_PREFIXES", "StepMetrics", "counters_recorded"]
+__all__ = ["NAMESPACE_PREFIX", "StepMetrics", "collect_stats", "counters_recorded"]
 
 NAMESPACE_PREFIX = "beamtrove/"
-OUTCOME_PREFIXES = ("skipped.", "dropped.", "errors.")
 
 
 # Per thread: a runner may process several bundles at once, each in its own thread.
@@ -108,3 +114,101 @@ class StepMetrics:
 
     def errored(self, reason: str) -> None:
         self.inc("errors." + reason)
+
+
+def _value(result) -> Any:
+    # Some runners only report attempted values.
+    committed = getattr(result, "committed", None)
+    return result.attempted if committed is None else committed
+
+
+def _step_of(result) -> str | None:
+    namespace = result.key.metric.namespace
+    return namespace[len(NAMESPACE_PREFIX) :] if namespace.startswith(NAMESPACE_PREFIX) else None
+
+
+class _GraphOrder(PipelineVisitor):
+    """Ranks every label of the graph in the order the transforms were applied."""
+
+    def __init__(self):
+        self.rank: dict[str, int] = {}
+
+    def enter_composite_transform(self, transform_node):
+        self.visit_transform(transform_node)
+
+    def visit_transform(self, transform_node):
+        self.rank.setdefault(transform_node.full_label.rsplit("/", 1)[-1], len(self.rank))
+
+
+# The time a runner measured each transform taking: its processing, not what it waited for.
+_EXECUTION_TIME = "metric:ptransform_execution_time:total_msecs:v1"
+
+
+def collect_stats(
+    result: beam.runners.runner.PipelineResult,
+    pipeline: beam.Pipeline | None = None,
+    funnel: Sequence[str] = (),
+    writers: Sequence[str] = (),
+) -> dict:
+    """Merges a finished run's beamtrove metrics per step, in pipeline order.
+
+    Args:
+        result: The run's result.
+        pipeline: The pipeline that ran: steps not in ``funnel`` take their
+            place in it as they were applied (otherwise they come last, by
+            name).
+        funnel: The steps records pass through, in order (reader, steps,
+            sink): each is listed, with no counters when it counted nothing.
+        writers: The writers of what steps set aside, listed after the rest.
+
+    Returns:
+        ``{step: {"counters": {name: int}, "distributions": {name: {count,
+        sum, min, max, mean}}}}``, with ``"seconds"`` per step when the runner
+        measured the time its transforms took.
+    """
+    query = result.metrics().query()
+    steps: dict[str, dict] = collections.defaultdict(lambda: {"counters": {}, "distributions": {}})
+    for counter in query["counters"]:
+        step = _step_of(counter)
+        if step is not None:
+            counters = steps[step]["counters"]
+            counters[counter.key.metric.name] = counters.get(counter.key.metric.name, 0) + _value(counter)
+    for distribution in query["distributions"]:
+        step, value = _step_of(distribution), _value(distribution)
+        if step is None or value is None or not value.count:
+            continue
+        add_distribution(
+            steps[step]["distributions"], distribution.key.metric.name, value.count, value.sum, value.min, value.max
+        )
+    for step, seconds in _execution_seconds(result, {*steps, *funnel, *writers}).items():
+        steps[step]["seconds"] = seconds
+    rank = {}
+    if pipeline is not None:
+        visitor = _GraphOrder()
+        pipeline.visit(visitor)
+        rank = visitor.rank
+    return order_steps(steps, funnel, writers, rank)
+
+
+def _execution_seconds(result, steps: set[str]) -> dict[str, float]:
+    """Seconds each step's transforms took, where the runner measured them (the Python SDK's local runners do).
+
+    A transform's time goes to the outermost step its label is inside: a
+    step's time includes that of the steps applied within it.
+    """
+    monitoring = getattr(result, "monitoring_metrics", None)
+    if monitoring is None:
+        return {}
+    try:
+        counters = monitoring().query()["counters"]
+    except Exception:  # a runner's own metrics are a bonus: a runner that cannot give them gives none
+        return {}
+    milliseconds: dict[str, float] = collections.defaultdict(float)
+    for counter in counters:
+        if counter.key.metric.name != _EXECUTION_TIME or not counter.key.step:
+            continue
+        for label in counter.key.step.split("/"):
+            if label in steps:
+                milliseconds[label] += _value(counter) or 0
+                break
+    return {step: round(total / 1000, 3) for step, total in milliseconds.items()}

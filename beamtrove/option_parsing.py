@@ -1,19 +1,18 @@
-"""The one step from a command line to pipeline options, and the parsers beamtrove's commands share.
+"""The one step from a command line to pipeline options, and the parser that checks them.
 
 :func:`parse` is the only place beamtrove turns arguments into Beam
 ``PipelineOptions``: it checks them against the chosen pipeline's own option
 classes, :class:`~beamtrove.options.BeamtroveOptions` and Beam's options,
 and refuses anything else, naming the pipeline an option belongs to when it
 belongs to another. The options are declared in :mod:`beamtrove.options`,
-which re-exports what this module offers.
+which re-exports what this module offers with :mod:`beamtrove.configuration`.
 """
 
 from __future__ import annotations
 
 import argparse
-import difflib
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from apache_beam.options.pipeline_options import (
     DirectOptions,
@@ -23,14 +22,13 @@ from apache_beam.options.pipeline_options import (
     _BeamArgumentParser,
 )
 
+from beamtrove.configuration import ConfigurationError, SuggestingParser, did_you_mean
+
 if TYPE_CHECKING:
     from beamtrove.pipelines.spec import PipelineSpec
 
 __all__ = [
     "CheckingParser",
-    "ConfigurationError",
-    "SuggestingParser",
-    "did_you_mean",
     "format_help",
     "option_actions",
     "parse",
@@ -42,42 +40,6 @@ __all__ = [
 # worker would warn that it discards options the user gave: read as if they were ignored, though they were checked
 # here and reach the pipeline. Those re-parsing warnings are all that module logs on a worker.
 _WORKER_LOG_LEVELS = {"apache_beam.options.pipeline_options": "ERROR"}
-
-
-class ConfigurationError(ValueError):
-    """Options, inputs or assets a pipeline cannot run with; the message says what to fix."""
-
-
-def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
-    """The candidate closest to ``word``, a likely misspelling of it; None when none is close."""
-    close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.75)
-    return close[0] if close else None
-
-
-class SuggestingParser(argparse.ArgumentParser):
-    """An argparse parser that names the closest choice when it refuses a value (a subcommand, an option's value).
-
-    A multi-word option takes both spellings, as pipeline options do: ``--num-shards`` and ``--num_shards`` name one
-    option in every command, so no user has to remember which style a command chose.
-    """
-
-    def add_argument(self, *flags, **settings):
-        spellings = list(flags)
-        for flag in flags:
-            if flag.startswith("--"):
-                other = "--" + (flag[2:].replace("_", "-") if "_" in flag else flag[2:].replace("-", "_"))
-                if other not in spellings:
-                    spellings.append(other)
-        return super().add_argument(*spellings, **settings)
-
-    def _check_value(self, action: argparse.Action, value: Any) -> None:
-        try:
-            super()._check_value(action, value)
-        except argparse.ArgumentError as exc:
-            suggestion = did_you_mean(str(value), map(str, action.choices))
-            raise argparse.ArgumentError(
-                action, exc.message + (f"; did you mean {suggestion!r}?" if suggestion else "")
-            ) from None
 
 
 class CheckingParser(SuggestingParser, _BeamArgumentParser):

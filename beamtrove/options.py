@@ -19,11 +19,9 @@ from typing import Any
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from beamtrove.configuration import ConfigurationError, SuggestingParser, did_you_mean
 from beamtrove.option_parsing import (
     CheckingParser,
-    ConfigurationError,
-    SuggestingParser,
-    did_you_mean,
     format_help,
     option_actions,
     parse,

@@ -10,7 +10,9 @@ and no more than a file's read buffer (a Parquet file's batch of rows) is
 held at a time.
 
 Files are read in the formats beamtrove's writers write, told by their
-names: JSON Lines (plain, ``.gz``, ``.zst``, ...) and Parquet. A line or a
+names: JSON Lines (plain, ``.gz``, ``.zst``, ...) and Parquet.
+:func:`read_documents` reads other files of documents the same way, in any
+format a run reads them in. A line or a
 part of a file that cannot be read is a
 :class:`~beamtrove.dead_letter.DeadLetter` in its place, and reading goes on.
 """
@@ -18,11 +20,16 @@ part of a file that cannot be read is a
 from __future__ import annotations
 
 import dataclasses
+import functools
+import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from beamtrove.dead_letter import DeadLetter
 from beamtrove.document import Document
+from beamtrove.formats import HUGGING_FACE, SUFFIXES, parser_class
+from beamtrove.formats.records import RecordReader, match_files
+from beamtrove.formats.rows import RowError, RowFields
 from beamtrove.fs import InputFile, filesystem, is_glob, is_hidden, join, match_inputs
 from beamtrove.layout import (
     CLUSTERS_DIR,
@@ -30,19 +37,23 @@ from beamtrove.layout import (
     DOCUMENTS_DIR,
     EXCLUDED_DIR,
     FILTER_REASON_KEY,
+    READ,
     RUN_MARKS,
     STATS_FILE,
 )
 from beamtrove.stats import read_stats
-from beamtrove.transforms.readers import FileReader, JsonlParser, ParquetParser, RecordParser, RowError, RowFields
 
 if TYPE_CHECKING:
     from beamtrove.transforms.dedup.keep import ClusterMember
 
-__all__ = ["OutputRecord", "Records", "RunOutput"]
+__all__ = ["OutputRecord", "Records", "RunOutput", "documents_of_run", "read_documents"]
 
-# The formats of the files beamtrove's writers write, by the endings of their names.
-_DOCUMENT_PARSERS = (JsonlParser, ParquetParser)
+_LOGGER = logging.getLogger(__name__)
+
+# The formats of the files beamtrove's writers write, told by the endings of their names.
+_DOCUMENT_FORMATS = ("jsonl", "parquet")
+# The step named in the dead letters of a run folder read back: a line it cannot read, a damaged file.
+_READ_BACK = "read_output"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,7 +109,7 @@ def _dead_letter(document: Document) -> OutputRecord:
 
 class _Part(NamedTuple):
     file: InputFile
-    reader: FileReader
+    read: Callable[[InputFile], Iterable[Any]]
     wrap: Callable[[Any], Any]
 
 
@@ -119,18 +130,42 @@ class Records:
         self.files: tuple[InputFile, ...] = tuple(part.file for part in self._parts)
 
     @classmethod
-    def of(cls, reader: FileReader) -> Records:
-        """The documents of ``reader``'s files, each with the ``filter_reason`` it has, if any."""
+    def of(cls, files: Iterable[InputFile], read: Callable[[InputFile], Iterable[Any]]) -> Records:
+        """The documents ``read`` reads from each of ``files``, each with the ``filter_reason`` it has, if any."""
         wrap = _documents_of(None)
-        return cls(_Part(file, reader, wrap) for file in reader.files)
+        return cls(_Part(file, read, wrap) for file in files)
 
     def __add__(self, other: Records) -> Records:
         return Records((*self._parts, *other._parts))
 
     def __iter__(self) -> Iterator[Any]:
         for part in self._parts:
-            for outcome in part.reader.read_file(part.file):
+            for outcome in part.read(part.file):
                 yield outcome if isinstance(outcome, DeadLetter) else part.wrap(outcome)
+
+
+def read_documents(paths: Sequence[str], file_format: str) -> Records:
+    """The documents of files, folders or globs in ``file_format``, read as a run's inputs are, outside any run.
+
+    Args:
+        paths: What to read.
+        file_format: A format :func:`~beamtrove.formats.input_format` told:
+            one of :data:`~beamtrove.formats.FILE_FORMATS` or ``hf``.
+
+    Raises:
+        FileNotFoundError: A path does not exist or a pattern matches no file.
+        ValueError: The paths are not what ``file_format`` reads (a Hugging
+            Face folder without the split asked for, ...).
+    """
+    if file_format == HUGGING_FACE:
+        # Which files make a split, and how their rows become documents, is the Beam reader's to say.
+        from beamtrove.transforms.readers import ReadHuggingFace  # noqa: PLC0415
+
+        dataset = ReadHuggingFace(paths, progress_interval=0)
+        return Records.of(dataset.files, dataset.read_file)
+    parser = parser_class(file_format)()
+    reader = RecordReader(parser, progress_interval=0)
+    return Records.of(match_files(paths, parser), functools.partial(reader.read_file, step=READ))
 
 
 class RunOutput:
@@ -193,7 +228,7 @@ class RunOutput:
 
     def documents(self) -> Records:
         """The documents the run kept, in file-name order; no files when it kept none."""
-        return self._records(self._files(self.documents_folder, _DOCUMENT_PARSERS), _documents_of(None))
+        return self._records(self._files(self.documents_folder, _DOCUMENT_FORMATS), _documents_of(None))
 
     def excluded_steps(self) -> list[str]:
         """The steps that excluded documents (the folders of ``excluded/``), by name."""
@@ -204,13 +239,13 @@ class RunOutput:
         steps = self.excluded_steps() if steps is None else [steps] if isinstance(steps, str) else steps
         records = Records()
         for step in steps:
-            files = self._files(self.path(EXCLUDED_DIR, step), _DOCUMENT_PARSERS)
+            files = self._files(self.path(EXCLUDED_DIR, step), _DOCUMENT_FORMATS)
             records += self._records(files, _documents_of(step))
         return records
 
     def dead_letters(self) -> Records:
         """The records the run could not read or process, each with its reason and the step that gave up."""
-        files = self._files(self.path(DEAD_LETTERS_DIR), (JsonlParser,))
+        files = self._files(self.path(DEAD_LETTERS_DIR), ("jsonl",))
         return self._records(files, _dead_letter, _WholeRows(make=_dead_letter_document))
 
     def cluster_steps(self) -> list[str]:
@@ -225,7 +260,7 @@ class RunOutput:
         def member(row: dict[str, Any]) -> ClusterMember:
             return ClusterMember(**row)
 
-        files = self._files(self.path(CLUSTERS_DIR, step), (JsonlParser,))
+        files = self._files(self.path(CLUSTERS_DIR, step), ("jsonl",))
         return self._records(files, lambda outcome: outcome, _WholeRows(make=member))
 
     def _subfolders(self, name: str) -> list[str]:
@@ -239,9 +274,9 @@ class RunOutput:
         )
         return sorted(name for name in names if not is_hidden(name))
 
-    def _files(self, folder: str, parsers: Sequence[type[RecordParser]]) -> list[InputFile]:
-        """The data files under ``folder`` in name order, each of a format of ``parsers``; none when it holds none."""
-        suffixes = tuple(suffix for parser in parsers for suffix in parser.suffixes)
+    def _files(self, folder: str, formats: Sequence[str]) -> list[InputFile]:
+        """The data files under ``folder`` in name order, each of one of ``formats``; none when it holds none."""
+        suffixes = tuple(suffix for file_format in formats for suffix in SUFFIXES[file_format])
         try:
             return match_inputs(folder, suffixes, self._storage_options, warn_empty_runs=False)
         except FileNotFoundError:
@@ -252,15 +287,31 @@ class RunOutput:
     ) -> Records:
         """``files`` read by the parser their names call for, each outcome made a record by ``wrap``."""
         parts = []
-        readers: dict[type[RecordParser], FileReader] = {}
+        readers: dict[str, RecordReader] = {}
         for file in files:
-            parser = next(parser for parser in _DOCUMENT_PARSERS if file.name.endswith(parser.suffixes))
-            if parser not in readers:
-                chosen = [other for other in files if other.name.endswith(parser.suffixes)]
+            file_format = next(name for name in _DOCUMENT_FORMATS if file.name.endswith(SUFFIXES[name]))
+            if file_format not in readers:
+                parser = parser_class(file_format)
                 made = parser() if fields is None else parser(fields)
                 # A run folder read back is no input of a run: it counts in no run's progress.
-                readers[parser] = FileReader(
-                    chosen, made, storage_options=self._storage_options, progress_interval=None
-                )
-            parts.append(_Part(file, readers[parser], wrap))
+                readers[file_format] = RecordReader(made, storage_options=self._storage_options, progress_interval=None)
+            parts.append(_Part(file, functools.partial(readers[file_format].read_file, step=_READ_BACK), wrap))
         return Records(parts)
+
+
+def documents_of_run(pattern: str) -> str:
+    """The ``documents/`` folder of a beamtrove run's output given as input, else the input as given.
+
+    A run's output also holds what it excluded and its dead letters, which
+    are not the documents it produced: a folder read as input never yields
+    them (:func:`~beamtrove.fs.match_inputs`), so the output of a run that
+    kept nothing is an empty input, with a warning.
+    """
+    run = RunOutput.at(pattern)
+    documents = run and run.documents_folder
+    if run is None or documents == run.folder:
+        # Not a run's output; or one that kept nothing (match_inputs says so), or wrote its documents into the
+        # folder itself (convert): what it kept is what the folder holds besides what it set aside.
+        return pattern
+    _LOGGER.warning("%s is the output of a beamtrove run: reading its documents only, from %s", pattern, documents)
+    return documents

@@ -1,10 +1,11 @@
-"""Run statistics: Beam Metrics merged per step into ``stats.json``.
+"""Run statistics: ``stats.json``, its steps in pipeline order, and the table ``beamtrove stats`` prints.
 
-Every beamtrove step counts into its own metrics namespace (see
-:mod:`beamtrove.metrics`). After a run, :func:`collect_stats` merges the
-results per step (a step's DoFns may report from several Beam transforms and
-workers), :func:`write_stats` stores them beside the output, and
-:func:`format_stats` renders them as the table ``beamtrove stats`` prints.
+Every beamtrove step counts into its own metrics namespace; after a run,
+:func:`beamtrove.metrics.collect_stats` merges the results per step.
+:func:`write_stats` stores them beside the output, :func:`read_stats` reads
+them back, :func:`merge_stats` adds up several runs' and :func:`format_stats`
+renders them. This module imports no Beam: reading a run's stats does not
+pay for Beam's import.
 """
 
 from __future__ import annotations
@@ -16,16 +17,13 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-import apache_beam as beam
-from apache_beam.pipeline import PipelineVisitor
-
+from beamtrove.configuration import ConfigurationError
 from beamtrove.fs import filesystem, join, open_url, write_url_atomically
 from beamtrove.layout import STATS_FILE, TOKENS_AFTER_DEDUP, TOKENS_BEFORE_DEDUP
-from beamtrove.metrics import NAMESPACE_PREFIX, OUTCOME_PREFIXES
-from beamtrove.options import ConfigurationError
 
 __all__ = [
-    "collect_stats",
+    "OUTCOME_PREFIXES",
+    "add_distribution",
     "format_stats",
     "merge_stats",
     "order_steps",
@@ -33,103 +31,8 @@ __all__ = [
     "write_stats",
 ]
 
-
-def _value(result) -> Any:
-    # Some runners only report attempted values.
-    committed = getattr(result, "committed", None)
-    return result.attempted if committed is None else committed
-
-
-def _step_of(result) -> str | None:
-    namespace = result.key.metric.namespace
-    return namespace[len(NAMESPACE_PREFIX) :] if namespace.startswith(NAMESPACE_PREFIX) else None
-
-
-class _GraphOrder(PipelineVisitor):
-    """Ranks every label of the graph in the order the transforms were applied."""
-
-    def __init__(self):
-        self.rank: dict[str, int] = {}
-
-    def enter_composite_transform(self, transform_node):
-        self.visit_transform(transform_node)
-
-    def visit_transform(self, transform_node):
-        self.rank.setdefault(transform_node.full_label.rsplit("/", 1)[-1], len(self.rank))
-
-
-# The time a runner measured each transform taking: its processing, not what it waited for.
-_EXECUTION_TIME = "metric:ptransform_execution_time:total_msecs:v1"
-
-
-def collect_stats(
-    result: beam.runners.runner.PipelineResult,
-    pipeline: beam.Pipeline | None = None,
-    funnel: Sequence[str] = (),
-    writers: Sequence[str] = (),
-) -> dict:
-    """Merges a finished run's beamtrove metrics per step, in pipeline order.
-
-    Args:
-        result: The run's result.
-        pipeline: The pipeline that ran: steps not in ``funnel`` take their
-            place in it as they were applied (otherwise they come last, by
-            name).
-        funnel: The steps records pass through, in order (reader, steps,
-            sink): each is listed, with no counters when it counted nothing.
-        writers: The writers of what steps set aside, listed after the rest.
-
-    Returns:
-        ``{step: {"counters": {name: int}, "distributions": {name: {count,
-        sum, min, max, mean}}}}``, with ``"seconds"`` per step when the runner
-        measured the time its transforms took.
-    """
-    query = result.metrics().query()
-    steps: dict[str, dict] = collections.defaultdict(lambda: {"counters": {}, "distributions": {}})
-    for counter in query["counters"]:
-        step = _step_of(counter)
-        if step is not None:
-            counters = steps[step]["counters"]
-            counters[counter.key.metric.name] = counters.get(counter.key.metric.name, 0) + _value(counter)
-    for distribution in query["distributions"]:
-        step, value = _step_of(distribution), _value(distribution)
-        if step is None or value is None or not value.count:
-            continue
-        _add_distribution(
-            steps[step]["distributions"], distribution.key.metric.name, value.count, value.sum, value.min, value.max
-        )
-    for step, seconds in _execution_seconds(result, {*steps, *funnel, *writers}).items():
-        steps[step]["seconds"] = seconds
-    rank = {}
-    if pipeline is not None:
-        visitor = _GraphOrder()
-        pipeline.visit(visitor)
-        rank = visitor.rank
-    return order_steps(steps, funnel, writers, rank)
-
-
-def _execution_seconds(result, steps: set[str]) -> dict[str, float]:
-    """Seconds each step's transforms took, where the runner measured them (the Python SDK's local runners do).
-
-    A transform's time goes to the outermost step its label is inside: a
-    step's time includes that of the steps applied within it.
-    """
-    monitoring = getattr(result, "monitoring_metrics", None)
-    if monitoring is None:
-        return {}
-    try:
-        counters = monitoring().query()["counters"]
-    except Exception:  # a runner's own metrics are a bonus: a runner that cannot give them gives none
-        return {}
-    milliseconds: dict[str, float] = collections.defaultdict(float)
-    for counter in counters:
-        if counter.key.metric.name != _EXECUTION_TIME or not counter.key.step:
-            continue
-        for label in counter.key.step.split("/"):
-            if label in steps:
-                milliseconds[label] += _value(counter) or 0
-                break
-    return {step: round(total / 1000, 3) for step, total in milliseconds.items()}
+#: The counters of what a step did not pass on, by prefix (see :mod:`beamtrove.metrics`).
+OUTCOME_PREFIXES = ("skipped.", "dropped.", "errors.")
 
 
 def order_steps(
@@ -168,9 +71,10 @@ def order_steps(
     return ordered
 
 
-def _add_distribution(
+def add_distribution(
     distributions: dict[str, dict], name: str, count: int, total: float, low: float, high: float
 ) -> None:
+    """Merges a distribution's count, sum, minimum and maximum into ``distributions[name]``, and its mean."""
     merged = distributions.setdefault(name, {"count": 0, "sum": 0, "min": math.inf, "max": -math.inf})
     merged["count"] += count
     merged["sum"] += total
@@ -194,7 +98,7 @@ def merge_stats(runs: Iterable[Mapping[str, Any]]) -> dict:
             for name, value in entry.get("counters", {}).items():
                 merged["counters"][name] = merged["counters"].get(name, 0) + value
             for name, d in entry.get("distributions", {}).items():
-                _add_distribution(merged["distributions"], name, d["count"], d["sum"], d["min"], d["max"])
+                add_distribution(merged["distributions"], name, d["count"], d["sum"], d["min"], d["max"])
     return steps
 
 

@@ -111,7 +111,7 @@ def run_beamtrove(source: str, output: str, fpr: float, expected: int, word_spli
     from apache_beam.options.pipeline_options import PipelineOptions  # noqa: PLC0415
 
     from beamtrove.document import Document  # noqa: PLC0415
-    from beamtrove.stats import collect_stats  # noqa: PLC0415
+    from beamtrove.metrics import collect_stats  # noqa: PLC0415
     from beamtrove.transforms.dedup.bloom import BloomDedup, BloomDedupConfig  # noqa: PLC0415
 
     def document(line: str) -> Document:

@@ -48,9 +48,9 @@ from warcio.archiveiterator import ArchiveIterator
 
 from beamtrove.dead_letter import DeadLetter
 from beamtrove.document import Document
+from beamtrove.formats.warc import WarcParser
 from beamtrove.fs import InputFile
 from beamtrove.text import WORD_SPLITTERS
-from beamtrove.transforms.readers.warc import WarcParser
 from benchmarks.common import (
     GIB,
     Results,

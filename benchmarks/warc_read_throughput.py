@@ -31,7 +31,7 @@ from isal import isal_zlib
 from warcio.archiveiterator import ArchiveIterator
 from warcio.bufferedreaders import BUFF_SIZE, DecompressingBufferedReader
 
-from beamtrove.stats import collect_stats
+from beamtrove.metrics import collect_stats
 from beamtrove.transforms.readers import ReadWarc
 from benchmarks.common import Results, add_warc_set_arguments, argument_parser, warc_set_of
 

@@ -26,7 +26,7 @@ from beamtrove.cli import main
 from beamtrove.document import Document
 from beamtrove.execution.elastic import JobDir, prepare_job
 from beamtrove.execution.elastic.jobdir import publish_once
-from beamtrove.stats import collect_stats
+from beamtrove.metrics import collect_stats
 
 SHARED = pathlib.Path(__file__).resolve().parents[1].parent / "shared"
 DATA = SHARED / "data"

@@ -13,9 +13,9 @@ import pytest
 import zstandard
 
 from beamtrove.dead_letter import DeadLetter
+from beamtrove.formats import records as record_reading
 from beamtrove.run_output import OutputRecord, RunOutput
 from beamtrove.transforms.dedup.keep import ClusterMember
-from beamtrove.transforms.readers import base
 
 
 def _rows(movie_reviews, start: int, count: int, **metadata) -> list[dict]:
@@ -144,13 +144,13 @@ def test_a_line_or_file_that_cannot_be_read_is_a_dead_letter_in_its_place(run, m
 
 def test_a_file_is_opened_only_once_the_records_before_it_were_taken(run, monkeypatch):
     opened = []
-    original = base.open_url
+    original = record_reading.open_url
 
     def recording(url, *args, **kwargs):
         opened.append(pathlib.Path(url).name)
         return original(url, *args, **kwargs)
 
-    monkeypatch.setattr(base, "open_url", recording)
+    monkeypatch.setattr(record_reading, "open_url", recording)
     records = iter(RunOutput(str(run)).documents())
     assert opened == []
     list(itertools.islice(records, 3))

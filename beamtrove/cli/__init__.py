@@ -23,16 +23,17 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib
 import logging
 import re
 import signal
 import sys
+from collections.abc import Sequence
 
 from beamtrove import __version__
-from beamtrove.cli import dataflow, elastic, inspect, pipelines, report, runners, summary, train_classifier
 from beamtrove.cli.parsing import INTERRUPTED
+from beamtrove.configuration import ConfigurationError, SuggestingParser, did_you_mean
 from beamtrove.execution.elastic import ElasticError
-from beamtrove.options import ConfigurationError, SuggestingParser, did_you_mean
 
 __all__ = ["INTERRUPTED", "main"]
 
@@ -109,13 +110,33 @@ def _configure_logging() -> None:
         relayed.addFilter(_WorkerLogs())
 
 
-def _parser() -> argparse.ArgumentParser:
+# Each command's module (under beamtrove.cli), which adds it to the tree with its handler, in the order --help
+# lists them. A command given first on the line is parsed with its module alone, so that it imports only what it
+# uses: a look at a run's stats does not import the Slurm, Dataflow and classifier-training commands.
+_MODULES = {
+    "run": "pipelines",
+    "stats": "pipelines",
+    "assets": "pipelines",
+    "inspect": "inspect",
+    "report": "report",
+    "merge-stats": "summary",
+    "train-classifier": "train_classifier",
+    "elastic": "elastic",
+    "runners": "runners",
+    "slurm": "runners",
+    "dataflow": "dataflow",
+}
+
+
+def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
+    """The command tree: the command ``argv`` starts with alone (with the others of its module), or every command."""
     # Every subcommand's parser is of the class of its parent's.
     parser = SuggestingParser(prog="beamtrove", description="LLM pretraining data from web crawls, on Beam.")
     parser.add_argument("--version", action="version", version=f"beamtrove {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for group in (pipelines, inspect, report, summary, train_classifier, elastic, runners, dataflow):
-        group.add_commands(commands)
+    first = argv[0] if argv else None
+    for module in dict.fromkeys([_MODULES[first]] if first in _MODULES else _MODULES.values()):
+        importlib.import_module(f"{__name__}.{module}").add_commands(commands)
     return parser
 
 
@@ -161,7 +182,7 @@ def _main(argv: list[str]) -> int:
     if _SEPARATOR in argv:
         at = argv.index(_SEPARATOR)
         argv, separated = argv[:at], argv[at + 1 :]
-    parser = _parser()
+    parser = _parser(argv)
     args, rest = parser.parse_known_args(argv)
     if rest and args.command != "run":
         parser.error(f"unrecognized arguments: {' '.join(rest)}{_suggestion(_chosen(parser, args), rest)}")

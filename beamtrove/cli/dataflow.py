@@ -5,9 +5,8 @@ from __future__ import annotations
 import argparse
 
 from beamtrove.cli.parsing import command, group
-from beamtrove.execution.dataflow.template import flex_template_spec, template_options
+from beamtrove.configuration import ConfigurationError
 from beamtrove.fs import write_json
-from beamtrove.options import ConfigurationError
 from beamtrove.pipelines import PIPELINES
 
 __all__ = ["add_commands"]
@@ -29,6 +28,9 @@ def _build_template(args: argparse.Namespace, _: list[str]) -> int:
     run JOB --template-file-gcs-location SPEC --region REGION --parameters
     pipeline=PIPELINE,output=gs://...`.
     """
+    # Templates are made of the pipelines' Beam option classes: only the commands that build one import Beam.
+    from beamtrove.execution.dataflow.template import flex_template_spec  # noqa: PLC0415
+
     worker_image = args.image if args.sdk_container_image is None else args.sdk_container_image
     spec = flex_template_spec(args.pipeline, args.image, sdk_container_image=worker_image or None)
     _write(spec, args.output)
@@ -47,6 +49,7 @@ def _graph(args: argparse.Namespace, pipeline_argv: list[str]) -> int:
     """
     # Beam's Dataflow runner and API client take about a second to import: only this command pays for them.
     from beamtrove.execution.dataflow.graph import dry_run, format_graph  # noqa: PLC0415
+    from beamtrove.execution.dataflow.template import template_options  # noqa: PLC0415
 
     graph = dry_run(args.pipeline, pipeline_argv, staging_dir=args.staging_dir)
     print(format_graph(graph, [option.name for option in template_options(args.pipeline)]))

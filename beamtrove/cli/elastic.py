@@ -6,14 +6,14 @@ import argparse
 import json
 
 from beamtrove.cli.parsing import command, group
-from beamtrove.execution.elastic import merge_job, prepare_job, retry_shards, run_worker, shard_states
 from beamtrove.execution.elastic.jobdir import is_staged
-from beamtrove.execution.elastic.merge import format_verification, verify_job
-from beamtrove.execution.elastic.status import format_status, state_counts
-from beamtrove.execution.elastic.worker import DEFAULT_SORT_MEMORY, slurm_array_script
-from beamtrove.execution.staged.status import format_task_status
+from beamtrove.execution.elastic.publish import DEFAULT_SORT_MEMORY
+from beamtrove.execution.elastic.status import format_status, retry_shards, shard_states, state_counts
 
 __all__ = ["add_commands"]
+
+# The handlers that prepare, run, merge or verify shards import their modules when called: those import Beam,
+# which reading a job's status, requeueing its shards and printing the Slurm script do without.
 
 
 def _prepare(args: argparse.Namespace, pipeline_argv: list[str]) -> int:
@@ -24,6 +24,8 @@ def _prepare(args: argparse.Namespace, pipeline_argv: list[str]) -> int:
     path order and publishes the job directory atomically. The options after --
     also set the local DirectRunner of each worker.
     """
+    from beamtrove.execution.elastic.prepare import prepare_job  # noqa: PLC0415
+
     limits = {
         "lock_timeout": args.lock_timeout,
         "max_retries": args.max_retries,
@@ -42,6 +44,8 @@ def _prepare(args: argparse.Namespace, pipeline_argv: list[str]) -> int:
 
 def _worker(args: argparse.Namespace, _: list[str]) -> int:
     """Claim and process shards until none is left."""
+    from beamtrove.execution.elastic.worker import run_worker  # noqa: PLC0415
+
     return run_worker(
         args.job_dir,
         max_shards=args.max_shards,
@@ -57,10 +61,13 @@ def _status(args: argparse.Namespace, _: list[str]) -> int:
     complete = all(entry["state"] == "done" for entry in states)
     if args.json:
         print(json.dumps({"complete": complete, "counts": state_counts(states), "shards": states}, indent=1))
+    elif states and "stage" in states[0]:
+        # A staged job's tasks come from its plan, which is made of the pipeline's Beam transforms.
+        from beamtrove.execution.staged.status import format_task_status  # noqa: PLC0415
+
+        print(format_task_status(states, args.all))
     else:
-        print(
-            format_task_status(states, args.all) if states and "stage" in states[0] else format_status(states, args.all)
-        )
+        print(format_status(states, args.all))
     return 0 if complete else 1
 
 
@@ -73,6 +80,8 @@ def _retry(args: argparse.Namespace, _: list[str]) -> int:
 
 def _merge(args: argparse.Namespace, _: list[str]) -> int:
     """Verify every shard and publish their outputs, in order, as one run folder."""
+    from beamtrove.execution.elastic.merge import merge_job  # noqa: PLC0415
+
     report = merge_job(args.job_dir, args.output, overwrite=args.overwrite)
     print(f"merged {report['documents']} documents into {report['output']}; stats in {report['stats']}")
     return 0
@@ -84,6 +93,8 @@ def _verify(args: argparse.Namespace, _: list[str]) -> int:
     Exits 0 when complete and intact, 1 when incomplete, 2 when an output is
     damaged or a done record disagrees with the manifest.
     """
+    from beamtrove.execution.elastic.merge import format_verification, verify_job  # noqa: PLC0415
+
     report = verify_job(args.job_dir, args.expect_hosts)
     print(format_verification(report, args.expect_hosts))
     return 2 if report["problems"] or report["mismatches"] else 0 if report["ok"] else 1
@@ -91,6 +102,8 @@ def _verify(args: argparse.Namespace, _: list[str]) -> int:
 
 def _slurm_template(args: argparse.Namespace, _: list[str]) -> int:
     """Print a Slurm array script that runs one worker per array task."""
+    from beamtrove.execution.elastic.worker import slurm_array_script  # noqa: PLC0415
+
     print(slurm_array_script(), end="")
     return 0
 

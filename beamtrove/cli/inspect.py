@@ -21,13 +21,13 @@ import orjson
 
 from beamtrove.cli.pager import paged_output
 from beamtrove.cli.parsing import command
+from beamtrove.configuration import ConfigurationError, did_you_mean
 from beamtrove.dead_letter import DeadLetter
+from beamtrove.document import document_row
+from beamtrove.formats import SUFFIXES, input_format
 from beamtrove.fs import InputFile, filesystem, has_glob, is_glob
 from beamtrove.layout import DEAD_LETTERS_DIR, DOCUMENTS_DIR, EXCLUDED_DIR, FILTER_REASON_KEY, RUN_MARKS
-from beamtrove.options import ConfigurationError, did_you_mean
-from beamtrove.run_output import OutputRecord, Records, RunOutput
-from beamtrove.transforms.readers import FileReader, JsonlParser, ReadWarc, reader_for
-from beamtrove.transforms.writers.jsonl import document_row
+from beamtrove.run_output import OutputRecord, Records, RunOutput, read_documents
 
 __all__ = ["add_commands"]
 
@@ -239,7 +239,7 @@ def _select(args: argparse.Namespace) -> _Selection:
             f"{option} reads a run's output folder, and {_named(args.paths)} is not one (it holds no "
             f"{' or '.join(RUN_MARKS)}); pass the --output of a run"
         )
-    records = Records.of(_reader(args.paths, args.input_format))
+    records = _records_of_files(args.paths, args.input_format)
     return _Selection(records, _title(_named(args.paths), records.files))
 
 
@@ -291,7 +291,7 @@ def _dead_letters(run: RunOutput, stats: Mapping[str, Any]) -> _Selection:
     records = run.dead_letters()
     if not records.files:
         raise ConfigurationError(
-            f"{folder} holds no dead letters ({', '.join(JsonlParser.suffixes)} files): it holds {_contents(folder)}"
+            f"{folder} holds no dead letters ({', '.join(SUFFIXES['jsonl'])} files): it holds {_contents(folder)}"
         )
     steps = stats.get("steps", {})
     details = tuple(
@@ -302,10 +302,10 @@ def _dead_letters(run: RunOutput, stats: Mapping[str, Any]) -> _Selection:
     return _Selection(records, _title(folder, records.files), dead_letters=True, details=details)
 
 
-def _reader(paths: list[str], input_format: str) -> FileReader:
-    """The reader of the documents ``paths`` hold; refuses paths that hold none."""
+def _records_of_files(paths: list[str], requested_format: str) -> Records:
+    """The documents ``paths`` hold; refuses paths that hold none."""
     try:
-        reader_class = reader_for(input_format, paths)
+        file_format = input_format(requested_format, paths)
     except ValueError as exc:
         raise ConfigurationError(str(exc)) from None
     except FileNotFoundError:
@@ -314,14 +314,14 @@ def _reader(paths: list[str], input_format: str) -> FileReader:
             f"no JSONL, Parquet or CSV files under {', '.join(folders)}: "
             + "; ".join(f"{folder} holds {_contents(folder)}" for folder in folders)
         ) from None
-    if reader_class is ReadWarc:
+    if file_format == "warc":
         raise ConfigurationError(
             f"{_named(paths)}: WARC files hold pages rather than documents; extract their text first "
             "(beamtrove run extract --input ... --output OUT) and inspect OUT"
         )
     try:
-        return reader_class(paths, progress_interval=0)
-    except FileNotFoundError as exc:
+        return read_documents(paths, file_format)
+    except (FileNotFoundError, ValueError) as exc:
         raise ConfigurationError(str(exc)) from None
 
 

@@ -7,9 +7,7 @@ import sys
 
 from beamtrove.assets import ASSET_NAMES, asset_path, asset_present, fetch_assets
 from beamtrove.cli.parsing import INTERRUPTED, command, group
-from beamtrove.execution.run import RunInterrupted, run_pipeline
-from beamtrove.options import ConfigurationError, format_help, parse
-from beamtrove.pipelines import all_pipeline_specs, pipeline_spec
+from beamtrove.configuration import ConfigurationError
 from beamtrove.stats import format_stats, read_stats
 
 __all__ = ["add_commands"]
@@ -19,6 +17,11 @@ _HELP_FLAGS = ("-h", "--help")
 
 def _run(args: argparse.Namespace, pipeline_argv: list[str]) -> int:
     """Run a pipeline (beamtrove run PIPELINE --help)."""
+    # Pipelines are made of Beam's transforms and options: of these commands, only this one imports Beam.
+    from beamtrove.execution.run import RunInterrupted, run_pipeline  # noqa: PLC0415
+    from beamtrove.options import format_help, parse  # noqa: PLC0415
+    from beamtrove.pipelines import all_pipeline_specs, pipeline_spec  # noqa: PLC0415
+
     wants_help = any(flag in pipeline_argv for flag in _HELP_FLAGS)
     if args.pipeline is None:
         listing = "\n".join(f"  {spec.name:<13} {spec.description}" for spec in all_pipeline_specs())

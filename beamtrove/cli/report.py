@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 
 from beamtrove.cli.parsing import command
+from beamtrove.configuration import ConfigurationError
 from beamtrove.layout import REPORT_FILE, STATS_FILE
-from beamtrove.options import ConfigurationError
+from beamtrove.report import write_report
 
 __all__ = ["add_commands"]
 
@@ -19,9 +20,6 @@ def _report(args: argparse.Namespace, _: list[str]) -> int:
     the kept documents (summary_stats/), a few documents each filter dropped
     per reason, the dead letters and the run's options.
     """
-    # matplotlib takes about 0.15 s to import: only this command pays for it.
-    from beamtrove.report import write_report  # noqa: PLC0415
-
     try:
         path = write_report(args.output, path=args.out)
     except FileNotFoundError:

@@ -9,9 +9,9 @@ import signal
 import sys
 
 from beamtrove.cli.parsing import command, group
-from beamtrove.execution import runner_parts, runner_setup, slurm_flink
+from beamtrove.configuration import ConfigurationError
+from beamtrove.execution import runner_parts, runner_setup
 from beamtrove.execution.flink import flink_process, parse_properties, wait_for_taskmanagers, write_flink_config
-from beamtrove.options import ConfigurationError
 
 __all__ = ["add_commands"]
 
@@ -25,6 +25,13 @@ _SUBMIT_SETTINGS = (
     "taskmanager_memory", "startup_timeout",
 )  # fmt: skip
 _RUNNER_GROUPS = {"prism": ("prism",), "flink": ("flink-job-server", "flink-dist"), "all": runner_parts.PARTS}
+
+
+def _slurm_flink():
+    """The Slurm + Flink module: it checks and builds pipelines, so it imports Beam, which the other commands skip."""
+    from beamtrove.execution import slurm_flink  # noqa: PLC0415
+
+    return slurm_flink
 
 
 def _settings(args: argparse.Namespace, names: tuple[str, ...]) -> dict:
@@ -120,7 +127,7 @@ def _submit(args: argparse.Namespace, pipeline_argv: list[str]) -> int:
     neither Slurm nor the job-server jar yet.
     """
     try:
-        submission = slurm_flink.submit(args.pipeline, pipeline_argv, **_settings(args, _SUBMIT_SETTINGS))
+        submission = _slurm_flink().submit(args.pipeline, pipeline_argv, **_settings(args, _SUBMIT_SETTINGS))
     except RuntimeError as exc:
         print(f"beamtrove: error: {exc}", file=sys.stderr)
         return 1
@@ -137,7 +144,7 @@ def _submit(args: argparse.Namespace, pipeline_argv: list[str]) -> int:
 
 def _node(args: argparse.Namespace, _: list[str]) -> int:
     """Run what each node's srun task runs: a TaskManager and a worker pool, until stopped."""
-    return slurm_flink.run_node(args.flink_home, args.job_dir, args.worker_pool_port)
+    return _slurm_flink().run_node(args.flink_home, args.job_dir, args.worker_pool_port)
 
 
 def _runners_commands(commands) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from beamtrove.cli.parsing import command
-from beamtrove.options import ConfigurationError
+from beamtrove.configuration import ConfigurationError
 
 __all__ = ["add_commands"]
 

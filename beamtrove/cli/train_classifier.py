@@ -27,11 +27,11 @@ import tempfile
 from collections.abc import Iterator, Sequence
 
 from beamtrove.cli.parsing import command
+from beamtrove.configuration import ConfigurationError
 from beamtrove.dead_letter import DeadLetter
-from beamtrove.options import ConfigurationError
-from beamtrove.pipelines.common import documents_of_run
+from beamtrove.formats import input_format
 from beamtrove.processes import die_with_parent, stops_interrupt
-from beamtrove.transforms.readers import ReadWarc, reader_for
+from beamtrove.run_output import documents_of_run, read_documents
 
 __all__ = ["LabelScores", "TrainingSettings", "add_commands", "train_classifier"]
 
@@ -269,22 +269,21 @@ def _texts(paths: list[str], limit: int | None) -> tuple[list[str], int]:
     """
     folders = [documents_of_run(path) for path in paths]
     try:
-        reader_class = reader_for("auto", folders)
-        if reader_class is ReadWarc:
+        file_format = input_format("auto", folders)
+        if file_format == "warc":
             raise ValueError(f"{folders[0]}: WARC files hold pages; extract their text first (beamtrove run extract)")
-        reader = reader_class(folders, progress_interval=0)
+        records = read_documents(folders, file_format)
     except (FileNotFoundError, ValueError) as exc:
         raise ConfigurationError(str(exc)) from None
     unreadable = 0
 
     def documents() -> Iterator[str]:
         nonlocal unreadable
-        for file in reader.files:
-            for outcome in reader.read_file(file):
-                if isinstance(outcome, DeadLetter):
-                    unreadable += 1
-                else:
-                    yield outcome.text
+        for outcome in records:
+            if isinstance(outcome, DeadLetter):
+                unreadable += 1
+            else:
+                yield outcome.document.text
 
     texts = list(itertools.islice(documents(), limit))
     return texts, unreadable

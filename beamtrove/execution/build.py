@@ -26,6 +26,7 @@ from collections.abc import Sequence
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from beamtrove.configuration import ConfigurationError
 from beamtrove.execution.output import OutputPlan, Publish, check_auxiliary_inputs, check_separate, plan_output
 from beamtrove.execution.resume import configuration, pending_inputs
 from beamtrove.execution.runner_checks import check_runner_options
@@ -39,7 +40,7 @@ from beamtrove.layout import (
     write_clusters,
     write_excluded,
 )
-from beamtrove.options import BeamtroveOptions, ConfigurationError, ResumeOptions, paths_read
+from beamtrove.options import BeamtroveOptions, ResumeOptions, paths_read
 from beamtrove.pipelines.common import dead_letters_writer, excluded_writer
 from beamtrove.pipelines.spec import Flow, PipelineSpec
 from beamtrove.pipelines.summary_stats import SUMMARY_STATS_STEP, summary_stats_transform

@@ -20,7 +20,7 @@ import time
 import urllib.request
 from collections.abc import Callable, Iterable
 
-from beamtrove.options import ConfigurationError
+from beamtrove.configuration import ConfigurationError
 
 __all__ = [
     "FlinkProcess",

@@ -47,6 +47,7 @@ from typing import Any
 
 import apache_beam as beam
 
+from beamtrove.configuration import ConfigurationError
 from beamtrove.execution.output_checks import check_auxiliary_inputs, check_separate
 from beamtrove.execution.output_lock import LOCK_TIMEOUT_SECONDS, OutputLock, lock_output
 from beamtrove.execution.output_publish import (
@@ -58,7 +59,6 @@ from beamtrove.execution.output_publish import (
 )
 from beamtrove.fs import filesystem, join
 from beamtrove.layout import LOCK_DIR, RESUME_CONFIG_FILE, STAGED_JOB_DIR, STAGING_DIR
-from beamtrove.options import ConfigurationError
 
 __all__ = [
     "LOCK_TIMEOUT_SECONDS",

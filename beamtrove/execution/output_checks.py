@@ -15,8 +15,8 @@ from typing import Any
 
 from fsspec.core import split_protocol
 
+from beamtrove.configuration import ConfigurationError
 from beamtrove.fs import InputFile, input_folder
-from beamtrove.options import ConfigurationError
 
 __all__ = ["check_auxiliary_inputs", "check_separate"]
 

@@ -26,9 +26,9 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
+from beamtrove.configuration import ConfigurationError
 from beamtrove.fs import filesystem, join, read_json_record, write_json
 from beamtrove.layout import LOCK_DIR
-from beamtrove.options import ConfigurationError
 from beamtrove.processes import is_alive
 
 __all__ = ["LOCK_TIMEOUT_SECONDS", "OutputLock", "lock_output"]

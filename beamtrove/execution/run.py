@@ -33,11 +33,13 @@ from beamtrove.execution.resume import completed_totals, configuration
 from beamtrove.execution.runner_parts import use_local_runner_parts
 from beamtrove.fs import filesystem, join
 from beamtrove.layout import REPORT_FILE, STATS_FILE
+from beamtrove.metrics import collect_stats
 from beamtrove.options import BeamtroveOptions, ResumeOptions, StagedOptions
 from beamtrove.pipelines.spec import PipelineSpec
 from beamtrove.processes import stops_interrupt
 from beamtrove.progress import ProgressBoard
-from beamtrove.stats import collect_stats, order_steps, write_stats
+from beamtrove.report import write_report
+from beamtrove.stats import order_steps, write_stats
 
 __all__ = ["RunInterrupted", "RunResult", "run_pipeline", "write_run_report"]
 
@@ -147,9 +149,6 @@ def write_run_report(folder: str, output: str) -> str:
     A report that cannot be drawn leaves none: the one an earlier run into a
     resumable output wrote would describe that run.
     """
-    # Imported here: the report draws with matplotlib, which only a finished run needs.
-    from beamtrove.report import write_report  # noqa: PLC0415
-
     try:
         return write_report(folder)
     except Exception as exc:  # the run's results are in place: a report that cannot be drawn does not undo them

@@ -29,18 +29,14 @@ import re
 import shutil
 import subprocess
 import zipfile
+from importlib import metadata
+from typing import TYPE_CHECKING
 
-import apache_beam
-from apache_beam.options.pipeline_options import (
-    FlinkRunnerOptions,
-    PipelineOptions,
-    PortableOptions,
-    PrismRunnerOptions,
-    StandardOptions,
-)
-
+from beamtrove.configuration import ConfigurationError
 from beamtrove.execution.flink import is_flink_home
-from beamtrove.options import ConfigurationError
+
+if TYPE_CHECKING:
+    from apache_beam.options.pipeline_options import PipelineOptions
 
 __all__ = [
     "FLINK_RELEASES",
@@ -74,11 +70,15 @@ MANIFEST = "runners.json"
 
 def beam_version() -> str:
     """The installed Apache Beam version, e.g. ``"2.77.0"``."""
-    return apache_beam.__version__
+    # Read from the installed package's metadata: where the parts are and what to fetch is told without Beam's
+    # import, which only runs pay for.
+    return metadata.version("apache-beam")
 
 
 def default_flink_minor() -> str:
     """The newest Flink minor version the installed Beam publishes a Flink runner for and beamtrove pins."""
+    from apache_beam.options.pipeline_options import FlinkRunnerOptions  # noqa: PLC0415
+
     published = [minor for minor in FlinkRunnerOptions.PUBLISHED_FLINK_VERSIONS if minor in FLINK_RELEASES]
     if not published:
         raise RuntimeError(f"Beam {beam_version()} publishes no Flink runner for {', '.join(FLINK_RELEASES)}.")
@@ -195,6 +195,13 @@ def use_local_runner_parts(options: PipelineOptions, runners_dir: str | os.PathL
         ConfigurationError: A Flink run without a job-server jar; the message
             says how to obtain one.
     """
+    from apache_beam.options.pipeline_options import (  # noqa: PLC0415
+        FlinkRunnerOptions,
+        PortableOptions,
+        PrismRunnerOptions,
+        StandardOptions,
+    )
+
     runner = options.view_as(StandardOptions).runner or ""
     name = runner.rsplit(".", 1)[-1].lower().removesuffix("runner")
     prism = options.view_as(PrismRunnerOptions)

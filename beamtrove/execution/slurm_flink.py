@@ -43,6 +43,7 @@ from collections.abc import Sequence
 from apache_beam.options.pipeline_options import FlinkRunnerOptions, PortableOptions, StandardOptions
 
 from beamtrove import __version__
+from beamtrove.configuration import ConfigurationError
 from beamtrove.execution.flink import flink_process, is_flink_home
 from beamtrove.execution.runner_parts import (
     JOB_SERVER_MAIN_CLASS,
@@ -52,7 +53,7 @@ from beamtrove.execution.runner_parts import (
     part_path,
     part_present,
 )
-from beamtrove.options import ConfigurationError, parse
+from beamtrove.options import parse
 from beamtrove.pipelines import pipeline_spec
 
 __all__ = ["CLUSTER_FAILED", "Submission", "SubmitError", "job_script", "run_node", "submit"]

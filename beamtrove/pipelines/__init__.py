@@ -3,17 +3,21 @@
 Each pipeline module defines ``SPEC`` (see :mod:`beamtrove.pipelines.spec`)
 and its own option class. The registry maps names to modules and imports a
 module only when its pipeline is asked for, so commands that run one
-pipeline do not load the models and libraries of the others.
+pipeline do not load the models and libraries of the others, and commands
+that run none do not import Beam.
 """
 
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
-from beamtrove.options import ConfigurationError, did_you_mean
-from beamtrove.pipelines.spec import PipelineSpec
+from beamtrove.configuration import ConfigurationError, did_you_mean
 
-__all__ = ["PIPELINES", "PipelineSpec", "all_pipeline_specs", "pipeline_spec"]
+if TYPE_CHECKING:
+    from beamtrove.pipelines.spec import PipelineSpec
+
+__all__ = ["PIPELINES", "all_pipeline_specs", "pipeline_spec"]
 
 #: Pipeline name -> the module declaring it.
 PIPELINES = {

@@ -27,7 +27,7 @@ from beamtrove.layout import (
 )
 from beamtrove.options import BeamtroveOptions, Option, Range, declared
 from beamtrove.pipelines.spec import Sink
-from beamtrove.run_output import RunOutput
+from beamtrove.run_output import documents_of_run
 from beamtrove.transforms.readers import FileReader, ReadHuggingFace, ReadWarc, reader_for
 from beamtrove.transforms.tokens import ChunkShuffle, WriteTokenShards
 from beamtrove.transforms.writers import WriteDeadLetters, WriteJsonl
@@ -39,7 +39,6 @@ __all__ = [
     "ShardOptions",
     "dead_letters_writer",
     "document_reader",
-    "documents_of_run",
     "documents_sink",
     "excluded_writer",
     "input_files",
@@ -152,24 +151,6 @@ def input_files(options: PipelineOptions) -> list[str | InputFile]:
     if common.input:
         raise ValueError("--input_ranges replaces --input: pass one of them.")
     return read_input_ranges(common.input_ranges)
-
-
-def documents_of_run(pattern: str) -> str:
-    """The ``documents/`` folder of a beamtrove run's output given as input, else the input as given.
-
-    A run's output also holds what it excluded and its dead letters, which
-    are not the documents it produced: a folder read as input never yields
-    them (:func:`~beamtrove.fs.match_inputs`), so the output of a run that
-    kept nothing is an empty input, with a warning.
-    """
-    run = RunOutput.at(pattern)
-    documents = run and run.documents_folder
-    if run is None or documents == run.folder:
-        # Not a run's output; or one that kept nothing (match_inputs says so), or wrote its documents into the
-        # folder itself (convert): what it kept is what the folder holds besides what it set aside.
-        return pattern
-    _LOGGER.warning("%s is the output of a beamtrove run: reading its documents only, from %s", pattern, documents)
-    return documents
 
 
 def required_inputs(options: PipelineOptions) -> list[str | InputFile]:

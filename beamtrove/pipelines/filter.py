@@ -15,7 +15,8 @@ from collections.abc import Callable
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beamtrove.options import ConfigurationError, Option, WordSplitterOptions, declared, did_you_mean
+from beamtrove.configuration import ConfigurationError, did_you_mean
+from beamtrove.options import Option, WordSplitterOptions, declared
 from beamtrove.pipelines.common import RowInputOptions, documents_sink, row_reader
 from beamtrove.pipelines.spec import DocumentStep, PipelineSpec
 from beamtrove.pipelines.steps import (

@@ -26,17 +26,10 @@ from typing import ClassVar
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from beamtrove.configuration import ConfigurationError, did_you_mean
 from beamtrove.fs import InputFile
 from beamtrove.layout import DEAD_LETTERS, EXCLUDED, KEPT, READ, WRITE_DEAD_LETTERS, write_clusters, write_excluded
-from beamtrove.options import (
-    BeamtroveOptions,
-    ConfigurationError,
-    OutputFormatOptions,
-    ResumeOptions,
-    StagedOptions,
-    WordSplitterOptions,
-    did_you_mean,
-)
+from beamtrove.options import BeamtroveOptions, OutputFormatOptions, ResumeOptions, StagedOptions, WordSplitterOptions
 from beamtrove.transforms.readers import FileReader
 from beamtrove.transforms.step_fn import check_step_fn
 

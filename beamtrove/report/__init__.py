@@ -9,8 +9,8 @@ network, script or other file to be viewed.
 
 Modules: :mod:`~beamtrove.report.sampling` (what the report reads of the
 output: summary statistics, samples of what steps set aside),
-:mod:`~beamtrove.report.charts` (the funnel and histograms, drawn by
-matplotlib as SVG) and :mod:`~beamtrove.report.html` (the page).
+:mod:`~beamtrove.report.charts` (the funnel and histograms, drawn as SVG)
+and :mod:`~beamtrove.report.html` (the page).
 """
 
 from __future__ import annotations

@@ -10,9 +10,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from beamtrove.metrics import OUTCOME_PREFIXES
 from beamtrove.report.charts import UNACCOUNTED, documents_read, funnel_steps, funnel_svg, histogram_svg, set_aside
 from beamtrove.report.sampling import Sample, StatFigures
+from beamtrove.stats import OUTCOME_PREFIXES
 
 __all__ = ["render_report"]
 

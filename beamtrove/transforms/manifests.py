@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from beamtrove.options import ConfigurationError
+from beamtrove.configuration import ConfigurationError
 
 __all__ = ["file_sizes", "is_count", "load_manifest"]
 

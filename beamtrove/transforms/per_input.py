@@ -33,6 +33,7 @@ from apache_beam import pvalue
 
 from beamtrove.completion import completion_marker_record
 from beamtrove.dead_letter import DeadLetter
+from beamtrove.document import document_row
 from beamtrove.fs import InputFile, file_sha256, filesystem, join, move, write_json
 from beamtrove.layout import (
     DEAD_LETTERS,
@@ -53,7 +54,7 @@ from beamtrove.metrics import StepMetrics, counters_recorded
 from beamtrove.transforms.readers.base import FileReader
 from beamtrove.transforms.step_fn import run_step_fn
 from beamtrove.transforms.writers.base import TempFile
-from beamtrove.transforms.writers.jsonl import JsonlFormat, document_row
+from beamtrove.transforms.writers.jsonl import JsonlFormat
 
 __all__ = ["ProcessInputs"]
 

@@ -33,10 +33,12 @@ from apache_beam.runners.dataflow.dataflow_runner import DataflowRunner
 from apache_beam.runners.dataflow.internal import apiclient
 from apache_beam.runners.internal import names
 
+from beamtrove.configuration import ConfigurationError
 from beamtrove.execution.build import build
 from beamtrove.fs import file_sha256
-from beamtrove.options import ConfigurationError, parse
-from beamtrove.pipelines import PipelineSpec, pipeline_spec
+from beamtrove.options import parse
+from beamtrove.pipelines import pipeline_spec
+from beamtrove.pipelines.spec import PipelineSpec
 
 __all__ = ["OFFLINE_DEFAULTS", "dry_run", "format_graph"]
 

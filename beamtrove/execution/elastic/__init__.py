@@ -32,11 +32,7 @@ the input and cutting shards), :mod:`~beamtrove.execution.elastic.prepare`,
 :mod:`~beamtrove.execution.elastic.merge` (verify and merge).
 """
 
-from beamtrove.execution.elastic.jobdir import ElasticError, JobDir
-from beamtrove.execution.elastic.merge import merge_job, verify_job
-from beamtrove.execution.elastic.prepare import prepare_job
-from beamtrove.execution.elastic.status import retry_shards, shard_states
-from beamtrove.execution.elastic.worker import run_worker
+from beamtrove.exports import exported_from
 
 __all__ = [
     "ElasticError",
@@ -48,3 +44,19 @@ __all__ = [
     "shard_states",
     "verify_job",
 ]
+
+_MODULE = "beamtrove.execution.elastic."
+# A job's status is read without Beam: only the modules that run or merge shards import it.
+__getattr__ = exported_from(
+    __name__,
+    {
+        "ElasticError": _MODULE + "jobdir",
+        "JobDir": _MODULE + "jobdir",
+        "merge_job": _MODULE + "merge",
+        "prepare_job": _MODULE + "prepare",
+        "retry_shards": _MODULE + "status",
+        "run_worker": _MODULE + "worker",
+        "shard_states": _MODULE + "status",
+        "verify_job": _MODULE + "merge",
+    },
+)

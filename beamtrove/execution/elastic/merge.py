@@ -10,6 +10,7 @@ import shutil
 import time
 from typing import Any
 
+from beamtrove.configuration import ConfigurationError
 from beamtrove.execution.elastic.jobdir import ElasticError, JobDir, is_staged
 from beamtrove.execution.elastic.status import DamagedRecord, output_damage, read_done
 from beamtrove.execution.output import plan_output
@@ -24,7 +25,7 @@ from beamtrove.layout import (
     STATS_FILE,
     SUMMARY_STATS_DIR,
 )
-from beamtrove.options import ConfigurationError, parse
+from beamtrove.options import parse
 from beamtrove.pipelines import pipeline_spec
 from beamtrove.run_output import RunOutput
 from beamtrove.stats import merge_stats

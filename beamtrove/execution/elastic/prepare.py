@@ -21,6 +21,7 @@ from typing import Any
 from apache_beam.options.pipeline_options import DirectOptions, StandardOptions
 
 from beamtrove import __version__
+from beamtrove.configuration import ConfigurationError
 from beamtrove.execution.build import build
 from beamtrove.execution.elastic.jobdir import (
     FORMAT_VERSION,
@@ -34,8 +35,9 @@ from beamtrove.execution.elastic.jobdir import (
 )
 from beamtrove.execution.elastic.scan import scan_inputs, shard_inputs, shards
 from beamtrove.input_ranges import write_input_ranges
-from beamtrove.options import BeamtroveOptions, ConfigurationError, ResumeOptions, parse, split_beam_options
-from beamtrove.pipelines import PipelineSpec, pipeline_spec
+from beamtrove.options import BeamtroveOptions, ResumeOptions, parse, split_beam_options
+from beamtrove.pipelines import pipeline_spec
+from beamtrove.pipelines.spec import PipelineSpec
 
 __all__ = ["prepare_job", "publish_job"]
 

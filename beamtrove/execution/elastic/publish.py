@@ -21,7 +21,10 @@ import orjson
 
 from beamtrove.fs import file_sha256
 
-__all__ = ["collect_documents"]
+__all__ = ["DEFAULT_SORT_MEMORY", "collect_documents"]
+
+#: Bytes of documents a worker holds while sorting a shard's output, unless told otherwise.
+DEFAULT_SORT_MEMORY = 256 << 20
 
 # Runs merged at once: each is an open file with its own read buffer.
 _MERGE_FAN_IN = 64

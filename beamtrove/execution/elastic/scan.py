@@ -18,12 +18,12 @@ from typing import Any, BinaryIO
 
 import fsspec.compression
 import numpy as np
-from fsspec.utils import infer_compression
 from warcio.archiveiterator import ArchiveIterator
 
 from beamtrove.execution.elastic.jobdir import ElasticError
-from beamtrove.fs import InputFile, file_sha256, match_inputs
-from beamtrove.transforms.readers import JsonlParser, WarcParser
+from beamtrove.formats.jsonl import JsonlParser
+from beamtrove.formats.warc import WarcParser
+from beamtrove.fs import InputFile, compression_of, file_sha256, match_inputs
 
 __all__ = ["cut_shards", "scan_inputs", "shard_inputs", "shard_sha256", "shards"]
 
@@ -121,7 +121,7 @@ def _scan_whole_file(path: str, is_warc: bool) -> tuple[str, int, int, str | Non
             if is_warc:
                 count = sum(1 for _ in ArchiveIterator(stream, arc2warc=True))
             else:
-                with fsspec.compression.compr[infer_compression(path)](stream, mode="rb") as lines:
+                with fsspec.compression.compr[compression_of(path)](stream, mode="rb") as lines:
                     for line in lines:
                         if line.strip():
                             count += 1

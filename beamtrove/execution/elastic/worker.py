@@ -30,7 +30,7 @@ from beamtrove.execution.elastic.jobdir import (
     is_staged,
     publish_once,
 )
-from beamtrove.execution.elastic.publish import collect_documents
+from beamtrove.execution.elastic.publish import DEFAULT_SORT_MEMORY, collect_documents
 from beamtrove.execution.elastic.scan import shard_inputs, shard_sha256
 from beamtrove.execution.elastic.status import job_progress, shard_states
 from beamtrove.fs import join, read_json_record, write_local_atomically
@@ -40,14 +40,12 @@ from beamtrove.options import parse
 from beamtrove.pipelines import pipeline_spec
 from beamtrove.processes import die_with_parent
 
-__all__ = ["ATTEMPT_FILE", "DEFAULT_SORT_MEMORY", "SHARD_DOCUMENTS", "run_worker", "slurm_array_script"]
+__all__ = ["ATTEMPT_FILE", "SHARD_DOCUMENTS", "run_worker", "slurm_array_script"]
 
 ATTEMPT_FILE = "attempt.json"
 SHARD_DOCUMENTS = "documents.jsonl.gz"
 _LOG_TAIL_LINES = 20
 _INPUTS_FILE = "inputs.json"
-#: Bytes of documents a worker holds while sorting a shard's output, unless told otherwise.
-DEFAULT_SORT_MEMORY = 256 << 20
 # Below this a run would hold only a few documents.
 _MIN_SORT_MEMORY = 64 << 10
 

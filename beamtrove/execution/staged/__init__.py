@@ -11,7 +11,16 @@ and runs tasks and :mod:`~beamtrove.execution.staged.run` is ``beamtrove run
 --staged``.
 """
 
-from beamtrove.execution.staged.run import prepare_staged_job, run_staged
-from beamtrove.execution.staged.worker import run_staged_worker
+from beamtrove.exports import exported_from
 
 __all__ = ["prepare_staged_job", "run_staged", "run_staged_worker"]
+
+# A staged job's status is read without Beam: only the modules that plan and run tasks import it.
+__getattr__ = exported_from(
+    __name__,
+    {
+        "prepare_staged_job": "beamtrove.execution.staged.run",
+        "run_staged": "beamtrove.execution.staged.run",
+        "run_staged_worker": "beamtrove.execution.staged.worker",
+    },
+)

@@ -27,6 +27,7 @@ from typing import Any
 
 import apache_beam as beam
 
+from beamtrove.configuration import ConfigurationError
 from beamtrove.fs import join
 from beamtrove.layout import (
     CLUSTERS_DIR,
@@ -37,10 +38,10 @@ from beamtrove.layout import (
     write_clusters,
     write_excluded,
 )
-from beamtrove.options import ConfigurationError, parse
-from beamtrove.pipelines import PipelineSpec, pipeline_spec
+from beamtrove.options import parse
+from beamtrove.pipelines import pipeline_spec
 from beamtrove.pipelines.common import dead_letters_writer, excluded_writer
-from beamtrove.pipelines.spec import Flow, GlobalStep
+from beamtrove.pipelines.spec import Flow, GlobalStep, PipelineSpec
 from beamtrove.transforms.ids import SHARED_IDS_STEP, ReportSharedIds
 from beamtrove.transforms.stages import SAME, SPREAD, Stage, StagedForm, flatten
 

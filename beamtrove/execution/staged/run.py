@@ -28,6 +28,7 @@ from typing import Any
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
 from beamtrove import __version__
+from beamtrove.configuration import ConfigurationError
 from beamtrove.execution.elastic.jobdir import (
     FORMAT_VERSION,
     STAGED_KIND,
@@ -44,15 +45,16 @@ from beamtrove.execution.resume import configuration
 from beamtrove.execution.run import RunInterrupted, RunResult
 from beamtrove.execution.staged.plan import JobPlan, held_per_input_byte, input_ranges_file, not_staged
 from beamtrove.execution.staged.status import copy_run_outputs, staged_stats, verify_staged
+from beamtrove.formats.jsonl import JsonlParser
+from beamtrove.formats.warc import WarcParser
 from beamtrove.fs import InputFile, join, read_json_record
 from beamtrove.input_ranges import input_ranges_json
 from beamtrove.layout import STAGED_JOB_DIR, STATS_FILE
-from beamtrove.options import BeamtroveOptions, ConfigurationError, StagedOptions, paths_read
+from beamtrove.options import BeamtroveOptions, StagedOptions, paths_read
 from beamtrove.pipelines.common import input_files
 from beamtrove.pipelines.spec import PipelineSpec
 from beamtrove.pipelines.summary_stats import SummaryStatsOptions
 from beamtrove.processes import die_with_parent, stops_interrupt
-from beamtrove.transforms.readers import JsonlParser, WarcParser
 
 __all__ = ["merge_staged_job", "partitions_for", "prepare_staged_job", "run_staged"]
 

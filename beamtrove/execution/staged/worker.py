@@ -30,8 +30,8 @@ from beamtrove.execution.elastic.jobdir import JobDir, ShardLock, publish_once
 from beamtrove.execution.staged.plan import JobPlan
 from beamtrove.execution.staged.records import DamagedDataset, ReadDataset, WriteDataset, written_files
 from beamtrove.fs import read_json_record, write_local_atomically
+from beamtrove.metrics import collect_stats
 from beamtrove.processes import is_alive
-from beamtrove.stats import collect_stats
 from beamtrove.transforms.stages import Stage
 
 __all__ = ["ATTEMPT_FILE", "DATA_DIR", "RUN_OUTPUT_DIR", "dataset_files", "run_staged_worker", "task_id"]

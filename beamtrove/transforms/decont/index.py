@@ -49,8 +49,8 @@ from typing import Any
 
 import numpy as np
 
+from beamtrove.configuration import ConfigurationError
 from beamtrove.fs import filesystem, join, open_url
-from beamtrove.options import ConfigurationError
 from beamtrove.transforms.decont.ngrams import DecontConfig
 from beamtrove.transforms.manifests import file_sizes, is_count, load_manifest
 

@@ -65,8 +65,8 @@ from typing import Any, NamedTuple
 import apache_beam as beam
 import orjson
 
+from beamtrove.configuration import ConfigurationError
 from beamtrove.fs import open_url
-from beamtrove.options import ConfigurationError
 from beamtrove.transforms.dedup.index_build import BuildDedupIndex
 from beamtrove.transforms.dedup.index_manifest import (
     INDEX_KINDS,

@@ -13,8 +13,8 @@ import posixpath
 from collections.abc import Mapping
 from typing import Any
 
+from beamtrove.configuration import ConfigurationError
 from beamtrove.fs import filesystem, join
-from beamtrove.options import ConfigurationError
 from beamtrove.transforms.dedup.minhash import MinHashConfig
 from beamtrove.transforms.manifests import file_sizes, is_count, load_manifest
 

@@ -19,7 +19,8 @@ from typing import Any, NamedTuple
 
 import apache_beam as beam
 
-from beamtrove.document import Document, DocumentCoder
+from beamtrove.coders import DocumentCoder
+from beamtrove.document import Document
 from beamtrove.metrics import StepMetrics
 from beamtrove.transforms.stages import StagedForm, applied_outputs
 

@@ -39,17 +39,15 @@ from typing import Any
 
 import pyarrow as pa
 
+from beamtrove.configuration import ConfigurationError
+from beamtrove.formats.hf import PREPARED_INFO, SAVED_SPLITS, SAVED_STATE
 from beamtrove.fs import InputFile, filesystem, join, read_json
-from beamtrove.options import ConfigurationError
 from beamtrove.transforms.readers.base import FileReader
 from beamtrove.transforms.readers.ipc import IpcParser
 from beamtrove.transforms.readers.rows import RowFields
 
-__all__ = ["ReadHuggingFace", "is_saved_dataset"]
+__all__ = ["ReadHuggingFace"]
 
-_SAVED_SPLITS = "dataset_dict.json"
-_SAVED_STATE = "state.json"
-_PREPARED_INFO = "dataset_info.json"
 #: DataTrove numbers rows per task; a one-task run is task 00000.
 _TASK = "00000"
 #: How a closed Arrow IPC stream ends; a stream cut after a record batch would otherwise read as a whole one.
@@ -75,14 +73,6 @@ class _Split:
     fix: str
     shard_rows: list[int] | None = None
     rows: int | None = None
-
-
-def is_saved_dataset(path: str, storage_options: Mapping[str, Any] | None = None) -> bool:
-    """Whether ``path`` is a folder holding a dataset in one of the layouts this module reads."""
-    fs, fs_path = filesystem(path, storage_options)
-    return fs.isdir(fs_path) and any(
-        fs.exists(posixpath.join(fs_path, name)) for name in (_SAVED_SPLITS, _SAVED_STATE, _PREPARED_INFO)
-    )
 
 
 class ReadHuggingFace(FileReader):
@@ -182,20 +172,20 @@ def _split_files(
         return dataset, _prepared_split_files(_cached_dataset(dataset, config, cache_dir), split, dataset)
     if config is not None:
         raise ValueError(f"{dataset} is a folder holding one configuration: leave out the configuration.")
-    if fs.exists(join(path, _SAVED_SPLITS)):
-        listing = join(dataset, _SAVED_SPLITS)
+    if fs.exists(join(path, SAVED_SPLITS)):
+        listing = join(dataset, SAVED_SPLITS)
         splits = _read_json(listing, _SAVE_AGAIN, storage_options).get("splits")
         if not (isinstance(splits, list) and splits and all(isinstance(name, str) for name in splits)):
             raise _damaged(listing, "it lists no splits", _SAVE_AGAIN)
         chosen = _choose_split(splits, split, dataset)
         return join(dataset, chosen), _saved_split_files(join(dataset, chosen), None, storage_options)
-    if fs.exists(join(path, _SAVED_STATE)):
+    if fs.exists(join(path, SAVED_STATE)):
         return dataset, _saved_split_files(dataset, split, storage_options)
-    if fs.exists(join(path, _PREPARED_INFO)):
+    if fs.exists(join(path, PREPARED_INFO)):
         return dataset, _prepared_split_files(dataset, split, dataset, storage_options)
     raise ValueError(
-        f"{dataset} holds no Hugging Face dataset: expected {_SAVED_SPLITS} or {_SAVED_STATE} "
-        f"(written by save_to_disk) or {_PREPARED_INFO} (prepared by load_dataset)."
+        f"{dataset} holds no Hugging Face dataset: expected {SAVED_SPLITS} or {SAVED_STATE} "
+        f"(written by save_to_disk) or {PREPARED_INFO} (prepared by load_dataset)."
     )
 
 
@@ -211,7 +201,7 @@ def _choose_split(splits: Iterable[str], split: str | None, dataset: str) -> str
 
 def _saved_split_files(folder: str, split: str | None, storage_options: Mapping[str, Any] | None) -> _Split:
     """The Arrow files of a folder ``Dataset.save_to_disk`` wrote, in order."""
-    listing = join(folder, _SAVED_STATE)
+    listing = join(folder, SAVED_STATE)
     state = _read_json(listing, _SAVE_AGAIN, storage_options)
     entries = state.get("_data_files")
     if not (isinstance(entries, list) and entries and all(isinstance(e, dict) for e in entries)):
@@ -229,12 +219,12 @@ def _prepared_split_files(
     folder: str, split: str | None, dataset: str, storage_options: Mapping[str, Any] | None = None
 ) -> _Split:
     """The Arrow files of a split of a dataset ``load_dataset`` prepared in ``folder``, in order."""
-    listing = join(folder, _PREPARED_INFO)
+    listing = join(folder, PREPARED_INFO)
     splits = _read_json(listing, _PREPARE_AGAIN, storage_options).get("splits")
     if not splits:
         raise ConfigurationError(
-            f"{folder} holds neither {_SAVED_STATE} nor a {_PREPARED_INFO} that lists splits: if save_to_disk wrote "
-            f"it, its {_SAVED_STATE} is missing; {_SAVE_AGAIN}."
+            f"{folder} holds neither {SAVED_STATE} nor a {PREPARED_INFO} that lists splits: if save_to_disk wrote "
+            f"it, its {SAVED_STATE} is missing; {_SAVE_AGAIN}."
         )
     if not (isinstance(splits, dict) and all(isinstance(about, dict) for about in splits.values())):
         raise _damaged(listing, "its splits are not a mapping of split names to their sizes", _PREPARE_AGAIN)
@@ -283,10 +273,10 @@ def _cached_dataset(name: str, config: str | None, cache_dir: str | None) -> str
     ]
     if not prepared:
         damaged = [
-            join(folder, _PREPARED_INFO)
+            join(folder, PREPARED_INFO)
             for folder in _subfolders(top, depth=3)
             if (config is None or _parts(folder)[-3] == config)
-            and os.path.isfile(join(folder, _PREPARED_INFO))
+            and os.path.isfile(join(folder, PREPARED_INFO))
             and _info_config(folder) is None
         ]
         if damaged:
@@ -333,7 +323,7 @@ def _parts(folder: str) -> list[str]:
 def _info_config(folder: str) -> str | None:
     """The configuration a prepared folder holds; None when its dataset_info.json is missing or damaged."""
     try:
-        with open(os.path.join(folder, _PREPARED_INFO), encoding="utf-8") as info:
+        with open(os.path.join(folder, PREPARED_INFO), encoding="utf-8") as info:
             return json.load(info).get("config_name")
     except (OSError, ValueError, AttributeError):  # a folder load_dataset left unfinished, or damaged
         return None

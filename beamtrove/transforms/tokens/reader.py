@@ -9,8 +9,9 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from beamtrove.dead_letter import DeadLetter
+from beamtrove.formats.records import RecordParser
 from beamtrove.fs import InputFile, open_url
-from beamtrove.transforms.readers.base import FileReader, RecordParser
+from beamtrove.transforms.readers.base import FileReader
 from beamtrove.transforms.tokens.format import (
     INDEX_SUFFIX,
     LOSS_SUFFIX,

@@ -1,5 +1,6 @@
 """Beam sinks that write documents to files with atomic finalization."""
 
+from beamtrove.document import document_row
 from beamtrove.transforms.writers.base import (
     FileFormat,
     FilenameTemplate,
@@ -8,7 +9,7 @@ from beamtrove.transforms.writers.base import (
     WriteFiles,
     WrittenFile,
 )
-from beamtrove.transforms.writers.jsonl import JsonlFormat, WriteDeadLetters, WriteJsonl, document_row
+from beamtrove.transforms.writers.jsonl import JsonlFormat, WriteDeadLetters, WriteJsonl
 from beamtrove.transforms.writers.parquet import ParquetFormat, WriteParquet, parquet_row
 
 __all__ = [

@@ -10,24 +10,11 @@ import zstandard
 from isal import igzip
 
 from beamtrove.dead_letter import DeadLetter
-from beamtrove.document import Document
+from beamtrove.document import Document, document_row
 from beamtrove.metrics import StepMetrics
 from beamtrove.transforms.writers.base import FileFormat, RecordWriter, WriteFiles, document_fields, document_key
 
-__all__ = ["JsonlFormat", "WriteDeadLetters", "WriteJsonl", "document_row"]
-
-
-def document_row(document: Document, binary_media: bool = False) -> dict[str, Any]:
-    """A document laid out as DataTrove's writers lay it out.
-
-    ``text``, ``id``, then ``media`` and ``metadata`` only when non-empty.
-    """
-    row: dict[str, Any] = {"text": document.text, "id": document.id}
-    if document.media:
-        row["media"] = [item.to_row(binary_media) for item in document.media]
-    if document.metadata:
-        row["metadata"] = document.metadata
-    return row
+__all__ = ["JsonlFormat", "WriteDeadLetters", "WriteJsonl"]
 
 
 # gzip goes through ISA-L: at its level 2 it compresses web text about ten times

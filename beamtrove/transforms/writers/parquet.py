@@ -9,7 +9,7 @@ from typing import Any, BinaryIO
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from beamtrove.document import Document
+from beamtrove.document import Document, document_row
 from beamtrove.metrics import StepMetrics
 from beamtrove.transforms.writers.base import (
     FileFormat,
@@ -19,7 +19,6 @@ from beamtrove.transforms.writers.base import (
     document_fields,
     document_key,
 )
-from beamtrove.transforms.writers.jsonl import document_row
 
 __all__ = ["ParquetFormat", "WriteParquet", "parquet_row"]
 

@@ -17,10 +17,9 @@ import tracemalloc
 import orjson
 import pytest
 
-from beamtrove.document import Document
+from beamtrove.document import Document, document_row
 from beamtrove.execution.elastic.publish import _MERGE_FAN_IN, collect_documents
 from beamtrove.fs import file_sha256
-from beamtrove.transforms.writers.jsonl import document_row
 from tests.conftest import beamtrove_here, jsonl_lines
 from tests.execution.elastic.conftest import start_worker
 

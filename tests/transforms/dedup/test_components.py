@@ -9,7 +9,7 @@ import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from beamtrove.stats import collect_stats
+from beamtrove.metrics import collect_stats
 from beamtrove.transforms.dedup import Component, ConnectedComponents
 
 

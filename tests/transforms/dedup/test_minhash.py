@@ -14,9 +14,9 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from beamtrove.document import Document
 from beamtrove.execution.build import build
+from beamtrove.metrics import collect_stats
 from beamtrove.options import parse
 from beamtrove.pipelines import pipeline_spec
-from beamtrove.stats import collect_stats
 from beamtrove.transforms.dedup import (
     ClusterMember,
     KeepOrder,

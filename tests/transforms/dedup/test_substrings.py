@@ -12,7 +12,7 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from tokenizers import Tokenizer
 
 from beamtrove.document import Document
-from beamtrove.stats import collect_stats
+from beamtrove.metrics import collect_stats
 from beamtrove.text import split_words
 from beamtrove.transforms.dedup import substrings
 from beamtrove.transforms.dedup.substrings import SubstringDedup, cut_token_spans, merge_spans

@@ -11,7 +11,7 @@ from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline  
 from apache_beam.testing.util import assert_that, equal_to
 
 from beamtrove.document import Document
-from beamtrove.stats import collect_stats
+from beamtrove.metrics import collect_stats
 from beamtrove.text import count_sentences, is_punctuation, split_words
 from beamtrove.transforms.filters import (
     FILTER_REASON_KEY,

@@ -9,9 +9,9 @@ import pytest
 from apache_beam.testing.util import assert_that, equal_to
 
 from beamtrove.document import Document
+from beamtrove.formats.charset import decode_payload
 from beamtrove.transforms.filters import Filter
 from beamtrove.transforms.formatters import FTFYFormatter
-from beamtrove.transforms.readers.charset import decode_payload
 from tests.conftest import require, run_and_collect
 
 

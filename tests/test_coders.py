@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import sys
 
 import apache_beam as beam
 import pytest
 from apache_beam import coders
 from apache_beam.testing.util import assert_that, equal_to
 
-from beamtrove.document import Document, DocumentCoder, Media, Origin
+from beamtrove.coders import DocumentCoder
+from beamtrove.document import Document, Media, Origin
 from tests.conftest import run_and_collect
 
 
@@ -76,3 +79,15 @@ def test_documents_cross_a_shuffle_unchanged(udhr_texts):
         assert_that(shuffled, equal_to(docs))
 
     run_and_collect(build)
+
+
+def test_importing_any_transform_registers_the_coder():
+    # A fresh Python: here, this module imported the coder itself.
+    probe = (
+        "from apache_beam import coders\n"
+        "from beamtrove.document import Document\n"
+        "import beamtrove.transforms.filters\n"
+        "print(type(coders.registry.get_coder(Document)).__name__)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.split() == ["DocumentCoder"]

@@ -12,7 +12,7 @@ import zlib
 import pytest
 import zstandard
 
-from beamtrove.transforms.readers.compression import DamagedStream, Decompressed
+from beamtrove.formats.compression import DamagedStream, Decompressed
 
 # bz2 at level 1 cuts its input into 100 kB blocks, so a file cut in the middle still holds whole blocks.
 COMPRESS = {
