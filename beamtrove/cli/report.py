@@ -7,7 +7,6 @@ import argparse
 from beamtrove.cli.parsing import command
 from beamtrove.configuration import ConfigurationError
 from beamtrove.layout import REPORT_FILE, STATS_FILE
-from beamtrove.report import write_report
 
 __all__ = ["add_commands"]
 
@@ -20,6 +19,9 @@ def _report(args: argparse.Namespace, _: list[str]) -> int:
     the kept documents (summary_stats/), a few documents each filter dropped
     per reason, the dead letters and the run's options.
     """
+    # Drawing a page is this command's alone: the others start without its modules.
+    from beamtrove.report import write_report  # noqa: PLC0415
+
     try:
         path = write_report(args.output, path=args.out)
     except FileNotFoundError:

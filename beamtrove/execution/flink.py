@@ -17,7 +17,6 @@ import pathlib
 import shutil
 import subprocess
 import time
-import urllib.request
 from collections.abc import Callable, Iterable
 
 from beamtrove.configuration import ConfigurationError
@@ -265,6 +264,9 @@ def flink_process(
 
 def flink_taskmanagers(rest_url: str, timeout: float = 5.0) -> list[dict]:
     """The TaskManagers registered with a JobManager, from its REST API (``GET /taskmanagers``)."""
+    # Only asking a running cluster needs the HTTP client: the `runners` and `slurm` commands start without it.
+    import urllib.request  # noqa: PLC0415
+
     with urllib.request.urlopen(f"{rest_url.rstrip('/')}/taskmanagers", timeout=timeout) as response:
         return json.load(response)["taskmanagers"]
 

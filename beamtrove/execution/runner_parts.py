@@ -29,7 +29,6 @@ import re
 import shutil
 import subprocess
 import zipfile
-from importlib import metadata
 from typing import TYPE_CHECKING
 
 from beamtrove.configuration import ConfigurationError
@@ -71,7 +70,9 @@ MANIFEST = "runners.json"
 def beam_version() -> str:
     """The installed Apache Beam version, e.g. ``"2.77.0"``."""
     # Read from the installed package's metadata: where the parts are and what to fetch is told without Beam's
-    # import, which only runs pay for.
+    # import, which only runs pay for (nor the metadata reader's, which only this needs).
+    from importlib import metadata  # noqa: PLC0415
+
     return metadata.version("apache-beam")
 
 
