@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import itertools
 import re
@@ -12,6 +13,7 @@ from typing import IO
 import ahocorasick
 import numpy as np
 import tldextract
+from isal import igzip
 
 from beamtrove.document import Document
 from beamtrove.fs import filesystem, join, read_lines
@@ -22,6 +24,8 @@ __all__ = ["URLFilter"]
 _NON_ALPHANUMERIC = re.compile(r"[^a-zA-Z0-9]+")
 _WORD_LISTS = ("banned_words.txt", "banned_subwords.txt", "soft_banned_words.txt")
 _LIST_MEMBERS = ("domains", "urls")
+# Bytes of a big list decoded at a time.
+_PIECE = 1 << 23
 
 
 def _normalized(word: str) -> str:
@@ -30,11 +34,26 @@ def _normalized(word: str) -> str:
 
 def _entries(lines: Iterable[str]) -> Iterator[str]:
     """The stripped, non-comment lines of a list."""
-    return (line for line in map(str.strip, lines) if line and not line.startswith("#"))
+    # An index, not startswith: a method call per line is a second of UT1's 4.56 M.
+    return (line for line in map(str.strip, lines) if line and line[0] != "#")
 
 
 def _decoded_lines(raw: IO[bytes]) -> Iterator[str]:
-    return (line.decode("utf-8", "replace") for line in raw)
+    """The lines of a UTF-8 list (undecodable bytes replaced), decoded a piece at a time.
+
+    Decoding and splitting pieces in C, rather than each of UT1's 4.56 M lines
+    on its own, takes a second off loading the lists in every worker; only one
+    piece's lines are held as strings at a time.
+    """
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    rest = ""
+    while piece := raw.read(_PIECE):
+        lines = (rest + decoder.decode(piece)).split("\n")
+        rest = lines.pop()
+        yield from lines
+    rest += decoder.decode(b"", final=True)
+    if rest:
+        yield rest
 
 
 class _Blocklist:
@@ -75,9 +94,9 @@ class _Blocklist:
             else:
                 # DataTrove's asset folder keeps the two big lists in a tarball.
                 (archive,) = fs.glob(join(path, "*.tar.gz"))
-                tar = stack.enter_context(
-                    tarfile.open(fileobj=stack.enter_context(fs.open(archive, "rb")), mode="r:gz")
-                )
+                # ISA-L inflates the 124 MB of the tarball three times as fast as zlib.
+                gzipped = stack.enter_context(fs.open(archive, "rb"))
+                tar = stack.enter_context(tarfile.open(fileobj=igzip.IGzipFile(fileobj=gzipped), mode="r:"))
                 for member in _LIST_MEMBERS:
                     lists[member] = _entries(_decoded_lines(tar.extractfile(member)))
             yield lists

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import io
 import itertools
 import tarfile
 
 import apache_beam as beam
+import numpy as np
 import pytest
 from apache_beam.testing.util import assert_that, equal_to
 
 from beamtrove.document import Document
 from beamtrove.transforms.filters import Drop, Filter, URLFilter
+from beamtrove.transforms.filters import url as url_module
 from tests.conftest import require, run_and_collect
 from tests.transforms.filters.conftest import outcomes
 
@@ -155,3 +158,22 @@ def test_url_filter_in_a_pipeline(blocklist_dir, rule, ground_truth):
         "dropped.blacklisted_subword": 1,
         "dropped.no_url": 1,
     }
+
+
+def test_the_big_lists_load_as_a_line_by_line_reading_reads_them(blocklist_dir, rule):
+    # Every line of UT1's tarball decoded on its own, stripped, comments and blanks left out: what the lists hold.
+    entries = {}
+    with tarfile.open(f"{blocklist_dir}/url_filterblacklistsv0_3_0.tar.gz") as tar:
+        for member in ("domains", "urls"):
+            lines = (line.decode("utf-8", "replace").strip() for line in tar.extractfile(member))
+            entries[member] = [line for line in lines if line and not line.startswith("#")]
+    assert rule._lists.urls == set(entries["urls"])
+    domains = np.sort(np.fromiter(map(hash, entries["domains"]), np.int64))
+    assert len(domains) > 4_500_000 and np.array_equal(rule._lists.domain_hashes, domains)
+
+
+@pytest.mark.parametrize("piece", [1, 2, 3, 7, 1 << 23])
+def test_lines_decode_whole_across_pieces(monkeypatch, piece):
+    monkeypatch.setattr(url_module, "_PIECE", piece)
+    raw = "é.com\r\n# note\n\nиван.рф\n\ufffd\xff".encode() + b"\xffbad\nlast-without-newline"
+    assert list(url_module._decoded_lines(io.BytesIO(raw))) == raw.decode("utf-8", "replace").split("\n")
