@@ -6,6 +6,7 @@ import dataclasses
 import posixpath
 import tempfile
 from collections.abc import Iterable
+from typing import NamedTuple
 
 import fasttext
 from fsspec.implementations.local import LocalFileSystem
@@ -15,9 +16,17 @@ from beamtrove.fs import filesystem, open_url
 from beamtrove.options import FRACTION
 from beamtrove.transforms.filters.base import DocumentFilter, Drop, Verdict, load_once
 
-__all__ = ["LanguageFilter", "UnknownLanguageError", "load_fasttext_model"]
+__all__ = ["LanguageFilter", "LanguageScores", "UnknownLanguageError", "load_fasttext_model"]
 
 _LABEL_PREFIX = "__label__"
+
+
+class LanguageScores(NamedTuple):
+    """What the model says of a text: the best score of the wanted languages, and its likeliest language."""
+
+    wanted: float
+    language: str
+    score: float
 
 
 def load_fasttext_model(path: str):
@@ -113,11 +122,22 @@ class LanguageFilter(DocumentFilter):
 
     def wanted_scores(self, texts: list[str]) -> list[float]:
         """For each text, the highest probability the model gives one of ``languages`` (which must be set)."""
+        return [scores.wanted for scores in self.language_scores(texts)]
+
+    def language_scores(self, texts: list[str]) -> list[LanguageScores]:
+        """For each text, the best score of one of ``languages`` (which must be set) and the model's likeliest."""
         wanted = {_LABEL_PREFIX + language for language in self.languages}
-        return [
-            max((float(s) for label, s in zip(labels, scores, strict=True) if label in wanted), default=0.0)
-            for labels, scores in zip(*self._predict(texts, k=-1), strict=True)
-        ]
+        found = []
+        for labels, scores in zip(*self._predict(texts, k=-1), strict=True):
+            best = max(range(len(labels)), key=scores.__getitem__)
+            found.append(
+                LanguageScores(
+                    max((float(s) for label, s in zip(labels, scores, strict=True) if label in wanted), default=0.0),
+                    labels[best][len(_LABEL_PREFIX) :],
+                    float(scores[best]),
+                )
+            )
+        return found
 
     def filter(self, document: Document) -> Verdict:
         return self.filter_batch([document])[0]

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from beamtrove.document import Document
 from beamtrove.transforms.extractors.resiliparse import Resiliparse
 from beamtrove.transforms.filters.base import DocumentFilter, Drop, Verdict
-from beamtrove.transforms.filters.language import LanguageFilter
+from beamtrove.transforms.filters.language import LanguageFilter, LanguageScores
 
 __all__ = ["DEFAULT_SCREEN_THRESHOLD", "LanguageScreen"]
 
@@ -27,8 +27,12 @@ class LanguageScreen(DocumentFilter):
     filter's model for its first ``max_chars`` characters: 2.3 ms of CPU a
     page, against 32 for trafilatura, on the pages of
     ``benchmarks/fineweb_speed.py``. A page where none of ``languages`` scores
-    ``threshold`` is dropped as ``language_screen``, with the best of their
-    scores as ``language_screen_score`` in its metadata. Pages with fewer
+    ``threshold`` is dropped as ``language_screen``. What is set aside is what
+    the decision was made on, not the page: its text is the sample the model
+    scored, and its metadata (the page's URL and the rest of the record's)
+    gains the best score of ``languages`` as ``language_screen_score`` and the
+    model's likeliest language as ``language_screen_language``, with its score
+    as ``language_screen_language_score``. Pages with fewer
     than ``min_chars`` characters of text, and pages the cheap extraction
     cannot read, are kept: too little to judge. Kept pages pass on unchanged,
     so whatever follows decides as if there were no screen.
@@ -82,8 +86,8 @@ class LanguageScreen(DocumentFilter):
     def filter_batch(self, documents: list[Document]) -> list[Verdict]:
         texts = [self._cheap_text(document.text) for document in documents]
         judged = [index for index, text in enumerate(texts) if len(text) >= self.min_chars]
-        scores = dict(zip(judged, self._scorer.wanted_scores([texts[index] for index in judged]), strict=True))
-        return [self._verdict(document, scores.get(index)) for index, document in enumerate(documents)]
+        scores = dict(zip(judged, self._scorer.language_scores([texts[index] for index in judged]), strict=True))
+        return [self._verdict(document, texts[index], scores.get(index)) for index, document in enumerate(documents)]
 
     def _cheap_text(self, html: str) -> str:
         try:
@@ -91,8 +95,14 @@ class LanguageScreen(DocumentFilter):
         except Exception:  # an unreadable page is left to the real extractor, as without the screen
             return ""
 
-    def _verdict(self, document: Document, score: float | None) -> Verdict:
-        if score is None or score >= self.threshold:
+    def _verdict(self, document: Document, sample: str, scores: LanguageScores | None) -> Verdict:
+        if scores is None or scores.wanted >= self.threshold:
             return document
-        metadata = {**document.metadata, "language_screen_score": score}
-        return Drop("language_screen", dataclasses.replace(document, metadata=metadata))
+        metadata = {
+            **document.metadata,
+            "language_screen_score": scores.wanted,
+            "language_screen_language": scores.language,
+            "language_screen_language_score": scores.score,
+        }
+        # The page's HTML is some ten times its text: the sample scored is what a user audits the decision by.
+        return Drop("language_screen", dataclasses.replace(document, text=sample, metadata=metadata))

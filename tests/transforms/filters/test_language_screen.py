@@ -12,6 +12,7 @@ import pytest
 from apache_beam.testing.util import assert_that, equal_to
 
 from beamtrove.document import Document
+from beamtrove.transforms.extractors import Resiliparse
 from beamtrove.transforms.filters import DEFAULT_SCREEN_THRESHOLD, Drop, Filter, LanguageFilter, LanguageScreen
 from beamtrove.transforms.filters.language import UnknownLanguageError
 from tests.conftest import require, run_and_collect
@@ -55,15 +56,21 @@ def test_drops_the_pages_whose_article_is_not_english_and_keeps_the_others(model
     gold.setup()
     english = gold.wanted_scores([truth["articleBody"] for _, truth in article_pages])
     verdicts = screen(model_path).filter_batch([page for page, _ in article_pages])
+    visible_text = Resiliparse(main_content=False, preserve_formatting=False)
+    visible_text.setup()
     kept = [not isinstance(verdict, Drop) for verdict in verdicts]
     assert (sum(kept), len(kept)) == (161, 181)
     assert kept == [score > 0.65 for score in english]
     for (page, _), verdict in zip(article_pages, verdicts, strict=True):
         if isinstance(verdict, Drop):
+            # What is set aside is what the decision was made on: the page's visible text scored, not its HTML.
             assert verdict.reason == "language_screen"
-            assert verdict.document.text == page.text
-            assert verdict.document.metadata["url"] == page.metadata["url"]
-            assert verdict.document.metadata["language_screen_score"] < DEFAULT_SCREEN_THRESHOLD
+            assert verdict.document.text == visible_text.extract(page.text)[:5000]
+            assert len(verdict.document.text) < len(page.text) / 3
+            metadata = verdict.document.metadata
+            assert metadata["url"] == page.metadata["url"]
+            assert metadata["language_screen_score"] < DEFAULT_SCREEN_THRESHOLD
+            assert metadata["language_screen_language"] != "en" and metadata["language_screen_language_score"] > 0.5
         else:
             # A kept page passes on unchanged: what follows decides as if there were no screen.
             assert verdict is page
