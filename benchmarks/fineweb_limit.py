@@ -1,0 +1,291 @@
+"""How far the FineWeb runs are from the work they must do: beamtrove and DataTrove beside the work limit.
+
+For each seed of ``--seeds``, builds a make_warc.py set (3000 records in 4
+files unless told otherwise; reused when present), then measures one after
+the other on this machine:
+
+* the work limit, ordinary and screened: the calls ``beamtrove run fineweb``
+  makes (the WARC parser, the URL filter, the language screen when screened,
+  trafilatura, the language filter and the Gopher, C4 and FineWeb quality
+  filters, each built from the pipeline's own parsed options) on the same
+  pages, in a plain pool of 2 forked processes taking a WARC file each: no
+  Beam, no extraction sandbox, nothing written, nothing counted;
+* ``beamtrove run fineweb`` the ordinary way and with ``--language_screen``
+  (the default threshold unless told), DirectRunner multi_processing with 2
+  workers;
+* DataTrove 0.10.1's FineWeb stack as its FineWeb example sets it, on
+  LocalPipelineExecutor(tasks=4, workers=2), in its venv.
+
+Prints each run's wall, beamtrove's wall as a multiple of its limit's, the
+speed of each beamtrove run as a multiple of DataTrove's, and the kept-set
+Jaccard of each beamtrove run against its limit (the same calls: a difference
+is a page whose extraction timed out in the sandbox) and against DataTrove's
+English documents. Then where beamtrove's time goes: per stage, the CPU
+seconds the limit's workers spent on it beside the seconds the runner measured
+in beamtrove's step, and what no step accounts for (Beam's start-up and the
+moves between steps, over 2 workers). Run nothing else meanwhile: 2 cores are
+shared.
+
+Usage:
+    python -m benchmarks.fineweb_limit [--seeds 1 2] [--screen 0.1] [--records 3000] [--files 4]
+        [--workdir DIR] [--datatrove_venv PATH] [--results FILE] [--no-datatrove]
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import multiprocessing
+import pathlib
+import sys
+import time
+from collections.abc import Sequence
+
+from beamtrove.document import Document
+from beamtrove.formats.records import RecordReader, match_files
+from beamtrove.formats.warc import WarcParser
+from beamtrove.options import WordSplitterOptions, parse
+from beamtrove.pipelines import pipeline_spec
+from beamtrove.pipelines.common import ExtractionOptions
+from beamtrove.pipelines.steps import LanguageOptions, URLFilterOptions
+from beamtrove.stats import read_stats
+from beamtrove.transforms.extractors import Trafilatura
+from beamtrove.transforms.filters import (
+    DEFAULT_SCREEN_THRESHOLD,
+    C4QualityFilter,
+    Drop,
+    FineWebQualityFilter,
+    GopherQualityFilter,
+    GopherRepetitionFilter,
+    LanguageFilter,
+    LanguageScreen,
+    URLFilter,
+)
+from benchmarks.common import (
+    LID_MODEL,
+    URL_BLOCKLIST,
+    Results,
+    add_datatrove_venv_argument,
+    add_workdir_arguments,
+    argument_parser,
+    datatrove_python,
+    jaccard,
+    jsonl_rows,
+    warc_set,
+)
+from benchmarks.fineweb_parity import datatrove_reader
+from benchmarks.fineweb_runs import (
+    TWO_WORKERS,
+    fineweb_prerequisites,
+    read_outcome,
+    run_beamtrove_fineweb,
+    run_datatrove_fineweb,
+)
+
+# The stages of the limit, named as beamtrove's fineweb names its steps.
+_READ, _EXTRACT, _SCREEN = "read", "extract", "language_screen"
+_BEFORE_EXTRACTION = ("url_filter", _SCREEN)
+_AFTER_EXTRACTION = ("language_filter", "gopher_repetition", "gopher_quality", "c4_quality", "fineweb_quality")
+_STAGES = (_READ, *_BEFORE_EXTRACTION, _EXTRACT, *_AFTER_EXTRACTION)
+_WORKERS = 2
+
+
+@dataclasses.dataclass
+class _Limit:
+    """One run of the work limit: its wall, the CPU seconds of each stage over the workers, the ids it kept."""
+
+    wall: float
+    cpu: dict[str, float]
+    kept: set[str]
+
+
+def _rules(screen: float | None) -> tuple[WarcParser, dict, Trafilatura]:
+    """The parser, filters (by step name, in order) and extractor of the fineweb pipeline, from its own options."""
+    argv = ["--input", "-", "--output", "-", "--lid_model", str(LID_MODEL), "--url_blocklist", str(URL_BLOCKLIST)]
+    options = parse(pipeline_spec("fineweb"), [*argv, *(["--language_screen", str(screen)] if screen else [])])
+    language = options.view_as(LanguageOptions)
+    languages = [code.strip() for code in language.languages.split(",")]
+    splitter = options.view_as(WordSplitterOptions).word_splitter
+    extraction = options.view_as(ExtractionOptions)
+    filters = {"url_filter": URLFilter(options.view_as(URLFilterOptions).url_blocklist)}
+    if screen:
+        filters[_SCREEN] = LanguageScreen(language.lid_model, languages, screen)
+    filters |= {
+        "language_filter": LanguageFilter(language.lid_model, languages, language.language_threshold),
+        "gopher_repetition": GopherRepetitionFilter(word_splitter=splitter),
+        "gopher_quality": GopherQualityFilter(word_splitter=splitter),
+        "c4_quality": C4QualityFilter(filter_no_terminal_punct=False),
+        "fineweb_quality": FineWebQualityFilter(word_splitter=splitter),
+    }
+    parser = WarcParser(max_payload_bytes=extraction.max_payload_bytes)
+    return parser, filters, Trafilatura(include_tables=not extraction.no_include_tables)
+
+
+# What each worker of the limit's pool holds: set up once per process, as a runner's worker holds its steps.
+_WORK: dict = {}
+
+
+def _set_up(screen: float | None) -> None:
+    parser, filters, extractor = _rules(screen)
+    for rule in (*filters.values(), extractor):
+        rule.setup()
+    _WORK.update(reader=RecordReader(parser, progress_interval=None), filters=filters, extractor=extractor)
+
+
+def _filtered(rule, documents: list[Document]) -> list[Document]:
+    kept = []
+    for start in range(0, len(documents), rule.batch_size):
+        batch = documents[start : start + rule.batch_size]
+        kept += [verdict for verdict in rule.filter_batch(batch) if not isinstance(verdict, Drop)]
+    return kept
+
+
+def _work(file) -> tuple[dict[str, float], list[str]]:
+    """One WARC file through every stage: the CPU seconds of each, and the ids of the documents kept."""
+    cpu: dict[str, float] = collections.defaultdict(float)
+    started = time.process_time()
+    documents = [outcome for outcome in _WORK["reader"].read_file(file, _READ) if isinstance(outcome, Document)]
+    cpu[_READ] += time.process_time() - started
+
+    def stage(name: str, run) -> list[Document]:
+        started = time.process_time()
+        result = run()
+        cpu[name] += time.process_time() - started
+        return result
+
+    filters = _WORK["filters"]
+    for name in (name for name in _BEFORE_EXTRACTION if name in filters):
+        documents = stage(name, lambda rule=filters[name], given=documents: _filtered(rule, given))
+    extract = _WORK["extractor"].extract
+    extracted = ((document, extract(document.text)) for document in documents)
+    documents = stage(
+        _EXTRACT, lambda: [dataclasses.replace(document, text=text) for document, text in extracted if text]
+    )
+    for name in _AFTER_EXTRACTION:
+        documents = stage(name, lambda rule=filters[name], given=documents: _filtered(rule, given))
+    return dict(cpu), [document.id for document in documents]
+
+
+def _run_limit(warc_dir: pathlib.Path, screen: float | None) -> _Limit:
+    # The largest files first, so that the two workers end about together.
+    files = sorted(match_files(str(warc_dir / "*.warc.gz"), WarcParser()), key=lambda file: -file.size)
+    started = time.perf_counter()
+    with multiprocessing.get_context("fork").Pool(_WORKERS, initializer=_set_up, initargs=(screen,)) as pool:
+        done = pool.map(_work, files, chunksize=1)
+    wall = time.perf_counter() - started
+    cpu: dict[str, float] = collections.defaultdict(float)
+    kept: set[str] = set()
+    for seconds, ids in done:
+        for name, value in seconds.items():
+            cpu[name] += value
+        kept.update(ids)
+    return _Limit(wall, dict(cpu), kept)
+
+
+def _kept(output: pathlib.Path) -> set[str]:
+    return {record for record, (step, _) in read_outcome(output, dead_letters=False).fates.items() if step == "kept"}
+
+
+def _english(output: pathlib.Path) -> set[str]:
+    """DataTrove's kept documents that its language filter found English."""
+    rows = jsonl_rows(output / "documents", "*.jsonl.gz")
+    return {row["id"] for row in rows if (row.get("metadata") or {}).get("language") == "en"}
+
+
+def _emitted_by_datatrove(python: pathlib.Path, warc_dir: pathlib.Path) -> set[str]:
+    """The records DataTrove's WARC reader passes on: it skips pages libmagic does not call HTML, beamtrove reads
+    them, so kept sets are compared over the records both readers pass on (as ``benchmarks.fineweb_parity``)."""
+    records = datatrove_reader(python, sorted(str(path) for path in warc_dir.glob("*.warc.gz")))
+    return {record for record, row in records.items() if row["emitted"]}
+
+
+def _breakdown(limit: _Limit, steps: dict, wall: float) -> list[list]:
+    """Per stage: the limit's CPU seconds, beamtrove's step seconds and their difference; then what is left."""
+    rows, measured = [], 0.0
+    for name in (name for name in _STAGES if name in limit.cpu or name in steps):
+        seconds = steps.get(name, {}).get("seconds", 0.0)
+        measured += seconds
+        rows.append(
+            [name, f"{limit.cpu.get(name, 0.0):.1f}", f"{seconds:.1f}", f"{seconds - limit.cpu.get(name, 0.0):+.1f}"]
+        )
+    writing = sum(entry.get("seconds", 0.0) for name, entry in steps.items() if name not in _STAGES)
+    rows.append(["writing and summary statistics", "0.0", f"{writing:.1f}", f"{writing:+.1f}"])
+    rest = _WORKERS * wall - measured - writing
+    rows.append([f"in no step ({_WORKERS} x wall - the steps)", "", f"{rest:.1f}", f"{rest:+.1f}"])
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argument_parser(__doc__)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2], help="make_warc.py seeds (default: 1 2)")
+    parser.add_argument("--screen", type=float, default=DEFAULT_SCREEN_THRESHOLD, help="--language_screen threshold")
+    parser.add_argument("--records", type=int, default=3000, help="make_warc.py records (default: %(default)s)")
+    parser.add_argument("--files", type=int, default=4, help="make_warc.py files (default: %(default)s)")
+    parser.add_argument("--no-datatrove", action="store_true", help="leave DataTrove's run out")
+    add_workdir_arguments(parser, "beamtrove-fineweb-limit")
+    add_datatrove_venv_argument(parser)
+    args = parser.parse_args(argv)
+    beamtrove = fineweb_prerequisites()
+    results = Results(__file__, __doc__, args)
+    python = None if args.no_datatrove else datatrove_python(args.datatrove_venv)
+    summary = []
+    for seed in args.seeds:
+        warcs = warc_set(args.workdir, args.records, args.files, seed)
+        runs = args.workdir / f"runs-s{seed}"
+        runs.mkdir(parents=True, exist_ok=True)
+        limits = {"ordinary": _run_limit(warcs, None), "screened": _run_limit(warcs, args.screen)}
+        screen_options = ("--language_screen", str(args.screen))
+        walls, kept, steps = {}, {}, {}
+        for name, options in (("ordinary", ("--no_language_screen",)), ("screened", screen_options)):
+            output = runs / f"beamtrove-{name}"
+            run = run_beamtrove_fineweb(
+                beamtrove, warcs, output, runs / f"beamtrove-{name}.log", *TWO_WORKERS, *options
+            )
+            walls[name], kept[name], steps[name] = run.wall, _kept(output), read_stats(str(output))["steps"]
+        datatrove = english = None
+        if python is not None:
+            output = runs / "datatrove"
+            datatrove = run_datatrove_fineweb(python, warcs, output, runs / "datatrove.log").wall
+            english, both_read = _english(output), _emitted_by_datatrove(python, warcs)
+        rows = []
+        for name, limit in limits.items():
+            speedup = f"{datatrove / walls[name]:.2f}x" if datatrove else ""
+            versus = f"{jaccard(kept[name] & both_read, english):.4f}" if english is not None else ""
+            rows.append(
+                [
+                    name,
+                    f"{limit.wall:.1f}",
+                    f"{walls[name]:.1f}",
+                    f"{walls[name] / limit.wall:.2f}x",
+                    speedup,
+                    f"{jaccard(kept[name], limit.kept):.4f}",
+                    versus,
+                ]
+            )
+            summary.append((seed, name, walls[name] / limit.wall, datatrove / walls[name] if datatrove else None))
+        columns = [
+            "run",
+            "limit wall s",
+            "beamtrove wall s",
+            "of the limit",
+            "DataTrove's wall / beamtrove's",
+            "kept Jaccard vs limit",
+            "vs DataTrove's English (records both read)",
+        ]
+        title = f"seed {seed}: {args.records} records" + (f", DataTrove {datatrove:.1f} s" if datatrove else "")
+        print(f"\n{title}\n{results.table(title, columns, rows)}")
+        for name, limit in limits.items():
+            columns = ["stage", "limit CPU s", "beamtrove s", "beamtrove - limit"]
+            title = f"seed {seed}, {name}: where the time goes"
+            print(f"\n{title}\n{results.table(title, columns, _breakdown(limit, steps[name], walls[name]))}")
+    for name, ceiling in (("ordinary", 1.3), ("screened", 1.4)):
+        ratios = [ratio for _, run, ratio, _ in summary if run == name]
+        print(results.check(f"{name} run within {ceiling}x of its work limit on every seed", max(ratios) <= ceiling))
+    if python is not None:
+        speedups = [speedup for _, run, _, speedup in summary if run == "screened"]
+        print(results.check("screened run at least 3.0x DataTrove's speed on every seed", min(speedups) >= 3.0))
+    results.write()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
