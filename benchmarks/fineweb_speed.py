@@ -105,8 +105,9 @@ def run_datatrove(python: pathlib.Path, warc_dir: pathlib.Path, workdir: pathlib
 
 
 def run_beamtrove(beamtrove: str, warc_dir: pathlib.Path, workdir: pathlib.Path, screen: float | None) -> Measured:
-    """``beamtrove run fineweb``, with ``--language_screen screen`` unless None."""
-    folder, extra = ("ordinary", []) if screen is None else (f"screen-{screen}", ["--language_screen", str(screen)])
+    """``beamtrove run fineweb`` with ``--language_screen screen``; None: with the screen off."""
+    screened = ["--language_screen", str(screen)]
+    folder, extra = ("ordinary", ["--no_language_screen"]) if screen is None else (f"screen-{screen}", screened)
     name = "beamtrove ordinary" if screen is None else f"beamtrove --language_screen {screen}"
     out = workdir / folder
     run = run_beamtrove_fineweb(beamtrove, warc_dir, out, workdir / f"{folder}.log", *TWO_WORKERS, *extra)

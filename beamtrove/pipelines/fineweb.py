@@ -2,9 +2,10 @@
 
 Read WARC → URL filter → extract → language → Gopher repetition → Gopher
 quality → C4 quality → FineWeb quality → JSONL, as FineWeb was built
-(Penedo et al. 2024) and as DataTrove's FineWeb example configures it. With
-``--language_screen``, a cheap language screen after the URL filter spares
-extraction the pages clearly in other languages. Writes
+(Penedo et al. 2024) and as DataTrove's FineWeb example configures it. A
+cheap language screen after the URL filter spares extraction the pages
+clearly in none of ``--languages`` (unless ``--no_language_screen``, or with
+``--languages all``); the documents kept are the same. Writes
 ``documents/``, ``excluded/<filter>/`` (each dropped document with its
 ``filter_reason``), ``dead_letters/`` and ``stats.json`` under the output, or
 under ``<output>/<dump>/`` with ``--dump``.
@@ -125,7 +126,7 @@ SPEC = PipelineSpec(
         _add_dump,
         # Blocked pages are dropped before they cost an extraction.
         url_filter,
-        # Opt-in: pages clearly in another language are dropped before they cost an extraction.
+        # Pages clearly in another language are dropped before they cost an extraction.
         language_screen,
         extraction,
         language_filter,

@@ -83,11 +83,18 @@ class LanguageScreenOptions(PipelineOptions):
             "language_screen",
             "Before extraction, drop as language_screen the pages whose whole text, read cheaply with Resiliparse, "
             "scores below this for each of --languages, so that trafilatura spends no time on pages clearly in "
-            "another language. Above 0 and at most --language_threshold; given alone: "
-            f"{DEFAULT_SCREEN_THRESHOLD}. Default: no screen.",
+            "another language (the kept documents are the same: see docs/filters.md). Above 0 and at most "
+            f"--language_threshold. Default: {DEFAULT_SCREEN_THRESHOLD} (or --language_threshold, if lower) "
+            "whenever --languages names languages; with 'all' there is no screen.",
             float,
             const=DEFAULT_SCREEN_THRESHOLD,
             range=Range(0, 1, exclusive_minimum=True),
+        ),
+        Option(
+            "no_language_screen",
+            "Extract every page the URL filter keeps, with no language screen: slower (about twice, on English "
+            "crawl pages), for the stats of a run without it.",
+            flag=True,
         ),
     )
 
@@ -133,19 +140,30 @@ def language_filter(options: PipelineOptions) -> DocumentStep:
 
 
 def language_screen(options: PipelineOptions) -> DocumentStep | None:
-    """The language screen, with the threshold ``--language_screen`` sets; None without it.
+    """The language screen, at the threshold ``--language_screen`` sets or its default; None when it is off.
+
+    It is off with ``--no_language_screen``, and with ``--languages all``,
+    which leaves it no languages to screen for.
 
     Raises:
-        ValueError: ``--languages all``, or a threshold outside (0, ``--language_threshold``].
+        ValueError: ``--language_screen`` with ``--no_language_screen`` or with
+            ``--languages all``, or a threshold above ``--language_threshold``.
     """
-    threshold = options.view_as(LanguageScreenOptions).language_screen
-    if threshold is None:
-        return None
+    own = options.view_as(LanguageScreenOptions)
     language = options.view_as(LanguageOptions)
     languages = _languages(language)
-    if languages is None:
+    if own.language_screen is not None and own.no_language_screen:
+        raise ValueError("--language_screen sets the screen that --no_language_screen turns off: give one of them.")
+    if own.language_screen is not None and languages is None:
         raise ValueError("--language_screen screens for the languages --languages names; it cannot with 'all'.")
+    if own.no_language_screen or languages is None:
+        return None
+    # The screen must never drop what the language filter would keep: its threshold is at most the filter's.
+    default = min(DEFAULT_SCREEN_THRESHOLD, language.language_threshold)
+    threshold = default if own.language_screen is None else own.language_screen
     if not 0 < threshold <= min(language.language_threshold, 1):
+        if own.language_screen is None:
+            return None
         raise ValueError(
             f"--language_screen {threshold} is out of range: it must be above 0 and at most --language_threshold "
             f"({language.language_threshold}), or the screen would drop pages the language filter keeps."

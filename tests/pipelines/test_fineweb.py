@@ -29,20 +29,22 @@ def _assets() -> list[str]:
 
 @pytest.fixture(scope="module")
 def fineweb_run(faults_set, tmp_path_factory):
+    """The FineWeb stack over 160 real pages and 4 faults, with the language screen off."""
     warcs, manifest = faults_set
     out = tmp_path_factory.mktemp("fineweb")
     argv = ["run", "fineweb", "--input", str(warcs / "*.warc.gz"), "--output", str(out), *_assets()]
-    assert main([*argv, "--direct_running_mode=multi_processing", "--direct_num_workers=2"]) == 0
+    workers = ["--direct_running_mode=multi_processing", "--direct_num_workers=2"]
+    assert main([*argv, "--no_language_screen", *workers]) == 0
     return out, manifest, json.loads((out / "stats.json").read_text())["steps"]
 
 
 @pytest.fixture(scope="module")
 def screened_run(faults_set, tmp_path_factory):
-    """The same run as ``fineweb_run`` with the language screen at its default threshold."""
+    """The same run as ``fineweb_run`` as fineweb runs by default: the language screen at its default threshold."""
     warcs, manifest = faults_set
     out = tmp_path_factory.mktemp("fineweb-screened")
     argv = ["run", "fineweb", "--input", str(warcs / "*.warc.gz"), "--output", str(out), *_assets()]
-    assert main([*argv, "--language_screen", "--direct_running_mode=multi_processing", "--direct_num_workers=2"]) == 0
+    assert main([*argv, "--direct_running_mode=multi_processing", "--direct_num_workers=2"]) == 0
     return out, manifest, json.loads((out / "stats.json").read_text())["steps"]
 
 
@@ -90,7 +92,7 @@ def test_kept_documents_are_english_and_pass_the_rules(fineweb_run):
 def test_the_language_screen_spares_extraction_the_pages_the_language_filter_drops(fineweb_run, screened_run):
     ordinary, _, ordinary_steps = fineweb_run
     screened, _, steps = screened_run
-    # Without the option there is no screen.
+    # With --no_language_screen there is none.
     assert "language_screen" not in ordinary_steps and not (ordinary / "excluded" / "language_screen").exists()
     assert steps["language_screen"]["counters"] == {"in": 160, "out": 49, "dropped.language_screen": 111}
     assert steps["extract"]["counters"]["in"] == 49

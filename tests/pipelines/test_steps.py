@@ -30,17 +30,22 @@ def test_steps_take_their_names_from_what_they_run():
     assert tuple(EXTRACTOR_CLASSES) == EXTRACTORS
 
 
-def test_the_language_screen_step_is_there_only_when_asked_for(data_dir):
+def test_the_language_screen_is_on_unless_turned_off_or_left_no_languages(data_dir):
     model = ["--lid_model", str(require(data_dir / "models" / "lid176" / "lid.176.ftz"))]
-    assert language_screen(PipelineOptions(model)) is None
-    default = language_screen(PipelineOptions([*model, "--language_screen"]))
+    default = language_screen(PipelineOptions(model))
     assert (default.name, default.excludes) == ("language_screen", True)
     assert (default.fn._rule.threshold, default.fn._rule.languages) == (0.1, frozenset({"en"}))
+    assert language_screen(PipelineOptions([*model, "--language_screen"])).fn._rule.threshold == 0.1
+    assert language_screen(PipelineOptions([*model, "--no_language_screen"])) is None
+    # With any language kept there is nothing to screen for.
+    assert language_screen(PipelineOptions([*model, "--languages", "all"])) is None
     explicit = language_screen(PipelineOptions([*model, "--language_screen", "0.3", "--languages", "en,de"]))
     assert (explicit.fn._rule.threshold, explicit.fn._rule.languages) == (0.3, frozenset({"en", "de"}))
-    # Up to the language filter's threshold, which may be raised.
+    # Up to the language filter's threshold, which may be raised; by default never above it.
     at_most = language_screen(PipelineOptions([*model, "--language_screen=0.8", "--language_threshold=0.9"]))
     assert at_most.fn._rule.threshold == 0.8
+    assert language_screen(PipelineOptions([*model, "--language_threshold=0.05"])).fn._rule.threshold == 0.05
+    assert language_screen(PipelineOptions([*model, "--language_threshold=0"])) is None
 
 
 @pytest.mark.parametrize(
@@ -53,6 +58,7 @@ def test_the_language_screen_step_is_there_only_when_asked_for(data_dir):
         (["--language_screen=nan"], "--language_screen nan is out of range"),
         (["--language_screen=1.5", "--language_threshold=2"], "--language_screen 1.5 is out of range"),
         (["--language_screen", "--languages", "all"], "--language_screen screens for the languages --languages names"),
+        (["--language_screen", "--no_language_screen"], "--language_screen sets the screen that --no_language_screen"),
         (["--language_screen", "--languages", "en,english"], "--languages english: not a language code of the lid"),
     ],
 )  # fmt: skip
