@@ -65,7 +65,7 @@ def _probe(tmp_path, *argv: str) -> dict:
         (["--help"], 0, "elastic"),
         (["stats", "{run}"], 0, "write_documents"),
         (["inspect", "{run}", "--limit", "1"], 0, "[1] "),
-        (["inspect", "{run}", "--excluded", "--limit", "1"], 0, "excluded  language_filter"),
+        (["inspect", "{run}", "--excluded", "--limit", "1"], 0, "excluded  language_screen"),
         (["inspect", "{documents}", "--limit", "1", "--json"], 0, '"text"'),
         (["assets", "path"], 0, "lid"),
         (["elastic", "status", "--job-dir", "{job}"], 1, "pending"),

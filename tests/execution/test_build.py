@@ -82,14 +82,15 @@ def test_the_graph_applies_the_declared_steps_in_order_with_their_writers(data_d
     assert built.flow.sink.documents_dir == f"{built.flow.write_to}/documents"
     steps = [step.name for step in built.flow.steps]
     assert steps == [
-        "add_dump", "url_filter", "extract", "language_filter", "gopher_repetition", "gopher_quality", "c4_quality",
-        "fineweb_quality",
+        "add_dump", "url_filter", "language_screen", "extract", "language_filter", "gopher_repetition",
+        "gopher_quality", "c4_quality", "fineweb_quality",
     ]  # fmt: skip
     labels = [t.full_label for t in built.pipeline.transforms_stack[0].parts]
-    filters = ("url_filter", "language_filter", "gopher_repetition", "gopher_quality", "c4_quality", "fineweb_quality")
-    with_writers = {rule: [rule, f"write_excluded_{rule}"] for rule in filters}
+    before = ("url_filter", "language_screen")
+    filters = ("language_filter", "gopher_repetition", "gopher_quality", "c4_quality", "fineweb_quality")
+    with_writers = {rule: [rule, f"write_excluded_{rule}"] for rule in (*before, *filters)}
     assert labels == [
-        "read", "add_dump", *with_writers["url_filter"], "extract",
-        *(label for rule in filters[1:] for label in with_writers[rule]),
+        "read", "add_dump", *(label for rule in before for label in with_writers[rule]), "extract",
+        *(label for rule in filters for label in with_writers[rule]),
         "write_documents", "FlattenDeadLetters", "write_dead_letters", "FlattenWritten", "Publish",
     ]  # fmt: skip

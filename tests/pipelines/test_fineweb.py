@@ -174,6 +174,8 @@ def test_resumable_run_equals_the_ordinary_run_and_a_rerun_reads_nothing(fineweb
     ordinary, _, _ = fineweb_run
     out = tmp_path / "resumable"
     argv = ["run", "fineweb", "--input", str(warcs / "*.warc.gz"), "--output", str(out), "--resumable", *_assets()]
+    # As the ordinary run, without the screen.
+    argv.append("--no_language_screen")
     assert main(argv) == 0
     markers = {path.stem: json.loads(path.read_text()) for path in (out / "_completed").glob("*.json")}
     assert sorted(markers) == sorted(path.name.removesuffix(".warc.gz") for path in warcs.glob("*.warc.gz"))
@@ -215,6 +217,8 @@ def test_resumable_run_equals_the_ordinary_run_and_a_rerun_reads_nothing(fineweb
 def test_resumable_output_refuses_another_configuration_unless_restarted(data_dir, tmp_path, capsys):
     warc = data_dir / "warc" / "cc-main-2020-34_resiliparse_warcfile.warc.gz"
     argv = ["run", "fineweb", "--input", str(warc), "--output", str(tmp_path), "--resumable", *_assets()]
+    # Without the screen, which would leave the language filter nothing to exclude.
+    argv.append("--no_language_screen")
     assert main(argv) == 0
     marker = tmp_path / "_completed" / "cc-main-2020-34_resiliparse_warcfile.json"
     excluded_before = json.loads(marker.read_text())["counts"]["excluded"]

@@ -92,6 +92,8 @@ def test_steps_are_the_pipelines(fineweb):
         "add_dump",
         "url_filter",
         "write_excluded_url_filter",
+        "language_screen",
+        "write_excluded_language_screen",
         "extract",
         *(name for rule in FILTERS[1:] for name in (rule, f"write_excluded_{rule}")),
         "write_documents",
@@ -110,7 +112,7 @@ def test_steps_are_the_pipelines(fineweb):
     assert "write_documents" in fineweb["printed"]
     # The last step waits for every writer, then moves the staged outputs into the output folder.
     assert {"name": "FlattenWritten", "urn": "beam:transform:flatten:v1"} in by_name["FlattenWritten"]
-    assert "20 steps" in fineweb["printed"]
+    assert "22 steps" in fineweb["printed"]
 
 
 def test_pipeline_options_reach_the_job(fineweb):
