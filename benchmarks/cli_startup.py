@@ -21,10 +21,10 @@ from __future__ import annotations
 import os
 import pathlib
 import re
+import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 
@@ -76,7 +76,10 @@ def main() -> None:
     args = parser.parse_args()
     results = Results(__file__, __doc__, args)
     workdir, warcs = warc_set_of(args)
-    work = pathlib.Path(tempfile.mkdtemp(prefix="cli-startup-", dir=workdir))
+    # One folder, made anew by each run: runs of the benchmark do not pile up in the work directory.
+    work = workdir / "cli-startup"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir()
     # The command users type: the script pip installs beside this Python (python -m beamtrove where there is none).
     script = pathlib.Path(sys.executable).with_name("beamtrove")
     beamtrove = [str(script)] if script.is_file() else [sys.executable, "-m", "beamtrove"]
