@@ -48,6 +48,13 @@ def _extract(warcs: pathlib.Path, output: pathlib.Path) -> tuple[list[tuple[str,
     return documents, {step: stats["counters"] for step, stats in steps.items()}
 
 
+def _dead_letters(output: pathlib.Path) -> list[tuple[str | None, str, str]]:
+    """(record id, reason, message) of each dead letter of the run into ``output``."""
+    folder = output / "dead_letters"
+    rows = jsonl_rows(folder) if folder.is_dir() else []
+    return [(row.get("record_id"), row["reason"], row["message"]) for row in rows]
+
+
 @pytest.mark.slow
 def test_busy_processes_beside_the_extraction_change_no_document_and_no_counter(tmp_path):
     warcs = tmp_path / "warcs"
@@ -60,7 +67,8 @@ def test_busy_processes_beside_the_extraction_change_no_document_and_no_counter(
 
     assert loaded_counters == alone_counters, (
         f"extract alone: {alone_counters['extract']}; beside {BUSY_PROCESSES} busy processes: "
-        f"{loaded_counters['extract']}"
+        f"{loaded_counters['extract']}; dead letters alone: {_dead_letters(tmp_path / 'alone')}, "
+        f"beside them: {_dead_letters(tmp_path / 'loaded')}"
     )
     assert loaded_documents == alone_documents
     assert len(alone_documents) > 1100, "most of the 1200 real pages have a main text"
