@@ -7,8 +7,8 @@ a page that used up its CPU time, and the worker kills and replaces a child that
 uses up its CPU time inside one C call (where the interruption cannot reach it)
 or that has not answered within a generous backstop of time spent neither
 working nor waiting for a CPU (a deadlock, a blocked read). A limit on CPU time
-rather than wall-clock time keeps the output independent of the machine's load:
-a page is not cut short because other processes took the CPU. The signal that
+rather than wall-clock time keeps the output all but independent of the
+machine's load: a page is not cut short because other processes took the CPU. The signal that
 measures CPU time is handled in the child only, so this works on every runner
 and leaves the worker's signals and threads alone.
 """
@@ -391,8 +391,9 @@ class Extract(beam.PTransform):
 
     The limit is on CPU time, which machine load changes little, so the same
     input keeps the same documents on a busy machine as on an idle one (a page
-    within a fifth of the limit may still tip over it: 12 busy processes on 2
-    cores raised pages' CPU time by up to 20% here). A document is a timeout
+    within a quarter of the limit may still tip over it: 12 busy processes on 2
+    cores raised pages' CPU time by 19% in all and up to 26% for one page
+    here). A document is a timeout
     when its extraction uses more than ``timeout`` CPU seconds (user and system
     time of the extraction process, C code such as lxml's parser included), or
     when it has not finished after :func:`wall_clock_backstop`
