@@ -52,6 +52,21 @@ def make_warc_set(out_dir: pathlib.Path, *args: str) -> list[dict]:
     return [json.loads(line) for line in (out_dir / "manifest.jsonl").read_text().splitlines()]
 
 
+@contextlib.contextmanager
+def busy_processes(count: int):
+    """Runs ``count`` processes that only burn CPU, and kills them when the block ends."""
+    processes = []
+    try:
+        for _ in range(count):
+            processes.append(subprocess.Popen([sys.executable, "-c", "while True: pass"]))
+        yield
+    finally:
+        for process in processes:
+            process.kill()
+        for process in processes:
+            process.wait()
+
+
 @pytest.fixture(scope="session")
 def faults_set(tmp_path_factory) -> tuple[pathlib.Path, list[dict]]:
     """A make_warc.py --faults set: 160 responses + 4 faults in 3 files, the last cut short."""

@@ -9,8 +9,6 @@ import contextlib
 import hashlib
 import os
 import signal
-import subprocess
-import sys
 import time
 
 import apache_beam as beam
@@ -20,7 +18,7 @@ from apache_beam.testing.util import assert_that, equal_to
 from beamtrove.document import Document
 from beamtrove.transforms.extractors import Extract, ExtractionTimeout, Extractor
 from beamtrove.transforms.extractors.base import _Sandbox, wall_clock_backstop
-from tests.conftest import run_and_collect
+from tests.conftest import busy_processes, run_and_collect
 
 # PBKDF2 rounds that take OpenSSL roughly a CPU second here, measured once (one C call, no Python in between).
 _ROUNDS_PER_CPU_SECOND = None
@@ -72,18 +70,6 @@ class _Scripted(Extractor):
             with contextlib.suppress(BaseException):
                 _burn_cpu(float("inf"))
         return str(os.getpid())
-
-
-@contextlib.contextmanager
-def _busy_processes(count: int):
-    """Runs ``count`` processes that only burn CPU, and kills them when the block ends."""
-    processes = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
-    try:
-        yield
-    finally:
-        for process in processes:
-            process.kill()
-            process.wait()
 
 
 @pytest.fixture
@@ -186,7 +172,7 @@ def test_a_page_starved_of_cpu_past_the_backstop_is_kept(sandbox):
     # about 2 s of wall-clock time, twice the backstop, all but 0.3 s of it waiting for a CPU.
     box = sandbox(cpu_limit=1.0, backstop=1.0)
     box.extract("burn 0")
-    with _busy_processes(6 * os.cpu_count()):
+    with busy_processes(6 * os.cpu_count()):
         started = time.monotonic()
         outcome = _outcome(box, "burn 0.3")
         took = time.monotonic() - started

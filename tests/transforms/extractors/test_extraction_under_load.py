@@ -7,35 +7,17 @@ extracts 600 records (the loaded run takes minutes on 2 cores, and slows every t
 
 from __future__ import annotations
 
-import contextlib
 import json
 import pathlib
-import subprocess
-import sys
 
 import pytest
 
-from tests.conftest import beamtrove, jsonl_rows, make_warc_set
+from tests.conftest import beamtrove, busy_processes, jsonl_rows, make_warc_set
 
 BUSY_PROCESSES = 12
 # Two workers, two extraction processes: beside 12 busy ones they get twice the CPU share one would,
 # which keeps the loaded run to about two minutes on 2 cores. Both runs use the same workers.
 RUNNER = ("--direct_running_mode", "multi_processing", "--direct_num_workers", "2")
-
-
-@contextlib.contextmanager
-def _busy_processes(count: int):
-    """Runs ``count`` processes that only burn CPU, and kills them when the block ends."""
-    processes = []
-    try:
-        for _ in range(count):
-            processes.append(subprocess.Popen([sys.executable, "-c", "while True: pass"]))
-        yield
-    finally:
-        for process in processes:
-            process.kill()
-        for process in processes:
-            process.wait()
 
 
 def _extract(warcs: pathlib.Path, output: pathlib.Path) -> tuple[list[tuple[str, str]], dict[str, dict]]:
@@ -63,7 +45,7 @@ def test_busy_processes_beside_the_extraction_change_no_document_and_no_counter(
     make_warc_set(warcs, "--records", "600", "--files", "2", "--seed", "0")
 
     alone_documents, alone_counters = _extract(warcs, tmp_path / "alone")
-    with _busy_processes(BUSY_PROCESSES):
+    with busy_processes(BUSY_PROCESSES):
         loaded_documents, loaded_counters = _extract(warcs, tmp_path / "loaded")
 
     assert loaded_counters == alone_counters, (
