@@ -27,6 +27,7 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beamtrove.configuration import ConfigurationError
+from beamtrove.execution.direct_runner import pipeline_runner
 from beamtrove.execution.output import OutputPlan, Publish, check_auxiliary_inputs, check_separate, plan_output
 from beamtrove.execution.resume import configuration, pending_inputs
 from beamtrove.execution.runner_checks import check_runner_options
@@ -89,7 +90,7 @@ def build(
         ConfigurationError: The options, inputs or assets do not let the
             pipeline run; the message says what to fix.
     """
-    pipeline = beam.Pipeline(options=options)
+    pipeline = beam.Pipeline(runner=pipeline_runner(options), options=options)
     resume = options.view_as(ResumeOptions)
     plan = None
     try:

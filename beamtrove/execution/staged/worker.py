@@ -26,6 +26,7 @@ import orjson
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.runner import PipelineState
 
+from beamtrove.execution.direct_runner import pipeline_runner
 from beamtrove.execution.elastic.jobdir import JobDir, ShardLock, publish_once
 from beamtrove.execution.staged.plan import JobPlan
 from beamtrove.execution.staged.records import DamagedDataset, ReadDataset, WriteDataset, written_files
@@ -93,7 +94,8 @@ def run_task(job: JobDir, plan: JobPlan, stage: Stage, index: int, attempt_dir: 
         DamagedDataset: An input file is damaged.
         RuntimeError: The pipeline did not finish.
     """
-    pipeline = beam.Pipeline(options=PipelineOptions([]))
+    options = PipelineOptions([])
+    pipeline = beam.Pipeline(runner=pipeline_runner(options), options=options)
     partition = None if stage.whole else index
 
     def read(datasets: Sequence[str], label: str, partition: int | None = partition):
