@@ -9,7 +9,8 @@ the other on this machine:
   trafilatura, the language filter and the Gopher, C4 and FineWeb quality
   filters, each built from the pipeline's own parsed options) on the same
   pages, in a plain pool of 2 forked processes taking a WARC file each: no
-  Beam, no extraction sandbox, nothing written, nothing counted;
+  Beam, no extraction sandbox, nothing written, nothing counted, its
+  process tree sampled for memory as the runs' are;
 * ``beamtrove run fineweb`` the ordinary way and with ``--language_screen``
   (the default threshold unless told), DirectRunner multi_processing with 2
   workers;
@@ -36,6 +37,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import multiprocessing
+import os
 import pathlib
 import sys
 import time
@@ -65,6 +67,7 @@ from benchmarks.common import (
     LID_MODEL,
     URL_BLOCKLIST,
     Results,
+    TreeMonitor,
     add_datatrove_venv_argument,
     add_workdir_arguments,
     argument_parser,
@@ -170,7 +173,11 @@ def _run_limit(warc_dir: pathlib.Path, screen: float | None) -> _Limit:
     # The largest files first, so that the two workers end about together.
     files = sorted(match_files(str(warc_dir / "*.warc.gz"), WarcParser()), key=lambda file: -file.size)
     started = time.perf_counter()
-    with multiprocessing.get_context("fork").Pool(_WORKERS, initializer=_set_up, initargs=(screen,)) as pool:
+    # Sampled as beamtrove's and DataTrove's runs are (run_measured): the sampling costs each run alike.
+    with (
+        TreeMonitor(os.getpid()),
+        multiprocessing.get_context("fork").Pool(_WORKERS, initializer=_set_up, initargs=(screen,)) as pool,
+    ):
         done = pool.map(_work, files, chunksize=1)
     wall = time.perf_counter() - started
     cpu: dict[str, float] = collections.defaultdict(float)
