@@ -3,12 +3,12 @@
 Beam 2.77's DirectRunner first tries to run a batch pipeline on Prism, which
 it downloads from GitHub when no ``--prism_location`` is given, and falls back
 to the FnApiRunner when that fails. Offline, every run pays the failed
-download (half a second on a 2-core machine; as long as the resolver takes to
-give up where DNS hangs, as on many HPC nodes); online, the pipeline runs on
-a Prism fetched behind the user's back instead of the runner it named, and
-``--direct_running_mode`` and ``--direct_num_workers`` mean nothing there.
+try (about a quarter of a second on a 2-core machine; as long as the resolver
+takes to give up where DNS hangs); online, the pipeline runs on a Prism
+fetched behind the user's back, not on the runner it named.
 :func:`pipeline_runner` gives a DirectRunner that goes straight to the
-FnApiRunner, the runner Beam falls back to, with those options as given.
+FnApiRunner, the runner Beam falls back to, with ``--direct_running_mode``
+and ``--direct_num_workers`` as given.
 ``--runner PrismRunner`` still runs on Prism.
 """
 
