@@ -13,11 +13,25 @@ import zipfile
 
 import pytest
 from apache_beam.options.pipeline_options import FlinkRunnerOptions, PipelineOptions, PrismRunnerOptions
+from apache_beam.runners.portability import prism_runner
 
 from beamtrove.execution.runner_parts import JOB_SERVER_MAIN_CLASS, part_path, part_present, use_local_runner_parts
 from tests.conftest import beamtrove_here
 
 _OBTAINED: dict[str, pathlib.Path] = {}
+
+
+@pytest.fixture
+def prism_tries(monkeypatch) -> list[str]:
+    """Each time Beam tries to run a pipeline on Prism; the try fails as a download fails offline."""
+    tries = []
+
+    def run_on_prism(self, pipeline, options):
+        tries.append("prism")
+        raise RuntimeError("Unable to fetch remote prism binary")
+
+    monkeypatch.setattr(prism_runner.PrismRunner, "run_pipeline", run_on_prism)
+    return tries
 
 
 def runners_command(*args: str, timeout: float = 900, env: dict | None = None) -> subprocess.CompletedProcess:

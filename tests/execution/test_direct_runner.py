@@ -1,30 +1,15 @@
-"""The DirectRunner as beamtrove runs it: straight to the FnApiRunner, never first trying to fetch and run Prism."""
+"""The DirectRunner as beamtrove runs it: straight to the FnApiRunner, never first trying to fetch and run Prism.
+
+That a real run never tries Prism is checked by tests/execution/test_run.py's first run.
+"""
 
 from __future__ import annotations
 
 import apache_beam as beam
 import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
-from apache_beam.runners.portability import prism_runner
 
 from beamtrove.execution.direct_runner import pipeline_runner
-from beamtrove.execution.run import run_pipeline
-from beamtrove.options import parse
-from beamtrove.pipelines import pipeline_spec
-from tests.conftest import jsonl_rows, require
-
-
-@pytest.fixture
-def prism_tries(monkeypatch) -> list[str]:
-    """Each time Beam tries to run a pipeline on Prism; the try fails as a download fails offline."""
-    tries = []
-
-    def run_on_prism(self, pipeline, options):
-        tries.append("prism")
-        raise RuntimeError("Unable to fetch remote prism binary")
-
-    monkeypatch.setattr(prism_runner.PrismRunner, "run_pipeline", run_on_prism)
-    return tries
 
 
 def test_beams_own_direct_runner_tries_prism_first(prism_tries):
@@ -32,17 +17,6 @@ def test_beams_own_direct_runner_tries_prism_first(prism_tries):
     with beam.Pipeline(options=PipelineOptions([])) as pipeline:
         _ = pipeline | beam.Create([1, 2]) | beam.Map(lambda value: value + 1)
     assert prism_tries == ["prism"]
-
-
-def test_a_direct_runner_run_goes_straight_to_the_fn_api_runner(data_dir, tmp_path, prism_tries):
-    extract = pipeline_spec("extract")
-    warc = str(require(data_dir / "warc" / "cc-main-2020-34_resiliparse_warcfile.warc.gz"))
-    argv = ["--input", warc, "--output", str(tmp_path), "--extractor", "resiliparse", "--progress_interval", "0"]
-    result = run_pipeline(extract, parse(extract, [*argv, "--runner", "DirectRunner"]))
-    assert result.succeeded
-    assert prism_tries == []
-    assert result.stats["runner"] == "DirectRunner"
-    assert result.stats["steps"]["write_documents"]["counters"]["out"] == len(jsonl_rows(tmp_path / "documents")) > 0
 
 
 @pytest.mark.parametrize(

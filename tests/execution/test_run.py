@@ -15,12 +15,14 @@ from beamtrove.stats import format_stats
 from tests.conftest import jsonl_rows, require
 
 
-def test_a_run_writes_its_stats_beside_its_results(data_dir, tmp_path):
+def test_a_run_writes_its_stats_beside_its_results(data_dir, tmp_path, prism_tries):
     extract = pipeline_spec("extract")
     warc = str(require(data_dir / "warc" / "cc-main-2020-34_resiliparse_warcfile.warc.gz"))
     argv = ["--input", warc, "--output", str(tmp_path), "--extractor", "resiliparse", "--progress_interval", "0"]
     result = run_pipeline(extract, parse(extract, argv))
     assert result.succeeded and result.state == "DONE"
+    # Beam's DirectRunner would have tried Prism first (tests/execution/test_direct_runner.py).
+    assert prism_tries == []
     assert result.stats_path == str(tmp_path / "stats.json")
     assert result.report_path == str(tmp_path / "report.html")
     assert "<svg" in (tmp_path / "report.html").read_text()

@@ -8,9 +8,9 @@ uses up its CPU time inside one C call (where the interruption cannot reach it)
 or that has not answered within a generous backstop of time spent neither
 working nor waiting for a CPU (a deadlock, a blocked read). A limit on CPU time
 rather than wall-clock time keeps the output all but independent of the
-machine's load: a page is not cut short because other processes took the CPU. The signal that
-measures CPU time is handled in the child only, so this works on every runner
-and leaves the worker's signals and threads alone.
+machine's load: a page is not cut short because other processes took the CPU.
+The signal that measures CPU time is handled in the child only, so this works
+on every runner and leaves the worker's signals and threads alone.
 """
 
 from __future__ import annotations
@@ -393,13 +393,13 @@ class Extract(beam.PTransform):
     input keeps the same documents on a busy machine as on an idle one (a page
     within a quarter of the limit may still tip over it: 12 busy processes on 2
     cores raised pages' CPU time by 19% in all and up to 26% for one page
-    here). A document is a timeout
-    when its extraction uses more than ``timeout`` CPU seconds (user and system
-    time of the extraction process, C code such as lxml's parser included), or
-    when it has not finished after :func:`wall_clock_backstop`
-    (``max(30, 30 * timeout)``) seconds of neither working nor waiting for a
-    CPU: a hang in a blocked call. Either way the extraction process is
-    replaced and the next document is extracted as usual.
+    here). A document is a timeout when its extraction uses more than
+    ``timeout`` CPU seconds (user and system time of the extraction process,
+    C code such as lxml's parser included), or when it has not finished after
+    :func:`wall_clock_backstop` (``max(30, 30 * timeout)``) seconds of neither
+    working nor waiting for a CPU: a hang in a blocked call. Either way the
+    extraction process is replaced and the next document is extracted as
+    usual.
 
     Args:
         extractor: The extractor to run.
