@@ -43,6 +43,8 @@ _LOGGER = logging.getLogger(__name__)
 PROGRESS_ADDRESS_VARIABLE = "BEAMTROVE_PROGRESS"
 _SEND_EVERY = 0.5
 _MAX_DATAGRAM = 60_000
+# The run of a forked process: the one it first reports to.
+_FIRST_REPORTED = object()
 
 
 class _ProcessTotals:
@@ -57,7 +59,7 @@ class _ProcessTotals:
         # Seconds between this process's own log lines when no board shows the run: the readers' setting.
         self._log_interval = 10.0
 
-    def _reset(self, run: str | None) -> None:
+    def _reset(self, run: str | object | None) -> None:
         self._run = run
         self.counters: dict[str, dict[str, int]] = {}
         self._reading: set[str] = set()
@@ -65,6 +67,18 @@ class _ProcessTotals:
         self._bytes = 0
         self._started = time.monotonic()
         self._next_report = self._started + _SEND_EVERY
+
+    def forked(self) -> None:
+        """Makes the totals a new process's, in a child just forked.
+
+        The child counts for the run it first reports to: a worker forked from
+        :mod:`~beamtrove.execution.worker_zygote` is given its run's
+        environment only after the fork.
+        """
+        self._lock = threading.Lock()
+        self._socket = None
+        self._process = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self._reset(_FIRST_REPORTED)
 
     def reset(self) -> None:
         """Forgets the totals: a new run starts in this process."""
@@ -93,6 +107,8 @@ class _ProcessTotals:
     def _report(self, board_now: bool = False) -> None:
         address = os.environ.get(PROGRESS_ADDRESS_VARIABLE)
         with self._lock:
+            if self._run is _FIRST_REPORTED:
+                self._run = address
             now = time.monotonic()
             if now < self._next_report and not (board_now and address is not None and address == self._run):
                 return
@@ -140,6 +156,7 @@ class _ProcessTotals:
 
 
 _TOTALS = _ProcessTotals()
+os.register_at_fork(after_in_child=_TOTALS.forked)
 
 
 def count_progress(step: str, name: str, value: int) -> None:

@@ -17,12 +17,14 @@ _HELP_FLAGS = ("-h", "--help")
 
 def _run(args: argparse.Namespace, pipeline_argv: list[str]) -> int:
     """Run a pipeline (beamtrove run PIPELINE --help)."""
+    wants_help = any(flag in pipeline_argv for flag in _HELP_FLAGS)
+    if args.pipeline is not None and not wants_help and _forks_sdk_workers(pipeline_argv):
+        _start_zygote(args.pipeline)
     # Pipelines are made of Beam's transforms and options: of these commands, only this one imports Beam.
     from beamtrove.execution.run import RunInterrupted, run_pipeline  # noqa: PLC0415
     from beamtrove.options import format_help, parse  # noqa: PLC0415
     from beamtrove.pipelines import all_pipeline_specs, pipeline_spec  # noqa: PLC0415
 
-    wants_help = any(flag in pipeline_argv for flag in _HELP_FLAGS)
     if args.pipeline is None:
         listing = "\n".join(f"  {spec.name:<13} {spec.description}" for spec in all_pipeline_specs())
         print(f"usage: beamtrove run PIPELINE [options]\n\npipelines:\n{listing}")
@@ -43,6 +45,30 @@ def _run(args: argparse.Namespace, pipeline_argv: list[str]) -> int:
     report = f", report in {result.report_path}" if result.report_path else ""
     print(f"\n{result.state} in {result.stats['wall_seconds']:.1f} s; stats written to {result.stats_path}{report}")
     return 0
+
+
+def _forks_sdk_workers(pipeline_argv: list[str]) -> bool:
+    """Whether the arguments ask for a DirectRunner run with SDK worker processes, which the zygote forks."""
+    from beamtrove.execution.runner_parts import runner_kind  # noqa: PLC0415
+
+    options = {}
+    for at, argument in enumerate(pipeline_argv):
+        flag, equals, value = argument.partition("=")
+        if flag in ("--runner", "--direct_running_mode"):
+            options[flag] = value if equals else next(iter(pipeline_argv[at + 1 : at + 2]), "")
+    return (
+        runner_kind(options.get("--runner", "DirectRunner")) == "direct"
+        and options.get("--direct_running_mode") == "multi_processing"
+    )
+
+
+def _start_zygote(pipeline: str) -> None:
+    """Starts the zygote the run's workers will be forked from, so that its imports overlap this command's."""
+    from beamtrove.execution.worker_zygote import start_zygote  # noqa: PLC0415
+    from beamtrove.pipelines import PIPELINES  # noqa: PLC0415
+
+    module = PIPELINES.get(pipeline.replace("-", "_"))
+    start_zygote([module] if module else [])
 
 
 def _stats(args: argparse.Namespace, _: list[str]) -> int:

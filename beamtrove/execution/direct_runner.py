@@ -10,15 +10,52 @@ fetched behind the user's back, not on the runner it named.
 FnApiRunner, the runner Beam falls back to, with ``--direct_running_mode``
 and ``--direct_num_workers`` as given.
 ``--runner PrismRunner`` still runs on Prism.
+
+With ``--direct_running_mode multi_processing``, its SDK workers are forked
+from a process that has imported Beam already
+(:mod:`~beamtrove.execution.worker_zygote`) instead of started as new
+interpreters, which saves each worker its second or more of imports.
 """
 
 from __future__ import annotations
 
-from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
-from apache_beam.runners.direct.direct_runner import SwitchingDirectRunner
-from apache_beam.runners.runner import PipelineResult, PipelineRunner
+import os
+import sys
+import threading
 
-__all__ = ["pipeline_runner"]
+import grpc
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+from apache_beam.portability import python_urns
+from apache_beam.portability.api import (
+    beam_fn_api_pb2_grpc,
+    beam_provision_api_pb2,
+    beam_runner_api_pb2,
+    endpoints_pb2,
+)
+from apache_beam.runners.direct.direct_runner import SwitchingDirectRunner
+from apache_beam.runners.portability.fn_api_runner import fn_runner, worker_handlers
+from apache_beam.runners.portability.local_job_service import BeamFnLoggingServicer
+from apache_beam.runners.portability.portable_runner import JobServiceHandle
+from apache_beam.runners.runner import PipelineResult, PipelineRunner
+from apache_beam.utils import thread_pool_executor
+from google.protobuf import json_format, text_format
+
+from beamtrove.execution.runner_parts import runner_kind
+from beamtrove.execution.worker_zygote import SDK_WORKER_MODULE, shared_zygote
+
+__all__ = ["FORKED_WORKER_URN", "pipeline_runner"]
+
+#: The environment of SDK workers forked from the zygote.
+FORKED_WORKER_URN = "beamtrove:environment:forked_sdk_worker:v1"
+
+# The command FnApiRunner gives --direct_running_mode multi_processing workers: those are the ones forked instead.
+_BEAM_WORKER_COMMAND = f"{sys.executable} -m {SDK_WORKER_MODULE}".encode()
+
+# Beam's settings for the server its subprocess workers send their logs to, which lets idle workers stay connected.
+# Seconds a worker has to exit once its runner stops it before it is killed.
+_STOP_GRACE_SECONDS = 3.0
+
+_LOGGING_SERVER_OPTIONS = [("grpc.http2.max_pings_without_data", 0), ("grpc.http2.max_ping_strikes", 0)]
 
 
 class _FnApiDirectRunner(SwitchingDirectRunner):
@@ -29,20 +66,86 @@ class _FnApiDirectRunner(SwitchingDirectRunner):
     """
 
     def run_pipeline(self, pipeline, options: PipelineOptions) -> PipelineResult:
-        from apache_beam.portability.api import beam_provision_api_pb2  # noqa: PLC0415
-        from apache_beam.runners.portability.fn_api_runner import fn_runner  # noqa: PLC0415
-        from apache_beam.runners.portability.portable_runner import JobServiceHandle  # noqa: PLC0415
-
         # Workers of --direct_running_mode multi_processing read the options from the provision info.
         encoded = JobServiceHandle.encode_pipeline_options(options.get_all_options())
         provision_info = fn_runner.ExtendedProvisionInfo(beam_provision_api_pb2.ProvisionInfo(pipeline_options=encoded))
-        return fn_runner.FnApiRunner(provision_info=provision_info).run_pipeline(pipeline, options)
+        return _ForkingFnApiRunner(provision_info=provision_info).run_pipeline(pipeline, options)
+
+
+class _ForkingFnApiRunner(fn_runner.FnApiRunner):
+    """The FnApiRunner, with the new-interpreter workers it chose for multi_processing forked from the zygote."""
+
+    def run_via_runner_api(self, pipeline_proto: beam_runner_api_pb2.Pipeline, options: PipelineOptions):
+        for environment in pipeline_proto.components.environments.values():
+            if environment.urn == python_urns.SUBPROCESS_SDK and environment.payload == _BEAM_WORKER_COMMAND:
+                environment.urn, environment.payload = FORKED_WORKER_URN, b""
+        return super().run_via_runner_api(pipeline_proto, options)
+
+
+@worker_handlers.WorkerHandler.register_environment(FORKED_WORKER_URN, None)
+class _ForkedWorkerHandler(worker_handlers.GrpcWorkerHandler):
+    """Forks one SDK worker from the zygote and waits for it in a thread, as Beam does its subprocess workers."""
+
+    def __init__(self, payload: bytes, state, provision_info, grpc_server):
+        super().__init__(state, provision_info, grpc_server)
+        self._killed_on_stop = False
+
+    def start_worker(self) -> None:
+        # The worker's logs come to this server, and from it to this process's logging.
+        self._logging_server = grpc.server(
+            thread_pool_executor.shared_unbounded_instance(), options=_LOGGING_SERVER_OPTIONS
+        )
+        beam_fn_api_pb2_grpc.add_BeamFnLoggingServicer_to_server(BeamFnLoggingServicer(), self._logging_server)
+        logging_port = self._logging_server.add_insecure_port("[::]:0")
+        self._logging_server.start()
+        environment = dict(
+            os.environ,
+            CONTROL_API_SERVICE_DESCRIPTOR=_descriptor(self.control_address),
+            LOGGING_API_SERVICE_DESCRIPTOR=_descriptor(f"localhost:{logging_port}"),
+            PIPELINE_OPTIONS=json_format.MessageToJson(self.provision_info.provision_info.pipeline_options),
+            WORKER_ID=self.worker_id,
+        )
+        self._zygote = shared_zygote()
+        try:
+            self._pid = self._zygote.start_worker(environment, os.getcwd())
+        except BaseException:
+            self._logging_server.stop(0)
+            raise
+        # A daemon: a runner interrupted by Ctrl-C exits without waiting for its workers (they ignore it); the
+        # zygote kills them once it has gone.
+        self._thread = threading.Thread(name="run_worker", target=self._wait_for_worker, daemon=True)
+        self._thread.start()
+
+    def stop_worker(self) -> None:
+        # Beam has closed the worker's control stream: a worker that had connected ends now. One that connects after
+        # (a run stopped as it started, by Ctrl-C) would wait for its stream forever: closing the connection again
+        # ends its stream too. A worker that still runs then is killed.
+        self._thread.join(_STOP_GRACE_SECONDS)
+        if self._thread.is_alive():
+            self.control_conn.close()
+            self._thread.join(_STOP_GRACE_SECONDS)
+        if self._thread.is_alive():
+            self._killed_on_stop = True
+            self._zygote.kill(self._pid)
+            self._thread.join()
+
+    def _wait_for_worker(self) -> None:
+        try:
+            exit_code = self._zygote.wait(self._pid)
+        finally:
+            self._logging_server.stop(0)
+        if exit_code and not self._killed_on_stop:
+            raise RuntimeError(f"SDK worker {self.worker_id} (pid {self._pid}) exited with code {exit_code}")
+
+
+def _descriptor(url: str) -> str:
+    return text_format.MessageToString(endpoints_pb2.ApiServiceDescriptor(url=url))
 
 
 def pipeline_runner(options: PipelineOptions) -> PipelineRunner | None:
     """The runner to build a pipeline of ``options`` for: beamtrove's DirectRunner for the DirectRunner (named or
     by default), else None (the runner the options name, made by Beam)."""
     runner = options.view_as(StandardOptions).runner or "DirectRunner"
-    if not isinstance(runner, str) or runner.rsplit(".", 1)[-1].lower().removesuffix("runner") != "direct":
+    if not isinstance(runner, str) or runner_kind(runner) != "direct":
         return None
     return _FnApiDirectRunner()

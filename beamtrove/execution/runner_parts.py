@@ -52,6 +52,7 @@ __all__ = [
     "part_states",
     "prism_module_version",
     "read_manifest",
+    "runner_kind",
     "use_local_runner_parts",
 ]
 
@@ -178,6 +179,12 @@ def prism_module_version(binary: pathlib.Path) -> str | None:
     return None
 
 
+def runner_kind(runner: str) -> str:
+    """The runner a ``--runner`` value names, as Beam matches names: ``direct`` for DirectRunner,
+    ``apache_beam.runners.DirectRunner`` or ``direct``; ``prism``, ``flink``, ``dataflow``..."""
+    return runner.rsplit(".", 1)[-1].lower().removesuffix("runner")
+
+
 def use_local_runner_parts(options: PipelineOptions, runners_dir: str | os.PathLike | None = None) -> None:
     """Points a Prism or Flink run at the runner parts in the runners directory, so Beam downloads nothing.
 
@@ -203,8 +210,7 @@ def use_local_runner_parts(options: PipelineOptions, runners_dir: str | os.PathL
         StandardOptions,
     )
 
-    runner = options.view_as(StandardOptions).runner or ""
-    name = runner.rsplit(".", 1)[-1].lower().removesuffix("runner")
+    name = runner_kind(options.view_as(StandardOptions).runner or "")
     prism = options.view_as(PrismRunnerOptions)
     if name == "prism" and not prism.prism_location:
         if part_present("prism", runners_dir):

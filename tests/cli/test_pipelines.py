@@ -6,8 +6,11 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from beamtrove import __version__
 from beamtrove.cli import main
+from beamtrove.cli.pipelines import _forks_sdk_workers
 
 
 def test_run_convert_writes_documents_dead_letters_and_stats(faults_set, tmp_path, capsys):
@@ -91,3 +94,19 @@ def test_console_script_is_installed():
         [sys.executable, "-m", "beamtrove", "--version"], capture_output=True, text=True, check=True
     )
     assert module.stdout == result.stdout
+
+
+@pytest.mark.parametrize(
+    ("argv", "forks"),
+    [
+        (["--direct_running_mode", "multi_processing", "--direct_num_workers", "2"], True),
+        (["--direct_running_mode=multi_processing", "--runner=DirectRunner"], True),
+        (["--runner", "direct", "--direct_running_mode", "multi_processing"], True),
+        ([], False),
+        (["--direct_running_mode", "in_memory"], False),
+        (["--runner", "PrismRunner", "--direct_running_mode", "multi_processing"], False),
+        (["--direct_running_mode"], False),
+    ],
+)
+def test_run_starts_the_worker_zygote_only_for_direct_runs_with_worker_processes(argv, forks):
+    assert _forks_sdk_workers(["--input", "x", *argv]) is forks
