@@ -52,6 +52,19 @@ def make_warc_set(out_dir: pathlib.Path, *args: str) -> list[dict]:
     return [json.loads(line) for line in (out_dir / "manifest.jsonl").read_text().splitlines()]
 
 
+def child_processes(pid: int) -> list[int]:
+    """The live processes whose parent is ``pid``."""
+    children = []
+    for stat in pathlib.Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # ended meanwhile
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            children.append(int(stat.parent.name))
+    return children
+
+
 @contextlib.contextmanager
 def busy_processes(count: int):
     """Runs ``count`` processes that only burn CPU, and kills them when the block ends."""

@@ -16,7 +16,7 @@ from beamtrove.cli import main
 from beamtrove.document import Document
 from beamtrove.transforms.filters import Drop
 from beamtrove.transforms.filters.classifier import FastTextClassifierFilter
-from tests.conftest import wait_for
+from tests.conftest import child_processes, wait_for
 
 _SMALL = ["--epoch", "25", "--lr", "0.5", "--bucket", "10000", "--seed", "3"]
 
@@ -132,19 +132,6 @@ def test_an_output_that_is_a_folder_or_under_a_file_is_refused_before_reading(se
     ]
 
 
-def _children(pid: int) -> list[int]:
-    """The live processes whose parent is ``pid``."""
-    children = []
-    for stat in pathlib.Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:  # ended meanwhile
-            continue
-        if int(fields[1]) == pid and fields[0] != "Z":
-            children.append(int(stat.parent.name))
-    return children
-
-
 def _start_training(sets, model: pathlib.Path, temporary: pathlib.Path) -> tuple[subprocess.Popen, int]:
     """Starts a long training in its own process group, as from a terminal, its TMPDIR ``temporary``.
 
@@ -167,7 +154,7 @@ def _start_training(sets, model: pathlib.Path, temporary: pathlib.Path) -> tuple
 
 def _trainer(pid: int) -> int | None:
     """The child of ``pid`` that has the training texts open: fastText reads them as it trains."""
-    for child in _children(pid):
+    for child in child_processes(pid):
         try:
             if any(link.readlink().name == "train.txt" for link in pathlib.Path(f"/proc/{child}/fd").iterdir()):
                 return child

@@ -19,7 +19,7 @@ import pytest
 from beamtrove.cli import main
 from beamtrove.execution.output import LOCK_TIMEOUT_SECONDS, OutputPlan, plan_output, recover_output
 from beamtrove.fs import filesystem, is_hidden
-from tests.conftest import beamtrove_here, jsonl_rows, make_warc_set, require
+from tests.conftest import beamtrove_here, child_processes, jsonl_rows, make_warc_set, require
 
 _FAST_EXTRACTION = ("--extractor", "resiliparse", "--extract_timeout", "0")
 
@@ -240,15 +240,15 @@ def test_an_interrupted_run_rerun_gives_the_uninterrupted_output(kill_inputs, tm
 
 
 def test_ctrl_c_is_one_line_and_exit_130_with_extraction_processes_running(data_dir, tmp_path):
-    # A terminal's Ctrl-C reaches the whole process group, the extraction processes included.
+    # A terminal's Ctrl-C reaches the whole process group, the extraction processes included. Without the language
+    # screen every page is extracted: the run is still extracting when the first extraction process is seen.
     output = tmp_path / "out"
     command = [sys.executable, "-m", "beamtrove", "run", "fineweb", "--input", str(require(data_dir / "warc")),
-               "--output", str(output)]  # fmt: skip
+               "--output", str(output), "--no_language_screen"]  # fmt: skip
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-    while not (output / ".beamtrove-staging").exists():
+    while not ((output / ".beamtrove-staging").exists() and child_processes(process.pid)):
         assert process.poll() is None, process.communicate()
         time.sleep(0.05)
-    time.sleep(3)
     os.killpg(process.pid, signal.SIGINT)
     _, err = process.communicate(timeout=120)
     assert process.returncode == 130, err.decode()
