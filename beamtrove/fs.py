@@ -37,6 +37,7 @@ __all__ = [
     "input_folder",
     "is_glob",
     "is_hidden",
+    "is_local",
     "join",
     "match_inputs",
     "move",
@@ -142,6 +143,14 @@ def filesystem(url: str, storage_options: Mapping[str, Any] | None = None):
     from fsspec.core import url_to_fs  # noqa: PLC0415
 
     return url_to_fs(url, **dict(storage_options or {}))
+
+
+def is_local(url: str) -> bool:
+    """Whether ``url`` names a file on this machine's file system, told by its protocol alone (no file system is
+    made: a remote one may start threads)."""
+    from fsspec.utils import get_protocol  # noqa: PLC0415 (imported when first needed, as in filesystem)
+
+    return get_protocol(str(url)) in ("file", "local")
 
 
 def compression_of(url: str) -> str | None:

@@ -11,6 +11,7 @@ import pytest
 
 from beamtrove.fs import (
     input_folder,
+    is_local,
     match_inputs,
     read_json,
     read_json_record,
@@ -216,3 +217,12 @@ def test_json_records_are_read_whole_or_refused_with_the_file_named(tmp_path):
         # A record another process is still writing reads as not there yet.
         assert read_json_record(stats) is None
     assert read_json_record(tmp_path / "missing.json") is None
+
+
+@pytest.mark.parametrize(
+    ("url", "local"),
+    [("/data/lists", True), ("relative/lists", True), ("file:///data/lists", True), ("gs://bucket/lists", False),
+     ("s3://bucket/lists", False), ("memory://lists", False), ("https://host/lists", False)],
+)  # fmt: skip
+def test_is_local_tells_by_the_protocol(url, local):
+    assert is_local(url) is local

@@ -19,6 +19,12 @@ thread, so no worker starts with a lock another thread held. Environment
 variables read only when an interpreter starts (``PYTHONPATH``,
 ``PYTHONHASHSEED``) keep the values the zygote started with.
 
+The runner also has the zygote load the models and lists its DoFns share
+(:class:`~beamtrove.resources.Preloading`) as the pipeline is built: the
+zygote loads them once while the runner builds the rest of the graph, and
+every worker starts with them in memory it shares with the others, instead of
+each loading its own copy before its first bundle.
+
 One difference: the zygote and its workers ignore Ctrl-C, which a terminal
 sends to the whole process group. Workers that died first would each make
 the runner's threads that read from them print a gRPC traceback; instead the
@@ -159,6 +165,18 @@ class WorkerZygote:
                 raise ZygoteExited(self._exit_description())
             return self._exit_codes.pop(pid)
 
+    def preload(self, pickled_fn: bytes) -> None:
+        """Has the zygote load a DoFn's shared resources before it forks its next worker.
+
+        Args:
+            pickled_fn: A :class:`~beamtrove.resources.Preloading` DoFn, pickled
+                by Beam's pickler. The zygote calls its ``preload()``; one that
+                fails there is left to the workers' ``setup()``, which reports
+                the failure as it would without the zygote.
+        """
+        with self._requests, contextlib.suppress(OSError):
+            _send(self._channel, {"preload": pickled_fn.decode("ascii")})
+
     def kill(self, pid: int) -> None:
         """SIGKILLs worker ``pid`` unless it has exited already (the zygote knows; its pid may be another's)."""
         with self._requests, contextlib.suppress(OSError):
@@ -239,6 +257,15 @@ def _become_worker(channel_fd: int, streams: list[int], environment: dict[str, s
     sdk_worker_main.main([])
 
 
+def _preload(pickled_fn: bytes) -> None:
+    """Loads a DoFn's shared resources into this process, for every worker forked from it after."""
+    from apache_beam.internal import pickler  # noqa: PLC0415 - imported already, by the zygote
+
+    # A DoFn that cannot be read or loaded here fails in the workers' setup(), with the runner's own report.
+    with contextlib.suppress(Exception):
+        pickler.loads(pickled_fn).preload()
+
+
 def _serve(channel: socket.socket, modules: Sequence[str]) -> None:
     """Imports ``modules``, then forks a worker per request until the runner closes ``channel``.
 
@@ -274,6 +301,9 @@ def _serve(channel: socket.socket, modules: Sequence[str]) -> None:
             if "kill" in request:
                 if request["kill"] in workers:
                     workers[request["kill"]].kill()
+                continue
+            if "preload" in request:
+                _preload(request["preload"].encode("ascii"))
                 continue
             worker = fork.Process(
                 target=_become_worker,

@@ -51,6 +51,7 @@ from beamtrove.layout import (
     write_excluded,
 )
 from beamtrove.metrics import StepMetrics, counters_recorded
+from beamtrove.resources import Preloading
 from beamtrove.transforms.readers.base import FileReader
 from beamtrove.transforms.step_fn import run_step_fn
 from beamtrove.transforms.writers.base import TempFile
@@ -96,6 +97,11 @@ class _ProcessInputFn(beam.DoFn):
         for _, fn in self._steps:
             fn.setup()
         self._inputs = StepMetrics(PROCESS_INPUTS)
+
+    def preload(self) -> None:
+        for _, fn in self._spec.steps:
+            if isinstance(fn, Preloading):
+                fn.preload()
 
     def teardown(self):
         for _, fn in getattr(self, "_steps", ()):

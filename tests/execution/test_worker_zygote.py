@@ -15,8 +15,10 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
+from beamtrove.execution import worker_zygote
 from beamtrove.execution.direct_runner import pipeline_runner
 from beamtrove.execution.worker_zygote import WorkerZygote, shared_zygote
+from beamtrove.resources import load_once
 from tests.conftest import require
 
 _MARK = "BEAMTROVE_ZYGOTE_TEST_MARK"
@@ -53,6 +55,51 @@ def test_a_killed_zygote_is_replaced_by_the_next_run():
         parents = pipeline | _run_where(10) | beam.Map(lambda where: where[0])
         assert_that(parents, equal_to([shared_zygote().pid]))
     assert shared_zygote().pid != killed.pid
+
+
+class _LoaderOfShared(beam.DoFn):
+    """Emits which process loaded its shared resource: the zygote when it preloaded it, else the worker itself."""
+
+    def __init__(self, key: str, preload_fails: bool = False):
+        self._key = key
+        self._preload_fails = preload_fails
+
+    def preload(self) -> None:
+        if self._preload_fails:
+            raise OSError("the resource cannot be read here")
+        load_once(self._key, os.getpid)
+
+    def setup(self):
+        self._loaded_by = load_once(self._key, os.getpid)
+
+    def process(self, _):
+        # A worker is a child of the zygote it was forked from.
+        yield self._loaded_by == os.getpid(), self._loaded_by == os.getppid()
+
+
+def _loaded_where(key: str, preload_fails: bool = False) -> beam.PTransform:
+    return beam.Create(range(40)) | beam.Reshuffle() | beam.ParDo(_LoaderOfShared(key, preload_fails)) | beam.Distinct()
+
+
+def test_the_zygote_loads_what_dofns_share_before_it_forks_their_workers():
+    options = PipelineOptions(_TWO_WORKERS)
+    with TestPipeline(runner=pipeline_runner(options), options=options) as pipeline:
+        # Loaded neither by the worker that runs the DoFn nor by the runner: by the zygote they were forked from.
+        assert_that(pipeline | _loaded_where("preloaded"), equal_to([(False, True)]))
+
+
+def test_a_resource_the_zygote_cannot_load_is_loaded_by_each_worker():
+    options = PipelineOptions(_TWO_WORKERS)
+    with TestPipeline(runner=pipeline_runner(options), options=options) as pipeline:
+        assert_that(pipeline | _loaded_where("not preloaded", preload_fails=True), equal_to([(True, False)]))
+
+
+def test_one_process_runs_leave_the_zygote_out(monkeypatch):
+    monkeypatch.setattr(worker_zygote, "_shared", None)
+    options = PipelineOptions([])
+    with TestPipeline(runner=pipeline_runner(options), options=options) as pipeline:
+        pipeline | beam.Create([1]) | beam.ParDo(_LoaderOfShared("in process"))
+    assert worker_zygote._shared is None
 
 
 @pytest.fixture

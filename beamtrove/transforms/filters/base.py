@@ -86,6 +86,10 @@ class DocumentFilter(abc.ABC):
     def setup(self) -> None:  # noqa: B027 - optional hook
         """Loads what the filter needs, once per worker process."""
 
+    def preload(self) -> None:  # noqa: B027 - optional hook
+        """Loads what :meth:`setup` shares through :func:`load_once` before the workers are forked, as far as it can
+        (see :class:`~beamtrove.resources.Preloading`); a filter that loads nothing big loads nothing here."""
+
     @abc.abstractmethod
     def filter(self, document: Document) -> Verdict:
         """Keeps (returns a document) or drops (returns :class:`Drop`) ``document``."""
@@ -116,6 +120,9 @@ class _FilterFn(BatchDoFn):
 
     def setup(self):
         self._rule.setup()
+
+    def preload(self) -> None:
+        self._rule.preload()
 
     def _verdicts(self, documents: list[Document]) -> list[Verdict]:
         if self._limit is None:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 import numpy as np
 
 from beamtrove.document import Document
-from beamtrove.fs import filesystem
+from beamtrove.fs import filesystem, is_local
 from beamtrove.options import FRACTION
 from beamtrove.transforms.filters.base import DocumentFilter, Drop, Verdict, load_once
 from beamtrove.transforms.filters.language import load_fasttext_model
@@ -182,6 +182,10 @@ class FastTextClassifierFilter(DocumentFilter):
             self._split = load_once((FastTextClassifierFilter, "sentencizer"), _sentence_splitter)
         else:
             self._split = _paragraphs if self.filter_mode == "paragraph" else lambda text: [text]
+
+    def preload(self) -> None:
+        if is_local(self.model_path):
+            self._shared_model()
 
     def _shared_model(self):
         return load_once((FastTextClassifierFilter, self.model_path), lambda: load_fasttext_model(self.model_path))

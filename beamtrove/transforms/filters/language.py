@@ -12,7 +12,7 @@ import fasttext
 from fsspec.implementations.local import LocalFileSystem
 
 from beamtrove.document import Document
-from beamtrove.fs import filesystem, open_url
+from beamtrove.fs import filesystem, is_local, open_url
 from beamtrove.options import FRACTION
 from beamtrove.transforms.filters.base import DocumentFilter, Drop, Verdict, load_once
 
@@ -110,6 +110,10 @@ class LanguageFilter(DocumentFilter):
 
     def setup(self) -> None:
         self._model = self._shared_model()
+
+    def preload(self) -> None:
+        if is_local(self.model_path):
+            self.setup()
 
     def _shared_model(self):
         return load_once((LanguageFilter, self.model_path), lambda: load_fasttext_model(self.model_path))

@@ -80,6 +80,9 @@ class LanguageScreen(DocumentFilter):
         self._scorer.setup()
         self._text.setup()
 
+    def preload(self) -> None:
+        self._scorer.preload()
+
     def filter(self, document: Document) -> Verdict:
         return self.filter_batch([document])[0]
 

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from beamtrove.document import Document
-from beamtrove.fs import filesystem, open_url
+from beamtrove.fs import filesystem, is_local, open_url
 from beamtrove.options import Range
 from beamtrove.text import check_word_splitter, word_splitter
 from beamtrove.transforms.filters.base import DocumentFilter, Drop, Verdict, load_once
@@ -139,6 +139,10 @@ class UnigramLogProbFilter(DocumentFilter):
         self._log_probabilities = self._shared_log_probabilities()
         self._split = word_splitter(self.word_splitter)
         self._unknown = float(np.log(_UNKNOWN_PROBABILITY))
+
+    def preload(self) -> None:
+        if self.table is None or is_local(self.table):
+            self._shared_log_probabilities()
 
     def _shared_log_probabilities(self) -> dict[str, float]:
         def load() -> dict[str, float]:

@@ -16,7 +16,7 @@ import tldextract
 from isal import igzip
 
 from beamtrove.document import Document
-from beamtrove.fs import filesystem, join, read_lines
+from beamtrove.fs import filesystem, is_local, join, read_lines
 from beamtrove.transforms.filters.base import DocumentFilter, Drop, Verdict, load_once
 
 __all__ = ["URLFilter"]
@@ -158,6 +158,10 @@ class URLFilter(DocumentFilter):
 
     def setup(self) -> None:
         self._lists = load_once((_Blocklist, self.blocklist_dir, self.extras), self._load)
+
+    def preload(self) -> None:
+        if is_local(self.blocklist_dir):
+            self.setup()
 
     def _load(self) -> _Blocklist:
         return _Blocklist(self.blocklist_dir, *self.extras)
