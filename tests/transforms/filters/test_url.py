@@ -177,3 +177,24 @@ def test_lines_decode_whole_across_pieces(monkeypatch, piece):
     monkeypatch.setattr(url_module, "_PIECE", piece)
     raw = "é.com\r\n# note\n\nиван.рф\n\ufffd\xff".encode() + b"\xffbad\nlast-without-newline"
     assert list(url_module._decoded_lines(io.BytesIO(raw))) == raw.decode("utf-8", "replace").split("\n")
+
+
+@pytest.mark.parametrize("piece", [1, 2, 3, 7, 1 << 23])
+def test_a_list_of_plain_lines_hashes_as_its_entries_read_as_text_do(monkeypatch, piece):
+    # Plain ASCII lines are hashed as bytes, anything else is read as text: both must give the entries' hashes.
+    monkeypatch.setattr(url_module, "_PIECE", piece)
+    plain = b"0-1avsex.com\n010206upi.blogspot.al\n1.0.218.19"
+    hostile = [
+        plain,
+        plain + b"\n",
+        b"\n" + plain,
+        b"a.com\n\nb.com",
+        b"a.com\n# a comment\nb.com",
+        b"  a.com \r\n\tb.org\x0c\nc.net\x1f",
+        "é.fr\n\xa0y.com\xa0\nиван.рф".encode() + b"\n\xff\xfe.bad\n",
+        b"",
+        b"\n\n",
+    ]
+    for raw in hostile:
+        as_text = [hash(entry) for entry in url_module._entries(url_module._decoded_lines(io.BytesIO(raw)))]
+        assert list(url_module._entry_hashes(io.BytesIO(raw))) == as_text, raw
