@@ -67,7 +67,9 @@ class _FnApiDirectRunner(SwitchingDirectRunner):
     """The DirectRunner of batch pipelines: the FnApiRunner, given the run's options as Beam's DirectRunner gives them.
 
     It is a :class:`SwitchingDirectRunner` for everything but running, so a
-    pipeline is constructed for it exactly as for Beam's DirectRunner.
+    pipeline is constructed for it exactly as for Beam's DirectRunner; with
+    multi_processing workers, the models and lists of its DoFns are preloaded
+    into the zygote as they are applied.
     """
 
     def apply(self, transform: beam.PTransform, input, options: PipelineOptions):
@@ -76,9 +78,7 @@ class _FnApiDirectRunner(SwitchingDirectRunner):
             and isinstance(transform.fn, Preloading)
             and options.view_as(DirectOptions).direct_running_mode == "multi_processing"
         ):
-            # The workers will be forked from the zygote: it loads the DoFn's models and lists while the rest of the
-            # graph is built, so that no worker spends its first seconds loading a copy of them.
-            shared_zygote().preload(pickler.dumps(transform.fn))
+            _preload_in_zygote(transform.fn)
         return super().apply(transform, input, options)
 
     def is_fnapi_compatible(self) -> bool:
@@ -157,6 +157,16 @@ class _ForkedWorkerHandler(worker_handlers.GrpcWorkerHandler):
             self._logging_server.stop(0)
         if exit_code and not self._killed_on_stop:
             raise RuntimeError(f"SDK worker {self.worker_id} (pid {self._pid}) exited with code {exit_code}")
+
+
+def _preload_in_zygote(fn: Preloading) -> None:
+    """Has the zygote the workers will be forked from load the DoFn's models and lists while the rest of the graph
+    is built, so that no worker spends its first seconds loading a copy of them."""
+    try:
+        pickled = pickler.dumps(fn)
+    except Exception:  # a DoFn Beam cannot pickle fails the run with Beam's own message, when it is sent
+        return
+    shared_zygote().preload(pickled)
 
 
 def _descriptor(url: str) -> str:
