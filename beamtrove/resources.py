@@ -6,7 +6,9 @@ import threading
 from collections.abc import Callable, Hashable
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["Preloading", "load_once"]
+from beamtrove.fs import filesystem
+
+__all__ = ["MissingOnWorker", "Preloading", "load_once", "require_on_worker"]
 
 _SHARED: dict[Hashable, Any] = {}
 _SHARED_LOCK = threading.Lock()
@@ -38,3 +40,33 @@ class Preloading(Protocol):
 
     def preload(self) -> None:
         """Loads the shared resources ``setup()`` will take, as far as they can be loaded ahead."""
+
+
+class MissingOnWorker(FileNotFoundError):
+    """A model or list the job was built with (the launching machine has it) that a worker does not have.
+
+    A run ends with its message alone (``beamtrove run`` prints it as one
+    line), not with the worker's traceback.
+    """
+
+
+def require_on_worker(path: str, what: str, option: str) -> str:
+    """``path``, once a worker finds it there.
+
+    Args:
+        path: The file or folder the job was built with.
+        what: What it is, e.g. ``"the language-ID model"``.
+        option: The option that gives it, e.g. ``"--lid_model"``.
+
+    Raises:
+        MissingOnWorker: This process does not have it.
+    """
+    fs, local = filesystem(path)
+    if not fs.exists(local):
+        raise MissingOnWorker(
+            f"{what} {path} ({option}) is not on the worker that needs it, though the machine that built the job "
+            "has it: workers read it from their own file system. Put it in the worker image (the image "
+            "`beamtrove dataflow build-image` builds holds `beamtrove assets fetch`'s), or give a path every worker "
+            "reads."
+        )
+    return path

@@ -34,6 +34,7 @@ from beamtrove import __version__
 from beamtrove.cli.parsing import INTERRUPTED
 from beamtrove.configuration import ConfigurationError, SuggestingParser, did_you_mean
 from beamtrove.execution.elastic import ElasticError
+from beamtrove.resources import MissingOnWorker
 
 __all__ = ["INTERRUPTED", "main"]
 
@@ -48,6 +49,8 @@ _RELAYED_WORKER_LOGS = "apache_beam.runners.portability.local_job_service"
 _RELAYED_ENTRY = re.compile(r'message: "(?P<message>(?:[^"\\]|\\.)*)".*? log_location: "(?P<location>[^"]*)"')
 
 
+# How a worker's missing model or list reads in a traceback a runner relays.
+_MISSING_ON_WORKER = f"{MissingOnWorker.__name__}: "
 # What each worker the local runners start warns: without a semi-persistent directory, schemas and logical types
 # a user registered may not reach it. beamtrove registers none, so the warning says nothing about its runs.
 _UNUSED_SEMI_PERSISTENT_DIRECTORY = "No semi_persistent_directory found"
@@ -86,9 +89,12 @@ class _WorkerLogs(logging.Filter):
 
 class _PrintedErrors(logging.Filter):
     """Leaves out a runner's log of a failure that the command prints itself as one line: bad configuration
-    found while the run reads a file (a damaged index), which the runner logs with its traceback first."""
+    found while the run reads a file (a damaged index), which the runner logs with its traceback first, and a
+    worker's missing model or list, whose traceback a portable runner relays as text."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if _MISSING_ON_WORKER in record.getMessage():
+            return False
         error = record.exc_info[1] if record.exc_info else None
         while error is not None:
             if isinstance(error, ConfigurationError):

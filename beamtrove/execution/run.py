@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import re
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -27,11 +28,12 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 from apache_beam.runners.runner import PipelineState
 
 from beamtrove import __version__
+from beamtrove.configuration import ConfigurationError
 from beamtrove.execution.build import Built, build
 from beamtrove.execution.output import discard_staging
 from beamtrove.execution.resume import completed_totals, configuration
 from beamtrove.execution.runner_parts import use_local_runner_parts
-from beamtrove.fs import filesystem, join
+from beamtrove.fs import filesystem, is_hidden, join
 from beamtrove.layout import REPORT_FILE, STATS_FILE
 from beamtrove.metrics import collect_stats
 from beamtrove.options import BeamtroveOptions, ResumeOptions, StagedOptions
@@ -39,11 +41,14 @@ from beamtrove.pipelines.spec import PipelineSpec
 from beamtrove.processes import stops_interrupt
 from beamtrove.progress import ProgressBoard
 from beamtrove.report import write_report
+from beamtrove.resources import MissingOnWorker
 from beamtrove.stats import order_steps, write_stats
 
 __all__ = ["RunInterrupted", "RunResult", "run_pipeline", "write_run_report"]
 
 _LOGGER = logging.getLogger(__name__)
+# How a worker's MissingOnWorker reads in the error a runner passes on: its class, then its message.
+_MISSING_ON_WORKER = re.compile(rf"\b{MissingOnWorker.__name__}: ([^\n]+)")
 
 
 class RunInterrupted(Exception):
@@ -114,11 +119,14 @@ def run_pipeline(spec: PipelineSpec, options: PipelineOptions) -> RunResult:
             }
             if state == PipelineState.DONE:
                 stats_path, report_path = _finish(built, stats, options)
-        except BaseException:
+        except BaseException as error:
             plan.abandon()
             # A runner reports an interrupt as the error of the step it stopped.
             if interrupted:
                 raise RunInterrupted(_interrupted(built)) from None
+            missing = _missing_on_worker(error)
+            if missing:
+                raise ConfigurationError(missing) from None
             raise
     if state != PipelineState.DONE:
         plan.abandon()
@@ -137,10 +145,54 @@ def _finish(built: Built, stats: dict[str, Any], options: PipelineOptions) -> tu
         steps = order_steps(totals["steps"], built.flow.funnel, built.flow.writers)
         stats.update(inputs_completed=totals["inputs"], run_steps=stats["steps"], steps=steps)
         return write_stats(stats, plan.output), write_run_report(plan.output, plan.output)
+    _check_written(built, stats["steps"])
     write_stats(stats, plan.write_to, plan.storage_options)
     report = write_run_report(plan.write_to, plan.output)
     plan.publish()
     return join(plan.output, STATS_FILE), report and join(plan.output, REPORT_FILE)
+
+
+def _missing_on_worker(error: BaseException) -> str | None:
+    """The message of the :class:`MissingOnWorker` that failed a worker, if one did: runners pass a worker's error
+    on as the text of its traceback."""
+    while error is not None:
+        text = str(error) if isinstance(error, MissingOnWorker) else None
+        found = _MISSING_ON_WORKER.search(str(error))
+        if found:
+            text = found.group(1).split("\\n")[0]
+        if text:
+            # Beam adds the step a DoFn's error came from.
+            return text.split(" [while running ")[0].strip()
+        error = error.__cause__ or error.__context__
+    return None
+
+
+def _check_written(built: Built, steps: dict[str, Any]) -> None:
+    """Fails the run when files its writers made are not in the folder this process publishes from.
+
+    Workers that do not share the output folder with this process (containers
+    of a DOCKER environment, remote workers given a local path) write on their
+    own disks: the run would publish nothing and report success.
+
+    Raises:
+        ConfigurationError: Fewer files are in the staging folder than the writers counted.
+    """
+    plan = built.output
+    writers = (built.flow.sink.label, *built.flow.writers)
+    made = sum(steps.get(writer, {}).get("counters", {}).get("files", 0) for writer in writers)
+    if not made:
+        return
+    fs, path = filesystem(plan.write_to, plan.storage_options)
+    root = path.rstrip("/") + "/"
+    found = sum(not is_hidden(file[len(root) :]) for file in fs.find(path) if file.startswith(root))
+    if found < made:
+        written = f"{made} file{'' if made == 1 else 's'}"
+        raise ConfigurationError(
+            f"The workers wrote {written}, of which {found} reached {plan.output}: the workers do not share "
+            "that folder with this machine (containers of a DOCKER environment, or remote workers, write on their "
+            "own disks). Give an --output that this machine and every worker reach: shared storage, or gs:// on "
+            "Dataflow."
+        )
 
 
 def write_run_report(folder: str, output: str) -> str:

@@ -100,3 +100,40 @@ def test_summary_statistics_are_refused_with_resumable_saying_how_to_get_them(da
     with pytest.raises(ConfigurationError, match=r"not --resumable .*`beamtrove run stats --input OUTPUT"):
         run_pipeline(extract, parse(extract, argv))
     assert not (tmp_path / "out").exists()
+
+
+# The error Prism 2.77 raised when a worker in the image lacked the model the launcher had (a worker pool in
+# beamtrove's image; tests/execution/dataflow/test_worker_image.py), its two tracebacks cut short.
+_PRISM_FAILURE = (
+    "Pipeline job-001 failed in state FAILED: bundle inst002 stage-020 failed:Traceback (most recent call last):\n"
+    '  File "/template/beamtrove/resources.py", line 66, in require_on_worker\n    raise MissingOnWorker(\n'
+    "beamtrove.resources.MissingOnWorker: The language-ID model {model} (--lid_model) is not on the worker that "
+    "needs it, though the machine that built the job has it: workers read it from their own file system.\n\n"
+    "During handling of the above exception, another exception occurred:\n\nTraceback (most recent call last):\n"
+    '  File "/usr/local/lib/python3.11/dist-packages/apache_beam/runners/worker/sdk_worker.py", line 310, in '
+    "_execute\n    response = task()\n"
+    "beamtrove.resources.MissingOnWorker: The language-ID model {model} (--lid_model) is not on the worker that "
+    "needs it, though the machine that built the job has it: workers read it from their own file system. "
+    "[while running 'language_filter/ParDo(_FilterFn)']\n"
+)
+
+
+def test_a_worker_missing_a_model_fails_the_run_with_its_message_alone(data_dir, tmp_path, monkeypatch):
+    model = require(data_dir / "models" / "lid176" / "lid.176.ftz")
+
+    def fails_on_the_worker(pipeline, *args, **kwargs):
+        raise RuntimeError(_PRISM_FAILURE.format(model=model))
+
+    monkeypatch.setattr("apache_beam.Pipeline.run", fails_on_the_worker)
+    fineweb = pipeline_spec("fineweb")
+    warc = str(require(data_dir / "warc" / "cc-main-2020-34_resiliparse_warcfile.warc.gz"))
+    output = tmp_path / "out"
+    argv = ["--input", warc, "--output", str(output), "--lid_model", str(model)]
+    with pytest.raises(ConfigurationError) as raised:
+        run_pipeline(fineweb, parse(fineweb, argv))
+    assert str(raised.value) == (
+        f"The language-ID model {model} (--lid_model) is not on the worker that needs it, though the machine that "
+        "built the job has it: workers read it from their own file system."
+    )
+    assert raised.value.__cause__ is None and raised.value.__suppress_context__
+    assert not output.exists() or sorted(output.iterdir()) == []

@@ -17,6 +17,7 @@ import numpy as np
 from beamtrove.document import Document
 from beamtrove.fs import filesystem, is_local
 from beamtrove.options import FRACTION
+from beamtrove.resources import require_on_worker
 from beamtrove.transforms.filters.base import DocumentFilter, Drop, Verdict, load_once
 from beamtrove.transforms.filters.language import load_fasttext_model
 
@@ -188,7 +189,12 @@ class FastTextClassifierFilter(DocumentFilter):
             self._shared_model()
 
     def _shared_model(self):
-        return load_once((FastTextClassifierFilter, self.model_path), lambda: load_fasttext_model(self.model_path))
+        return load_once(
+            (FastTextClassifierFilter, self.model_path),
+            lambda: load_fasttext_model(
+                require_on_worker(self.model_path, "The classifier model", "--classifier_model")
+            ),
+        )
 
     def filter(self, document: Document) -> Verdict:
         return self.filter_batch([document])[0]

@@ -14,6 +14,7 @@ from fsspec.implementations.local import LocalFileSystem
 from beamtrove.document import Document
 from beamtrove.fs import filesystem, is_local, open_url
 from beamtrove.options import FRACTION
+from beamtrove.resources import require_on_worker
 from beamtrove.transforms.filters.base import DocumentFilter, Drop, Verdict, load_once
 
 __all__ = ["LanguageFilter", "LanguageScores", "UnknownLanguageError", "load_fasttext_model"]
@@ -116,7 +117,10 @@ class LanguageFilter(DocumentFilter):
             self.setup()
 
     def _shared_model(self):
-        return load_once((LanguageFilter, self.model_path), lambda: load_fasttext_model(self.model_path))
+        return load_once(
+            (LanguageFilter, self.model_path),
+            lambda: load_fasttext_model(require_on_worker(self.model_path, "The language-ID model", "--lid_model")),
+        )
 
     def score(self, text: str, language: str) -> float:
         """The probability the model gives ``language`` for ``text``, read with line breaks as spaces."""

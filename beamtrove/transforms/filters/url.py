@@ -17,6 +17,7 @@ from isal import igzip
 
 from beamtrove.document import Document
 from beamtrove.fs import filesystem, is_local, join, read_lines
+from beamtrove.resources import require_on_worker
 from beamtrove.transforms.filters.base import DocumentFilter, Drop, Verdict, load_once
 
 __all__ = ["URLFilter"]
@@ -195,7 +196,7 @@ class URLFilter(DocumentFilter):
             self.setup()
 
     def _load(self) -> _Blocklist:
-        return _Blocklist(self.blocklist_dir, *self.extras)
+        return _Blocklist(require_on_worker(self.blocklist_dir, "The URL blocklist", "--url_blocklist"), *self.extras)
 
     def filter(self, document: Document) -> Verdict:
         url = document.metadata.get("url")
