@@ -8,22 +8,28 @@
 # Google ships the template launcher binary only in its template base images; pin one of their release tags
 # with --build-arg LAUNCHER_IMAGE=... for reproducible builds.
 ARG LAUNCHER_IMAGE=gcr.io/dataflow-templates-base/python311-template-launcher-base:latest
+# Beam's own SDK image, of the Beam version setup.py pins: it brings the worker boot program and a Beam whose
+# worker harness matches the SDK that builds the job. Its Python must be the launcher base's (3.11 both).
+# `beamtrove dataflow build-image --local-base` passes, for both, a base made from Debian packages with Beam's
+# boot program laid out as in Beam's image, and an empty launcher folder: its image is a worker image only.
+ARG SDK_IMAGE=apache/beam_python3.11_sdk:2.77.0
 
 FROM ${LAUNCHER_IMAGE} AS launcher
 
-# Beam's own SDK image, of the Beam version setup.py pins: it brings the worker boot program and a Beam whose
-# worker harness matches the SDK that builds the job. Its Python must be the launcher base's (3.11 both).
-FROM apache/beam_python3.11_sdk:2.77.0
+FROM ${SDK_IMAGE}
 
-COPY --from=launcher /opt/google/dataflow/python_template_launcher /opt/google/dataflow/python_template_launcher
+COPY --from=launcher /opt/google/dataflow/ /opt/google/dataflow/
 
 WORKDIR /template
-# setup.py reads README.md; the sources stay here after the install because the launcher stages them again
-# through FLEX_TEMPLATE_PYTHON_SETUP_FILE below.
+# setup.py reads README.md and the version; the sources stay here after the install because the launcher stages
+# them again through FLEX_TEMPLATE_PYTHON_SETUP_FILE below. The dependencies are installed first, from setup.py
+# alone, so that a rebuild after a change to beamtrove's code reuses that layer.
 COPY setup.py README.md ./
-COPY beamtrove/ beamtrove/
+COPY beamtrove/__init__.py beamtrove/
 # The s3 extra too: --dump reads Common Crawl from s3://commoncrawl unless --cc_base says otherwise.
 RUN pip install --no-cache-dir ".[s3]"
+COPY beamtrove/ beamtrove/
+RUN pip install --no-cache-dir --no-deps --force-reinstall .
 
 # Extraction forks worker processes while gRPC's threads run; its fork handlers would only warn that they are skipped.
 ENV GRPC_ENABLE_FORK_SUPPORT=false

@@ -39,6 +39,24 @@ def _build_template(args: argparse.Namespace, _: list[str]) -> int:
     return 0
 
 
+def _build_image(args: argparse.Namespace, _: list[str]) -> int:
+    """Build the worker image from the repository's Dockerfile.
+
+    By default on Google's template-launcher image and Beam's SDK image (what
+    a Dataflow job needs: push the image and name it in build-template's
+    --image). With --local-base, on a base made here from Debian packages with
+    Beam's boot program: no registry but the package registries is needed,
+    and the image serves workers (Prism, a worker pool) but holds no template
+    launcher.
+    """
+    from beamtrove.execution.dataflow.image import build_image, image_size, make_local_base  # noqa: PLC0415
+
+    base = make_local_base(args.base_tag, rebuild=args.rebuild_base) if args.local_base else None
+    build_image(args.tag, args.context, sdk_image=base, launcher_image=base)
+    print(f"{args.tag}: {image_size(args.tag) / 1e9:.2f} GB" + (f", on {base}" if base else ""))
+    return 0
+
+
 def _graph(args: argparse.Namespace, pipeline_argv: list[str]) -> int:
     """Build a pipeline's Dataflow job offline (dry run) and print its steps.
 
@@ -70,6 +88,22 @@ def add_commands(commands) -> None:
         help="the image the workers run (default: --image, which the Dockerfile makes fit for workers; "
         "'' leaves Dataflow's default Beam image, which installs beamtrove from the staged setup.py)",
     )
+    image = command(subcommands, "build-image", _build_image)
+    image.add_argument(
+        "--tag", required=True, help="the image's tag, e.g. REGION-docker.pkg.dev/PROJECT/REPO/beamtrove:V"
+    )
+    image.add_argument(
+        "--local-base",
+        action="store_true",
+        help="first make the base from Debian packages (debootstrap, as root) and Beam's boot program (go)",
+    )
+    image.add_argument(
+        "--base-tag", help="the local base's tag (default: beamtrove-base:bookworm-beam<Beam's version>)"
+    )
+    image.add_argument(
+        "--rebuild-base", action="store_true", help="make the local base again even when its tag exists already"
+    )
+    image.add_argument("--context", default=".", help="the beamtrove clone to build (default: the current folder)")
     graph = command(subcommands, "graph", _graph, pipeline_options=True)
     graph.add_argument("--output", help="also write the job, steps and artifacts as JSON here (path or fsspec URL)")
     graph.add_argument("--staging-dir", help="copy the files the job would stage into this local directory")

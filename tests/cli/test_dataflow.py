@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import pathlib
+import shutil
+
+import pytest
 
 from beamtrove.cli import main
 from beamtrove.execution.dataflow.template import flex_template_spec
@@ -51,3 +55,29 @@ def test_graph_prints_the_steps_and_writes_the_job(tmp_path, capsys):
     assert graph["steps"][0]["name"] == "read" and len(graph["steps"]) == 7
     assert "7 steps" in printed and f"job written to {job}" in printed
     assert graph["job"]["environment"]["sdkPipelineOptions"]["options"]["output"] == "gs://b/x"
+
+
+def test_build_image_says_what_is_missing_before_running_anything(tmp_path, capsys, monkeypatch):
+    repo = pathlib.Path(__file__).resolve().parents[2]
+    assert main(["dataflow", "build-image", "--tag", "t", "--context", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"beamtrove: error: {tmp_path} holds no Dockerfile: give --context the folder of a beamtrove clone."
+    )
+    # No docker command at all.
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert main(["dataflow", "build-image", "--tag", "t", "--context", str(repo)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "beamtrove: error: docker is not on PATH: building the image needs Docker (Debian: apt-get install docker.io)."
+    )
+
+
+def test_build_image_says_when_no_docker_daemon_answers(tmp_path, capsys, monkeypatch):
+    if shutil.which("docker") is None:
+        pytest.skip("no docker command here (Debian: apt-get install docker.io)")
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path / 'no-daemon.sock'}")
+    repo = pathlib.Path(__file__).resolve().parents[2]
+    assert main(["dataflow", "build-image", "--tag", "t", "--local-base", "--context", str(repo)]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith("beamtrove: error: docker cannot reach a Docker daemon (") and error.endswith(
+        "): start dockerd."
+    ), error

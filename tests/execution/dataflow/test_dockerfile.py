@@ -124,19 +124,34 @@ def test_images_match_the_installed_beam_and_python(instructions):
 def test_launcher_binary_comes_from_the_launcher_stage(instructions):
     launcher, final = _stages(instructions)
 
-    assert ({"from": launcher["name"]}, [LAUNCHER], LAUNCHER) in _copies(final)
+    launcher_dir = str(pathlib.PurePosixPath(LAUNCHER).parent) + "/"
+    assert ({"from": launcher["name"]}, [launcher_dir], launcher_dir) in _copies(final)
 
 
 def test_copied_sources_exist_and_are_installed(instructions):
     _, final = _stages(instructions)
     local = [(sources, destination) for flags, sources, destination in _copies(final) if not flags]
 
-    assert local == [(["setup.py", "README.md"], "/template/"), (["beamtrove/"], "/template/beamtrove/")]
+    # What setup.py needs to install the dependencies comes first, so that a change to the code reuses that layer.
+    assert local == [
+        (["setup.py", "README.md"], "/template/"),
+        (["beamtrove/__init__.py"], "/template/beamtrove/"),
+        (["beamtrove/"], "/template/beamtrove/"),
+    ]
+    ignored = (REPO / ".dockerignore").read_text().splitlines()
     for sources, _ in local:
         for source in sources:
             assert (REPO / source).exists(), source
-    runs = [value for keyword, value in final["instructions"] if keyword == "RUN"]
-    assert any(re.fullmatch(r'pip install --no-cache-dir "\.(\[[\w,]+\])?"', run) for run in runs), runs
+            # The build context holds only what the whitelist lets in.
+            assert f"!{source.split('/')[0]}" in ignored or f"!{source.split('/')[0]}/" in ignored, source
+    steps = [(keyword, value) for keyword, value in final["instructions"] if keyword in ("COPY", "RUN")]
+    dependencies = next(i for i, (keyword, value) in enumerate(steps) if value.startswith("pip install"))
+    assert re.fullmatch(r'pip install --no-cache-dir "\.(\[[\w,]+\])?"', steps[dependencies][1])
+    assert steps[dependencies + 1 : dependencies + 3] == [
+        ("COPY", "beamtrove/ beamtrove/"),
+        ("RUN", "pip install --no-cache-dir --no-deps --force-reinstall ."),
+    ]
+    runs = [value for keyword, value in steps if keyword == "RUN"]
     # The assets land where the pipelines' defaults look for them on the launcher and the workers alike.
     assert runs.index("beamtrove assets fetch") > 0
     assert _env(final)["BEAMTROVE_ASSETS"] == "/opt/beamtrove/assets"
