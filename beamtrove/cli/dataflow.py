@@ -51,6 +51,9 @@ def _build_image(args: argparse.Namespace, _: list[str]) -> int:
     """
     from beamtrove.execution.dataflow.image import build_image, image_size, make_local_base  # noqa: PLC0415
 
+    if not args.local_base and (args.base_tag or args.rebuild_base):
+        given = "--base-tag" if args.base_tag else "--rebuild-base"
+        raise ConfigurationError(f"{given} is about the local base: add --local-base, or leave {given} out.")
     base = make_local_base(args.base_tag, rebuild=args.rebuild_base) if args.local_base else None
     build_image(args.tag, args.context, sdk_image=base, launcher_image=base)
     print(f"{args.tag}: {image_size(args.tag) / 1e9:.2f} GB" + (f", on {base}" if base else ""))

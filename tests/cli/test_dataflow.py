@@ -63,6 +63,12 @@ def test_build_image_says_what_is_missing_before_running_anything(tmp_path, caps
     assert capsys.readouterr().err.strip() == (
         f"beamtrove: error: {tmp_path} holds no Dockerfile: give --context the folder of a beamtrove clone."
     )
+    for local_only in (["--base-tag", "b:1"], ["--rebuild-base"]):
+        option = local_only[0]
+        assert main(["dataflow", "build-image", "--tag", "t", *local_only, "--context", str(repo)]) == 2
+        assert capsys.readouterr().err.strip() == (
+            f"beamtrove: error: {option} is about the local base: add --local-base, or leave {option} out."
+        )
     # No docker command at all.
     monkeypatch.setenv("PATH", str(tmp_path))
     assert main(["dataflow", "build-image", "--tag", "t", "--context", str(repo)]) == 2
