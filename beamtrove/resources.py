@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable, Hashable
 from typing import Any, Protocol, runtime_checkable
 
 from beamtrove.fs import filesystem
 
-__all__ = ["MissingOnWorker", "Preloading", "load_once", "require_on_worker"]
+__all__ = ["MissingOnWorker", "Preloading", "load_once", "missing_on_worker", "require_on_worker"]
 
 _SHARED: dict[Hashable, Any] = {}
 _SHARED_LOCK = threading.Lock()
@@ -48,6 +49,35 @@ class MissingOnWorker(FileNotFoundError):
     A run ends with its message alone (``beamtrove run`` prints it as one
     line), not with the worker's traceback.
     """
+
+
+# How a MissingOnWorker reads in the traceback text a portable runner passes on: its class, then its message.
+_RELAYED_MISSING = re.compile(rf"\b{MissingOnWorker.__name__}: ([^\n]+)")
+
+
+def missing_on_worker(error: BaseException | str) -> str | None:
+    """The message of the :class:`MissingOnWorker` that failed a worker, if ``error`` reports one.
+
+    Args:
+        error: The error a run ended with (it, or an error it was raised from,
+            is the worker's, or holds its traceback as text, as portable
+            runners pass it on), or a line of a runner's log.
+    """
+    if isinstance(error, str):
+        found = _RELAYED_MISSING.search(error)
+        # Relayed text may keep its line breaks escaped.
+        return _without_step(found.group(1).split("\\n")[0]) if found else None
+    while error is not None:
+        message = _without_step(str(error)) if isinstance(error, MissingOnWorker) else missing_on_worker(str(error))
+        if message:
+            return message
+        error = error.__cause__ or error.__context__
+    return None
+
+
+def _without_step(message: str) -> str:
+    """A DoFn's error message without the step Beam adds to it."""
+    return message.partition(" [while running ")[0].strip()
 
 
 def require_on_worker(path: str, what: str, option: str) -> str:

@@ -34,7 +34,7 @@ from beamtrove import __version__
 from beamtrove.cli.parsing import INTERRUPTED
 from beamtrove.configuration import ConfigurationError, SuggestingParser, did_you_mean
 from beamtrove.execution.elastic import ElasticError
-from beamtrove.resources import MissingOnWorker
+from beamtrove.resources import missing_on_worker
 
 __all__ = ["INTERRUPTED", "main"]
 
@@ -49,8 +49,6 @@ _RELAYED_WORKER_LOGS = "apache_beam.runners.portability.local_job_service"
 _RELAYED_ENTRY = re.compile(r'message: "(?P<message>(?:[^"\\]|\\.)*)".*? log_location: "(?P<location>[^"]*)"')
 
 
-# How a worker's missing model or list reads in a traceback a runner relays.
-_MISSING_ON_WORKER = f"{MissingOnWorker.__name__}: "
 # What each worker the local runners start warns: without a semi-persistent directory, schemas and logical types
 # a user registered may not reach it. beamtrove registers none, so the warning says nothing about its runs.
 _UNUSED_SEMI_PERSISTENT_DIRECTORY = "No semi_persistent_directory found"
@@ -93,7 +91,7 @@ class _PrintedErrors(logging.Filter):
     worker's missing model or list, whose traceback a portable runner relays as text."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if _MISSING_ON_WORKER in record.getMessage():
+        if missing_on_worker(record.getMessage()):
             return False
         error = record.exc_info[1] if record.exc_info else None
         while error is not None:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-import re
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -41,14 +40,12 @@ from beamtrove.pipelines.spec import PipelineSpec
 from beamtrove.processes import stops_interrupt
 from beamtrove.progress import ProgressBoard
 from beamtrove.report import write_report
-from beamtrove.resources import MissingOnWorker
+from beamtrove.resources import missing_on_worker
 from beamtrove.stats import order_steps, write_stats
 
 __all__ = ["RunInterrupted", "RunResult", "run_pipeline", "write_run_report"]
 
 _LOGGER = logging.getLogger(__name__)
-# How a worker's MissingOnWorker reads in the error a runner passes on: its class, then its message.
-_MISSING_ON_WORKER = re.compile(rf"\b{MissingOnWorker.__name__}: ([^\n]+)")
 
 
 class RunInterrupted(Exception):
@@ -124,7 +121,7 @@ def run_pipeline(spec: PipelineSpec, options: PipelineOptions) -> RunResult:
             # A runner reports an interrupt as the error of the step it stopped.
             if interrupted:
                 raise RunInterrupted(_interrupted(built)) from None
-            missing = _missing_on_worker(error)
+            missing = missing_on_worker(error)
             if missing:
                 raise ConfigurationError(missing) from None
             raise
@@ -150,21 +147,6 @@ def _finish(built: Built, stats: dict[str, Any], options: PipelineOptions) -> tu
     report = write_run_report(plan.write_to, plan.output)
     plan.publish()
     return join(plan.output, STATS_FILE), report and join(plan.output, REPORT_FILE)
-
-
-def _missing_on_worker(error: BaseException) -> str | None:
-    """The message of the :class:`MissingOnWorker` that failed a worker, if one did: runners pass a worker's error
-    on as the text of its traceback."""
-    while error is not None:
-        text = str(error) if isinstance(error, MissingOnWorker) else None
-        found = _MISSING_ON_WORKER.search(str(error))
-        if found:
-            text = found.group(1).split("\\n")[0]
-        if text:
-            # Beam adds the step a DoFn's error came from.
-            return text.split(" [while running ")[0].strip()
-        error = error.__cause__ or error.__context__
-    return None
 
 
 def _check_written(built: Built, steps: dict[str, Any]) -> None:
