@@ -29,6 +29,7 @@ import contextlib
 import gzip
 import json
 import pathlib
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
@@ -59,7 +60,7 @@ def _busy(count: int) -> Iterator[None]:
 
 def _fineweb(command: Sequence[str], warcs: pathlib.Path, output: pathlib.Path, *options: str) -> float:
     """A fineweb run of ``command`` (a beamtrove command line) into a fresh ``output``; its wall seconds."""
-    subprocess.run(["rm", "-rf", str(output)], check=True)
+    shutil.rmtree(output, ignore_errors=True)
     arguments = ["run", "fineweb", "--input", str(warcs / "*.warc.gz"), "--output", str(output)]
     arguments += ["--lid_model", str(LID_MODEL), "--url_blocklist", str(URL_BLOCKLIST), *TWO_WORKERS, *options]
     wall, _ = run_measured([*command, *arguments], output.with_suffix(".log"))
@@ -125,15 +126,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     # The earlier checkout's modules come first on the path, in the command and in the processes it starts, which
     # run in a folder that holds no beamtrove (a Python started with -m looks in its working folder first).
     before = ["env", "-C", str(runs), f"PYTHONPATH={args.before.resolve()}", beamtrove]
-    walls = {"before": _fineweb(before, warcs, runs / "before", *args.before_options)}
-    walls["now"] = _fineweb([beamtrove], warcs, runs / "now", "--no_language_screen")
+    folders = {"before": runs / "before", "now": runs / "now", "now, loaded": runs / "now-loaded"}
+    walls = {"before": _fineweb(before, warcs, folders["before"], *args.before_options)}
+    walls["now"] = _fineweb([beamtrove], warcs, folders["now"], "--no_language_screen")
     with _busy(args.busy):
-        walls["now, loaded"] = _fineweb([beamtrove], warcs, runs / "now-loaded", "--no_language_screen")
-    kept = {
-        "before": _kept_lines(runs / "before"),
-        "now": _kept_lines(runs / "now"),
-        "now, loaded": _kept_lines(runs / "now-loaded"),
-    }
+        walls["now, loaded"] = _fineweb([beamtrove], warcs, folders["now, loaded"], "--no_language_screen")
+    kept = {name: _kept_lines(folder) for name, folder in folders.items()}
     rows = [[name, f"{walls[name]:.1f}", len(kept[name])] for name in walls]
     title = f"seed {args.seed}: {args.records} records, {args.busy} busy processes beside the loaded run"
     print(f"\n{title}\n{results.table(title, ['run', 'wall s', 'documents kept'], rows)}")
