@@ -42,6 +42,7 @@ __all__ = [
     "match_inputs",
     "move",
     "open_url",
+    "path_sha256",
     "read_json",
     "read_json_record",
     "read_lines",
@@ -89,6 +90,27 @@ def file_sha256(path: str | os.PathLike, storage_options: Mapping[str, Any] | No
     fs, fs_path = filesystem(os.fspath(path), storage_options)
     with fs.open(fs_path, "rb") as file:
         return hashlib.file_digest(file, "sha256").hexdigest()
+
+
+def path_sha256(path: str | os.PathLike, storage_options: Mapping[str, Any] | None = None) -> str | None:
+    """The SHA-256 (hex) of what a path holds, None when nothing is there.
+
+    A file's is that of its bytes (:func:`file_sha256`); a folder's, that of
+    the relative name, size and SHA-256 of every file below it, in name
+    order, so a file added, removed, renamed or edited changes it.
+    """
+    fs, fs_path = filesystem(os.fspath(path), storage_options)
+    if not fs.exists(fs_path):
+        return None
+    if not fs.isdir(fs_path):
+        return file_sha256(path, storage_options)
+    root = fs_path.rstrip("/") + "/"
+    digest = hashlib.sha256()
+    for file in sorted(found for found in fs.find(fs_path) if found.startswith(root)):
+        with fs.open(file, "rb") as source:
+            content = hashlib.file_digest(source, "sha256").hexdigest()
+        digest.update(f"{file[len(root) :]}\0{fs.size(file)}\0{content}\n".encode("utf-8", "surrogateescape"))
+    return digest.hexdigest()
 
 
 @contextlib.contextmanager
