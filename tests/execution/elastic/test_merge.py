@@ -132,12 +132,12 @@ def test_a_merge_stopped_while_publishing_is_finished_by_the_next_one(done_job, 
         if step == "moved_in documents":
             raise KeyboardInterrupt
 
-    monkeypatch.setattr("beamtrove.execution.output_publish._reached", stop)
+    monkeypatch.setattr("beamtrove.execution.output_publish.reached", stop)
     with pytest.raises(KeyboardInterrupt):
         merge_job(done_job, output, overwrite=True)
     # The old outputs are aside, the merged dead letters and documents in place; the stats still staged.
     assert sorted(path.name for path in output.iterdir()) == [".beamtrove-staging", "dead_letters", "documents"]
-    monkeypatch.setattr("beamtrove.execution.output_publish._reached", lambda step: None)
+    monkeypatch.setattr("beamtrove.execution.output_publish.reached", lambda step: None)
     with pytest.raises(Exception, match="already holds"):
         merge_job(done_job, output)
     assert f"{output}: finished publishing the outputs of a run stopped while publishing them" in caplog.text
