@@ -38,9 +38,12 @@ def _run(args: argparse.Namespace, pipeline_argv: list[str]) -> int:
     except RunInterrupted as interrupted:
         print(f"beamtrove: {interrupted}", file=sys.stderr)
         return INTERRUPTED
-    print(format_stats(result.stats))
+    if result.succeeded or not result.detail:
+        # A run stopped for a known cause counted only part of its input: its counters would mislead.
+        print(format_stats(result.stats))
     if not result.succeeded:
-        print(f"\n{result.state} in {result.stats['wall_seconds']:.1f} s; nothing was written to the output")
+        detail = f": {result.detail}" if result.detail else ""
+        print(f"\n{result.state} in {result.stats['wall_seconds']:.1f} s; nothing was written to the output{detail}")
         return 1
     report = f", report in {result.report_path}" if result.report_path else ""
     print(f"\n{result.state} in {result.stats['wall_seconds']:.1f} s; stats written to {result.stats_path}{report}")

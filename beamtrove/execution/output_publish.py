@@ -31,7 +31,7 @@ from fsspec.implementations.local import LocalFileSystem
 from beamtrove.fs import filesystem, is_hidden, join, read_json_record, write_json
 from beamtrove.layout import STAGED_JOB_DIR
 
-__all__ = ["COMMITTED_PHASES", "folder_names", "publish_phase", "publish_staged", "record_staged"]
+__all__ = ["COMMITTED_PHASES", "folder_names", "publish_phase", "publish_staged", "reached", "record_staged"]
 
 # Beside a run's staged outputs, not one of them (its name starts with "_"): made when the run is built, gone once
 # its outputs are published.
@@ -73,7 +73,7 @@ def publish_phase(run_dir: str, storage_options: Mapping[str, Any]) -> str | Non
     return None if record is None else record.get("phase", _STAGED)
 
 
-def _reached(step: str) -> None:
+def reached(step: str) -> None:
     """Stops this process at ``step`` of a publish when a test asks for it (:data:`_STOP_AT`); nothing otherwise."""
     if os.environ.get(_STOP_AT) == step:
         os.kill(os.getpid(), getattr(signal, os.environ.get(_STOP_WITH, "SIGKILL")))
@@ -94,7 +94,7 @@ def publish_staged(output: str, run_dir: str, storage_options: Mapping[str, Any]
     if record is None:
         return []
     if record.get("phase", _STAGED) == _STAGED:
-        _reached("sealing")
+        reached("sealing")
         staged = [name for name in folder_names(fs, run_path) if not is_hidden(name)]
         record = {
             "phase": _PUBLISHING,
@@ -104,7 +104,7 @@ def publish_staged(output: str, run_dir: str, storage_options: Mapping[str, Any]
             "moved_in": [],
         }
         write_json(record, record_url, storage_options)
-        _reached("sealed")
+        reached("sealed")
     if record["phase"] == _PUBLISHING:
         replaced = join(run_dir, _REPLACED_DIR)
         for name in record["replaces"]:
@@ -114,7 +114,7 @@ def publish_staged(output: str, run_dir: str, storage_options: Mapping[str, Any]
         write_json(record, record_url, storage_options)
     for name in record["publishes"]:
         _move_entry(join(run_dir, name), join(output, name), record, "moved_in", record_url, storage_options)
-    _reached("published")
+    reached("published")
     fs.rm(run_path, recursive=True)
     # A staged run's job directory is done with once a run published; one a killed run left is stale.
     job_fs, job_path = filesystem(join(output, STAGED_JOB_DIR), storage_options)
@@ -145,9 +145,9 @@ def _move_entry(
                 fs.mv(source_path, destination_path)
             else:
                 fs.copy(source_path, destination_path, recursive=fs.isdir(source_path))
-        _reached(f"{moved} {name}")
+        reached(f"{moved} {name}")
         record[moved].append(name)
         write_json(record, record_url, storage_options)
-        _reached(f"{moved} {name} noted")
+        reached(f"{moved} {name} noted")
     if fs.exists(source_path):
         fs.rm(source_path, recursive=True)

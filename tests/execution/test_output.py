@@ -389,7 +389,7 @@ def _memory_files(root: str) -> dict[str, bytes]:
 
 def test_a_publish_on_an_object_store_stopped_at_any_step_is_finished_or_undone(monkeypatch):
     steps = []
-    monkeypatch.setattr("beamtrove.execution.output_publish._reached", steps.append)
+    monkeypatch.setattr("beamtrove.execution.output_publish.reached", steps.append)
     plan, _, new = _memory_output("/steps")
     plan.publish()
     plan.release()
@@ -406,7 +406,7 @@ def test_a_publish_on_an_object_store_stopped_at_any_step_is_finished_or_undone(
             if reached == at:
                 raise _Stopped
 
-        monkeypatch.setattr("beamtrove.execution.output_publish._reached", stop)
+        monkeypatch.setattr("beamtrove.execution.output_publish.reached", stop)
         plan, old, new = _memory_output(root)
         with pytest.raises(_Stopped):
             plan.publish()
@@ -419,7 +419,7 @@ def test_a_publish_on_an_object_store_stopped_at_any_step_is_finished_or_undone(
         }
         if step in half_copied:  # a copy cut short: the entry is in both places, one of them in part
             fsspec.filesystem("memory").rm(half_copied[step])
-        monkeypatch.setattr("beamtrove.execution.output_publish._reached", lambda reached: None)
+        monkeypatch.setattr("beamtrove.execution.output_publish.reached", lambda reached: None)
         said = recover_output(f"memory://{root}")
         if step == "sealing":
             assert said == [f"memory://{root}: {_UNDONE}"], step
