@@ -5,8 +5,8 @@ Before a run, :func:`plan_output` takes the output folder's lock, then checks it
 * one run owns an output folder at a time: its lock
   (:mod:`beamtrove.execution.output_lock`) refuses a second one, naming the
   owner (host, pid, start), and is taken over from a run that is gone (its
-  process died on this host, or it has not renewed its heartbeat for
-  :data:`LOCK_TIMEOUT_SECONDS`);
+  process died on this host, it has not renewed its heartbeat for
+  :data:`LOCK_TIMEOUT_SECONDS`, or its claim cannot be read and is that old);
 * a publish an earlier run was stopped in is finished, or, if the run had
   not finished, what it staged is removed, and a warning says which;
 * a folder that holds anything is refused, naming what is there, unless the
