@@ -175,6 +175,7 @@ def plan_output(
     restart: bool = False,
     inspect: bool = True,
     storage_options: Mapping[str, Any] | None = None,
+    offers_resumable: bool = False,
 ) -> OutputPlan:
     """Takes the lock of ``output`` for a new run, checks it, recovers what earlier runs left, says where to write.
 
@@ -184,7 +185,9 @@ def plan_output(
     clears it. With ``inspect`` off, the output is not looked at, nor
     locked: the plan of a graph built offline or of a dry run. The plan
     holds the lock until :meth:`OutputPlan.release` or
-    :meth:`OutputPlan.abandon`.
+    :meth:`OutputPlan.abandon`. ``offers_resumable`` says whether the
+    command takes ``--resumable``, which refusing a used output then
+    suggests.
 
     Raises:
         ConfigurationError: ``output`` is a file, another run owns it, or it
@@ -207,10 +210,11 @@ def plan_output(
         entries = output_entries(output, storage_options)
         if entries and not overwrite:
             if not resumable:
+                choices = ["choose another --output", "pass --overwrite to replace it once this run succeeds"]
+                if offers_resumable:
+                    choices.append("--resumable to continue a resumable run in it")
                 raise ConfigurationError(
-                    f"--output {output} already holds {_listing(entries)}: choose another --output, pass "
-                    "--overwrite to replace it once this run succeeds, or --resumable to continue a resumable run "
-                    "in it."
+                    f"--output {output} already holds {_listing(entries)}: {', '.join(choices[:-1])}, or {choices[-1]}."
                 )
             if RESUME_CONFIG_FILE not in entries and not restart:
                 raise ConfigurationError(

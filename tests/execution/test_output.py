@@ -575,3 +575,22 @@ def test_an_unreadable_claim_on_an_object_store_is_judged_by_its_age(caplog, kin
     assert json.loads(fs.cat_file(owner))["token"] == lock.claim["token"]
     lock.release()
     assert not fs.exists(owner)
+
+
+def test_a_used_output_is_refused_naming_only_options_the_pipeline_has(review_jsonl, publish_runs, tmp_path, capsys):
+    old, _ = publish_runs
+    output = tmp_path / "out"
+    shutil.copytree(old, output)
+    used = (
+        f"beamtrove: error: --output {output} already holds dead_letters, part-00000.jsonl.gz, report.html, stats.json"
+    )
+    assert main(_convert_args(review_jsonl, output)) == 2
+    assert capsys.readouterr().err == (
+        f"{used}: choose another --output, or pass --overwrite to replace it once this run succeeds.\n"
+    )
+    assert main(["run", "extract", "--input", str(review_jsonl), "--output", str(output)]) == 2
+    assert capsys.readouterr().err == (
+        f"{used}: choose another --output, pass --overwrite to replace it once this run succeeds, or --resumable to "
+        "continue a resumable run in it.\n"
+    )
+    assert _folder(output) == _folder(old)
