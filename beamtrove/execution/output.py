@@ -42,7 +42,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import apache_beam as beam
@@ -52,10 +52,13 @@ from beamtrove.execution.output_checks import check_auxiliary_inputs, check_sepa
 from beamtrove.execution.output_lock import LOCK_TIMEOUT_SECONDS, OutputLock, lock_output
 from beamtrove.execution.output_publish import (
     COMMITTED_PHASES,
+    discard_staging,
     folder_names,
+    name_listing,
     publish_phase,
     publish_staged,
     record_staged,
+    recover_output,
 )
 from beamtrove.fs import filesystem, join
 from beamtrove.layout import LOCK_DIR, RESUME_CONFIG_FILE, STAGED_JOB_DIR, STAGING_DIR
@@ -73,7 +76,6 @@ __all__ = [
 ]
 
 _LOGGER = logging.getLogger(__name__)
-_NAMES_SHOWN = 5
 
 
 @dataclasses.dataclass(frozen=True)
@@ -162,11 +164,6 @@ def output_entries(output: str, storage_options: Mapping[str, Any] | None = None
     return [name for name in folder_names(fs, path) if name not in (STAGING_DIR, LOCK_DIR, STAGED_JOB_DIR)]
 
 
-def _listing(names: Sequence[str]) -> str:
-    shown = ", ".join(names[:_NAMES_SHOWN])
-    return shown + (f" and {len(names) - _NAMES_SHOWN} more" if len(names) > _NAMES_SHOWN else "")
-
-
 def plan_output(
     output: str,
     *,
@@ -214,11 +211,12 @@ def plan_output(
                 if offers_resumable:
                     choices.append("--resumable to continue a resumable run in it")
                 raise ConfigurationError(
-                    f"--output {output} already holds {_listing(entries)}: {', '.join(choices[:-1])}, or {choices[-1]}."
+                    f"--output {output} already holds {name_listing(entries)}: {', '.join(choices[:-1])}, or "
+                    f"{choices[-1]}."
                 )
             if RESUME_CONFIG_FILE not in entries and not restart:
                 raise ConfigurationError(
-                    f"--output {output} holds {_listing(entries)} from a run that was not --resumable, which a "
+                    f"--output {output} holds {name_listing(entries)} from a run that was not --resumable, which a "
                     "resumable run cannot verify or continue: choose another --output, or pass --restart to delete "
                     "it and start over."
                 )
@@ -252,51 +250,6 @@ def _remove_if_empty(folder: str, storage_options: Mapping[str, Any]) -> None:
     fs, path = filesystem(folder, storage_options)
     if fs.exists(path) and not fs.ls(path, detail=False):
         fs.rmdir(path)
-
-
-def discard_staging(output: str, storage_options: Mapping[str, Any] | None = None) -> None:
-    """Removes the staging folder of ``output``: what runs into it left in flight."""
-    fs, path = filesystem(join(output, STAGING_DIR), storage_options)
-    if fs.exists(path):
-        fs.rm(path, recursive=True)
-
-
-def recover_output(output: str, storage_options: Mapping[str, Any] | None = None) -> list[str]:
-    """Finishes the publish a run was stopped in, removes what unfinished runs staged; says which, returns it.
-
-    Call it holding the lock of ``output``
-    (:func:`~beamtrove.execution.output_lock.lock_output`): a staging folder is
-    then never that of a live run.
-
-    Returns:
-        One line per run found in flight: whether its publish was finished
-        (the folder holds its outputs) or it was undone (the folder holds
-        what it held before it). Each is also logged as a warning.
-    """
-    storage_options = dict(storage_options or {})
-    staging = join(output, STAGING_DIR)
-    fs, staging_path = filesystem(staging, storage_options)
-    if not fs.exists(staging_path):
-        return []
-    said = []
-    for run in folder_names(fs, staging_path):
-        run_dir = join(staging, run)
-        phase = publish_phase(run_dir, storage_options)
-        if phase in COMMITTED_PHASES:
-            published = publish_staged(output, run_dir, storage_options)
-            said.append(
-                f"{output}: finished publishing the outputs of a run stopped while publishing them "
-                f"({_listing(published) or 'nothing'}); the folder holds that run's outputs"
-            )
-        elif phase is not None:
-            said.append(
-                f"{output}: removed what a run that did not finish had staged; the folder holds what it held "
-                "before that run"
-            )
-    discard_staging(output, storage_options)
-    for line in said:
-        _LOGGER.warning("%s", line)
-    return said
 
 
 class _PublishFn(beam.DoFn):

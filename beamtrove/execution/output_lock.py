@@ -33,7 +33,7 @@ from beamtrove.fs import filesystem, join, read_json_record, write_json
 from beamtrove.layout import LOCK_DIR
 from beamtrove.processes import is_alive
 
-__all__ = ["LOCK_TIMEOUT_SECONDS", "OutputInUse", "OutputLock", "lock_output"]
+__all__ = ["LOCK_TIMEOUT_SECONDS", "OutputInUse", "OutputLock", "lock_holder", "lock_output"]
 
 _LOGGER = logging.getLogger(__name__)
 #: How long a lock whose heartbeat stopped stays its owner's; the heartbeat renews it every fifth of that.
@@ -173,6 +173,15 @@ def lock_output(
     lock = OutputLock(folder, claim, timeout, storage_options)
     lock.start_heartbeat()
     return lock
+
+
+def lock_holder(
+    output: str, storage_options: Mapping[str, Any] | None = None, timeout: float = LOCK_TIMEOUT_SECONDS
+) -> str | None:
+    """Who holds the lock of ``output``, for a message; None when no run does (no lock, or a stale one)."""
+    fs, path = filesystem(join(output, LOCK_DIR, _LOCK_OWNER), storage_options)
+    held = _read_claim(fs, path)
+    return None if held is None or _stale(held, timeout) else _whose(held)
 
 
 def _create_claim(fs, owner: str, claim: dict[str, Any]) -> None:

@@ -356,7 +356,7 @@ def test_an_overwrite_stopped_at_any_step_of_its_publish_is_finished_or_undone_b
     following = beamtrove_here(*_convert_args(review_jsonl / "reviews-1.jsonl", output))
     assert following.returncode == 2
     if committed:
-        assert f"WARNING beamtrove.execution.output: {output}: {_FINISHED}" in following.stderr
+        assert f"WARNING beamtrove.execution.output_publish: {output}: {_FINISHED}" in following.stderr
         assert _folder(output) == _folder(new)
     else:
         assert _folder(output) == _folder(old)
