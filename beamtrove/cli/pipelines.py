@@ -8,6 +8,7 @@ import sys
 from beamtrove.assets import ASSET_NAMES, asset_path, asset_present, fetch_assets
 from beamtrove.cli.parsing import INTERRUPTED, command, group
 from beamtrove.configuration import ConfigurationError
+from beamtrove.run_output import ready_to_read
 from beamtrove.stats import format_stats, read_stats
 
 __all__ = ["add_commands"]
@@ -76,6 +77,7 @@ def _start_zygote(pipeline: str) -> None:
 
 def _stats(args: argparse.Namespace, _: list[str]) -> int:
     """Print the stats.json of a run as a table."""
+    ready_to_read(args.path)
     try:
         print(format_stats(read_stats(args.path)))
     except FileNotFoundError:

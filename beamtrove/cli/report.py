@@ -7,6 +7,7 @@ import argparse
 from beamtrove.cli.parsing import command
 from beamtrove.configuration import ConfigurationError
 from beamtrove.layout import REPORT_FILE, STATS_FILE
+from beamtrove.run_output import ready_to_read
 
 __all__ = ["add_commands"]
 
@@ -22,6 +23,7 @@ def _report(args: argparse.Namespace, _: list[str]) -> int:
     # Drawing a page is this command's alone: the others start without its modules.
     from beamtrove.report import write_report  # noqa: PLC0415
 
+    ready_to_read(args.output)
     try:
         path = write_report(args.output, path=args.out)
     except FileNotFoundError:

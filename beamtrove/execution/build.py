@@ -101,6 +101,7 @@ def build(
             resumable=resume.resumable,
             restart=resume.restart,
             inspect=inspect_output,
+            offers_resumable=spec.resumable,
         )
         flow = spec.flow(options, plan.write_to)
         if inspect_output:

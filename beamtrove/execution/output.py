@@ -5,8 +5,8 @@ Before a run, :func:`plan_output` takes the output folder's lock, then checks it
 * one run owns an output folder at a time: its lock
   (:mod:`beamtrove.execution.output_lock`) refuses a second one, naming the
   owner (host, pid, start), and is taken over from a run that is gone (its
-  process died on this host, or it has not renewed its heartbeat for
-  :data:`LOCK_TIMEOUT_SECONDS`);
+  process died on this host, it has not renewed its heartbeat for
+  :data:`LOCK_TIMEOUT_SECONDS`, or its claim cannot be read and is that old);
 * a publish an earlier run was stopped in is finished, or, if the run had
   not finished, what it staged is removed, and a warning says which;
 * a folder that holds anything is refused, naming what is there, unless the
@@ -42,7 +42,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import apache_beam as beam
@@ -52,10 +52,13 @@ from beamtrove.execution.output_checks import check_auxiliary_inputs, check_sepa
 from beamtrove.execution.output_lock import LOCK_TIMEOUT_SECONDS, OutputLock, lock_output
 from beamtrove.execution.output_publish import (
     COMMITTED_PHASES,
+    discard_staging,
     folder_names,
+    name_listing,
     publish_phase,
     publish_staged,
     record_staged,
+    recover_output,
 )
 from beamtrove.fs import filesystem, join
 from beamtrove.layout import LOCK_DIR, RESUME_CONFIG_FILE, STAGED_JOB_DIR, STAGING_DIR
@@ -73,7 +76,6 @@ __all__ = [
 ]
 
 _LOGGER = logging.getLogger(__name__)
-_NAMES_SHOWN = 5
 
 
 @dataclasses.dataclass(frozen=True)
@@ -162,11 +164,6 @@ def output_entries(output: str, storage_options: Mapping[str, Any] | None = None
     return [name for name in folder_names(fs, path) if name not in (STAGING_DIR, LOCK_DIR, STAGED_JOB_DIR)]
 
 
-def _listing(names: Sequence[str]) -> str:
-    shown = ", ".join(names[:_NAMES_SHOWN])
-    return shown + (f" and {len(names) - _NAMES_SHOWN} more" if len(names) > _NAMES_SHOWN else "")
-
-
 def plan_output(
     output: str,
     *,
@@ -175,6 +172,7 @@ def plan_output(
     restart: bool = False,
     inspect: bool = True,
     storage_options: Mapping[str, Any] | None = None,
+    offers_resumable: bool = False,
 ) -> OutputPlan:
     """Takes the lock of ``output`` for a new run, checks it, recovers what earlier runs left, says where to write.
 
@@ -184,7 +182,9 @@ def plan_output(
     clears it. With ``inspect`` off, the output is not looked at, nor
     locked: the plan of a graph built offline or of a dry run. The plan
     holds the lock until :meth:`OutputPlan.release` or
-    :meth:`OutputPlan.abandon`.
+    :meth:`OutputPlan.abandon`. ``offers_resumable`` says whether the
+    command takes ``--resumable``, which refusing a used output then
+    suggests.
 
     Raises:
         ConfigurationError: ``output`` is a file, another run owns it, or it
@@ -207,14 +207,16 @@ def plan_output(
         entries = output_entries(output, storage_options)
         if entries and not overwrite:
             if not resumable:
+                choices = ["choose another --output", "pass --overwrite to replace it once this run succeeds"]
+                if offers_resumable:
+                    choices.append("--resumable to continue a resumable run in it")
                 raise ConfigurationError(
-                    f"--output {output} already holds {_listing(entries)}: choose another --output, pass "
-                    "--overwrite to replace it once this run succeeds, or --resumable to continue a resumable run "
-                    "in it."
+                    f"--output {output} already holds {name_listing(entries)}: {', '.join(choices[:-1])}, or "
+                    f"{choices[-1]}."
                 )
             if RESUME_CONFIG_FILE not in entries and not restart:
                 raise ConfigurationError(
-                    f"--output {output} holds {_listing(entries)} from a run that was not --resumable, which a "
+                    f"--output {output} holds {name_listing(entries)} from a run that was not --resumable, which a "
                     "resumable run cannot verify or continue: choose another --output, or pass --restart to delete "
                     "it and start over."
                 )
@@ -248,51 +250,6 @@ def _remove_if_empty(folder: str, storage_options: Mapping[str, Any]) -> None:
     fs, path = filesystem(folder, storage_options)
     if fs.exists(path) and not fs.ls(path, detail=False):
         fs.rmdir(path)
-
-
-def discard_staging(output: str, storage_options: Mapping[str, Any] | None = None) -> None:
-    """Removes the staging folder of ``output``: what runs into it left in flight."""
-    fs, path = filesystem(join(output, STAGING_DIR), storage_options)
-    if fs.exists(path):
-        fs.rm(path, recursive=True)
-
-
-def recover_output(output: str, storage_options: Mapping[str, Any] | None = None) -> list[str]:
-    """Finishes the publish a run was stopped in, removes what unfinished runs staged; says which, returns it.
-
-    Call it holding the lock of ``output``
-    (:func:`~beamtrove.execution.output_lock.lock_output`): a staging folder is
-    then never that of a live run.
-
-    Returns:
-        One line per run found in flight: whether its publish was finished
-        (the folder holds its outputs) or it was undone (the folder holds
-        what it held before it). Each is also logged as a warning.
-    """
-    storage_options = dict(storage_options or {})
-    staging = join(output, STAGING_DIR)
-    fs, staging_path = filesystem(staging, storage_options)
-    if not fs.exists(staging_path):
-        return []
-    said = []
-    for run in folder_names(fs, staging_path):
-        run_dir = join(staging, run)
-        phase = publish_phase(run_dir, storage_options)
-        if phase in COMMITTED_PHASES:
-            published = publish_staged(output, run_dir, storage_options)
-            said.append(
-                f"{output}: finished publishing the outputs of a run stopped while publishing them "
-                f"({_listing(published) or 'nothing'}); the folder holds that run's outputs"
-            )
-        elif phase is not None:
-            said.append(
-                f"{output}: removed what a run that did not finish had staged; the folder holds what it held "
-                "before that run"
-            )
-    discard_staging(output, storage_options)
-    for line in said:
-        _LOGGER.warning("%s", line)
-    return said
 
 
 class _PublishFn(beam.DoFn):

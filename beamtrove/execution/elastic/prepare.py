@@ -34,6 +34,7 @@ from beamtrove.execution.elastic.jobdir import (
     sha256_of,
 )
 from beamtrove.execution.elastic.scan import scan_inputs, shard_inputs, shards
+from beamtrove.execution.output_checks import input_folders
 from beamtrove.execution.resume import read_digests
 from beamtrove.input_ranges import write_input_ranges
 from beamtrove.options import BeamtroveOptions, ResumeOptions, parse, split_beam_options
@@ -252,6 +253,7 @@ def prepare_job(
         "max_retries": int(max_retries),
         "attempt_timeout": None if attempt_timeout is None else float(attempt_timeout),
         "input_format": input_format,
+        "input_folders": input_folders(inputs),
         "inputs": input_entries,
         "reads": reads,
         "shards": shards(input_entries, units, num_shards),

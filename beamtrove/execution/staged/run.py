@@ -42,6 +42,7 @@ from beamtrove.execution.elastic.prepare import publish_job
 from beamtrove.execution.elastic.scan import scan_inputs, scan_whole_files, shard_inputs, shards
 from beamtrove.execution.elastic.status import retry_shards, shard_states
 from beamtrove.execution.output import check_auxiliary_inputs, check_separate, plan_output
+from beamtrove.execution.output_checks import input_folders
 from beamtrove.execution.output_merge import publish_merged
 from beamtrove.execution.resume import configuration, read_digests
 from beamtrove.execution.run import RunInterrupted, RunResult
@@ -181,6 +182,7 @@ def prepare_staged_job(
         "lock_timeout": float(lock_timeout),
         "max_retries": int(max_retries),
         "patterns": list(patterns),
+        "input_folders": input_folders(patterns),
         "inputs": entries,
         "reads": [dict(entry) for entry in reads],
         "shards": shards(entries, units, read_shards) if read_shards else [],
