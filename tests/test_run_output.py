@@ -291,6 +291,33 @@ def test_a_command_reading_a_folder_a_live_run_is_publishing_into_says_so(review
     assert _data(folder) == _data(stopped["new"])
 
 
+def test_a_run_frozen_mid_publish_past_its_lock_timeout_leaves_the_publish_to_who_took_it_over(
+    review_jsonl, stopped, tmp_path
+):
+    folder = tmp_path / "out"
+    shutil.copytree(stopped["old"], folder)
+    run = _stopped_overwrite(
+        review_jsonl / "reviews-1.jsonl", folder, "moved_aside part-00000.jsonl.gz noted", "SIGSTOP"
+    )
+    try:
+        while pathlib.Path(f"/proc/{run.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "T":
+            assert run.poll() is None, run.stderr.read()
+            time.sleep(0.05)
+        # Frozen as a suspended machine is, past the lock's timeout: its heartbeat is as old as that.
+        owner = folder / ".beamtrove-lock" / "owner.json"
+        claim = json.loads(owner.read_text())
+        owner.write_text(json.dumps({**claim, "heartbeat": claim["heartbeat"] - 600}))
+        done = beamtrove_here("stats", str(folder))
+        assert done.returncode == 0 and _FINISHED in done.stderr, done.stderr
+        assert _data(folder) == _data(stopped["new"])
+    finally:
+        run.send_signal(signal.SIGCONT)
+    # Woken up, the run moves nothing more: the names of its old outputs are those of its new ones by now.
+    assert run.wait(timeout=600) == 0
+    assert "another process took over this run's publish while it was stopped" in run.stderr.read().decode()
+    assert _data(folder) == _data(stopped["new"])
+
+
 def _without_write_access() -> None:
     """In a child process: file permissions hold for it even when it runs as root (no capability overrides them)."""
     libc = ctypes.CDLL(None, use_errno=True)

@@ -120,9 +120,17 @@ class OutputPlan:
         done, the staging folder is gone and a call does nothing.
         """
         published = publish_staged(self.output, self.write_to, self.storage_options)
-        # The run owns the output: the staging folder holds nothing of another run.
-        discard_staging(self.output, self.storage_options)
+        if self._owns_output():
+            # The run owns the output: the staging folder holds nothing of another run.
+            discard_staging(self.output, self.storage_options)
         return published
+
+    def _owns_output(self) -> bool:
+        """Whether this run still holds the output's lock (a run frozen past its timeout may have lost it).
+
+        A plan without a lock (a pipeline's workers publishing for their launcher) counts as owning it.
+        """
+        return self.lock is None or self.lock.owned()
 
     def committed(self) -> bool:
         """Whether the run's publish has begun: from then on it is finished, never undone."""
@@ -143,7 +151,7 @@ class OutputPlan:
         """
         if self.lock is None:
             return
-        if not self.committed():
+        if not self.committed() and self._owns_output():
             discard_staging(self.output, self.storage_options)
         self.release()
         if self.creates:

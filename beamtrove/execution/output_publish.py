@@ -100,6 +100,10 @@ def reached(step: str) -> None:
         os.kill(os.getpid(), getattr(signal, os.environ.get(_STOP_WITH, "SIGKILL")))
 
 
+class _TakenOver(Exception):
+    """The publish record on the store is no longer the one this process is working from."""
+
+
 def publish_staged(output: str, run_dir: str, storage_options: Mapping[str, Any]) -> list[str]:
     """Publishes, or goes on publishing, the outputs staged in ``run_dir``; returns their names (none: done already).
 
@@ -108,7 +112,23 @@ def publish_staged(output: str, run_dir: str, storage_options: Mapping[str, Any]
     output is moved aside into the staging folder; the record says they
     all are; each new one is moved in; the staging folder, the old outputs
     with it, is removed.
+
+    Before each move, the record on the store must still be the one this
+    process wrote last: a process frozen longer than the lock's timeout (a
+    suspended machine) may find its publish finished by another process that
+    took the lock over, and must then touch nothing (its old outputs' names
+    are the new outputs' by then).
     """
+    try:
+        return _publish(output, run_dir, storage_options)
+    except _TakenOver:
+        _LOGGER.warning(
+            "%s: another process took over this run's publish while it was stopped, and finishes it", output
+        )
+        return []
+
+
+def _publish(output: str, run_dir: str, storage_options: Mapping[str, Any]) -> list[str]:
     fs, run_path = filesystem(run_dir, storage_options)
     record_url = join(run_dir, _PUBLISH_RECORD)
     record = read_json_record(record_url, storage_options)
@@ -157,6 +177,7 @@ def _move_entry(
     name = posixpath.basename(destination)
     fs, source_path = filesystem(source, storage_options)
     _, destination_path = filesystem(destination, storage_options)
+    _still_ours(record, record_url, storage_options)
     if name not in record[moved]:
         if fs.exists(source_path):
             if fs.exists(destination_path):
@@ -170,8 +191,15 @@ def _move_entry(
         record[moved].append(name)
         write_json(record, record_url, storage_options)
         reached(f"{moved} {name} noted")
+        _still_ours(record, record_url, storage_options)
     if fs.exists(source_path):
         fs.rm(source_path, recursive=True)
+
+
+def _still_ours(record: dict[str, Any], record_url: str, storage_options) -> None:
+    """Raises :class:`_TakenOver` unless the publish record on the store is ``record``, as this process left it."""
+    if read_json_record(record_url, storage_options) != record:
+        raise _TakenOver
 
 
 def _staged_runs(output: str, storage_options: Mapping[str, Any]) -> list[str]:
