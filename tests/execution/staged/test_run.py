@@ -19,7 +19,7 @@ from beamtrove.cli import main
 from beamtrove.layout import STAGED_JOB_DIR
 from tests.conftest import DATA, beamtrove, require, wait_for
 from tests.execution.conftest import processes_mentioning
-from tests.execution.staged.conftest import EVERY_STEP, EXACT, assert_same_run, dedup_argv, run_rows, staged
+from tests.execution.staged.conftest import EVERY_STEP, EXACT, MEMORY, assert_same_run, dedup_argv, run_rows, staged
 
 _FINISHED = "finished publishing the outputs of a run stopped while publishing them"
 _UNDONE = "removed what a run that did not finish had staged; the folder holds what it held before that run"
@@ -163,7 +163,8 @@ def test_an_empty_input_gives_what_the_one_pipeline_gives(tmp_path):
 
 def test_ctrl_c_stops_the_workers_and_says_so_in_one_line(corpus, tmp_path):
     output = tmp_path / "out"
-    argv = dedup_argv(corpus, output, *EVERY_STEP, *staged(2))
+    # More workers than the machine has cores for: what set off the OOM killer once.
+    argv = dedup_argv(corpus, output, *EVERY_STEP, "--staged", "--workers", "1024", "--memory", MEMORY)
     job = output / STAGED_JOB_DIR
     run = subprocess.Popen(
         [sys.executable, "-m", "beamtrove", *argv],
@@ -183,6 +184,10 @@ def test_ctrl_c_stops_the_workers_and_says_so_in_one_line(corpus, tmp_path):
             os.killpg(run.pid, signal.SIGKILL)
     assert run.returncode == 130
     assert "Traceback" not in err and "KeyboardInterrupt" not in err + out
+    bounded = re.search(
+        r"--workers 1024: starting (\d+), (this machine's cores|the most tasks a stage of this job)", err
+    )
+    assert bounded and int(bounded[1]) <= len(os.sched_getaffinity(0)), err
     assert err.strip().splitlines()[-1] == (
         f"beamtrove: interrupted: nothing was written to {output}; {job} keeps the tasks done, and the same command "
         "again goes on from them."
