@@ -277,6 +277,26 @@ def test_a_corrupt_gzip_member_costs_one_record_and_reading_resumes(data_dir, tm
     assert counters["errors.corrupt_archive"] == 1
 
 
+def test_damage_deep_inside_a_gzip_member_costs_that_record_only(data_dir, tmp_path):
+    # warcio printed the error of a member damaged past its first block read and ended the file there: the 32
+    # records after it were lost, and the damaged one was called truncated.
+    source = require(data_dir / "warc" / "cc-main-2020-34_resiliparse_warcfile.warc.gz")
+    damaged = tmp_path / "damaged.warc.gz"
+    data = bytearray(source.read_bytes())
+    data[48321 + 1679 : 48321 + 1719] = bytes(byte ^ 0xFF for byte in data[48321 + 1679 : 48321 + 1719])
+    damaged.write_bytes(bytes(data))
+    intact_urls = sorted(r.url for r in expected_documents(warcio_records(source)))
+    lost = "http://044545.com/topic/20200207/015849.html"
+
+    def build(pipeline):
+        docs, dead = pipeline | ReadWarc(str(damaged)).with_dead_letters()
+        assert_that(docs | "Urls" >> to_urls, equal_to([u for u in intact_urls if u != lost]), label="Documents")
+        assert_that(dead | "Where" >> to_places, equal_to([("corrupt_archive", str(damaged), 48321)]), label="Dead")
+
+    counters = run_and_collect(build)["ReadWarc"]["counters"]
+    assert (counters["in"], counters["out"], counters["errors.corrupt_archive"]) == (50, 15, 1)
+
+
 def test_fault_set_every_record_accounted_for(faults_set):
     out_dir, manifest = faults_set
     files = sorted(out_dir.glob("*.warc.gz"))
