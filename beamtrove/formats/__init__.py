@@ -64,7 +64,7 @@ def input_format(requested: str, paths: str | Sequence[str]) -> str:
 
     Raises:
         ValueError: The format is unknown, or ``auto`` cannot tell it.
-        FileNotFoundError: A folder holds no file of a format read here.
+        FileNotFoundError: A path does not exist, or a folder holds no file of a format read here.
     """
     known = (*FILE_FORMATS, HUGGING_FACE)
     if requested != "auto":
@@ -87,10 +87,15 @@ def input_format(requested: str, paths: str | Sequence[str]) -> str:
 
 
 def _file_names(path: str) -> list[str]:
-    """The names of the data files under ``path`` when it is a folder, else ``path`` itself."""
+    """The names of the data files under ``path`` when it is a folder, else ``path`` itself.
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist, or is a folder holding no data file.
+    """
     fs, fs_path = filesystem(path)
-    if is_glob(fs, fs_path) or not fs.isdir(fs_path):
+    if is_glob(fs, fs_path) or fs.isfile(fs_path):
         return [path]
     suffixes = tuple(suffix for endings in SUFFIXES.values() for suffix in endings)
-    # The reader matches the folder again, and says when it is a run's output that kept nothing.
+    # The reader matches the folder again, and says when it is a run's output that kept nothing (or that the path
+    # does not exist: the first thing to say of it, before its format).
     return [file.name for file in match_inputs(path, suffixes, warn_empty_runs=False)]

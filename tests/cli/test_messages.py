@@ -118,6 +118,18 @@ def test_a_missing_url_blocklist_folder_is_said_not_to_exist(fineweb_args, tmp_p
     )
 
 
+@pytest.mark.parametrize("pipeline", ["dedup", "filter", "stats", "extract"])
+def test_an_input_that_does_not_exist_is_said_not_to_exist_before_its_format_is_asked_for(pipeline, tmp_path, capsys):
+    # dedup, filter and stats read any row format: they said "Cannot tell the input format", asking for a format.
+    missing = tmp_path / "nonexist"
+    argv = ["run", pipeline, "--input", str(missing), "--output", str(tmp_path / "out")]
+    assert main(argv + (["--steps", "gopher_quality"] if pipeline == "filter" else [])) == 2
+    assert capsys.readouterr().err == (
+        f"beamtrove: error: Input {str(missing)!r} does not exist: pass an existing file, directory or glob.\n"
+    )
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_flink_run_without_a_job_server_jar_is_refused_in_one_line(fineweb_args, tmp_path, monkeypatch, capsys):
     runners = tmp_path / "runners"
     monkeypatch.setenv("BEAMTROVE_RUNNERS", str(runners))
