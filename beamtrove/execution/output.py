@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import posixpath
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -187,9 +188,9 @@ def plan_output(
     :meth:`OutputPlan.abandon`.
 
     Raises:
-        ConfigurationError: ``output`` is a file, another run owns it, or it
-            holds something the run may not replace; the message names it
-            and the options that would.
+        ConfigurationError: ``output`` is a file or cannot be written,
+            another run owns it, or it holds something the run may not
+            replace; the message names it and the options that would.
     """
     storage_options = dict(storage_options or {})
     if resumable and overwrite:
@@ -201,7 +202,10 @@ def plan_output(
         return _new_plan(output, resumable, (), False, storage_options, None)
     output_entries(output, storage_options)  # refuses a file before anything is written
     creates = not _exists(output, storage_options)
-    lock = lock_output(output, storage_options)
+    try:
+        lock = lock_output(output, storage_options)  # the run's first write
+    except OSError as exc:
+        raise ConfigurationError(_unwritable(output, exc)) from None
     try:
         recover_output(output, storage_options)
         entries = output_entries(output, storage_options)
@@ -225,6 +229,15 @@ def plan_output(
         raise
     replaces = tuple(entries) if overwrite else ()
     return _new_plan(output, resumable, replaces, creates, storage_options, lock)
+
+
+def _unwritable(output: str, failure: OSError) -> str:
+    """Says that ``output`` cannot be written, and in which folder (where a new file or folder was refused)."""
+    folder = posixpath.dirname(str(failure.filename).rstrip("/")) if failure.filename else output
+    return (
+        f"--output {output} cannot be written: {folder} refuses new files ({failure.strerror or failure}); choose "
+        "an --output in a folder this user can write to."
+    )
 
 
 def _new_plan(
