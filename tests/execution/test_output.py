@@ -239,6 +239,14 @@ def test_an_interrupted_run_rerun_gives_the_uninterrupted_output(kill_inputs, tm
         )
 
 
+def test_a_run_refused_before_it_starts_leaves_no_folder_it_made(tmp_path, capsys):
+    # --output a/b/c of a run refused while it is built (an input that does not exist) left a/b behind.
+    output = tmp_path / "a" / "b" / "c"
+    assert main(["run", "extract", "--input", str(tmp_path / "missing.warc.gz"), "--output", str(output)]) == 2
+    assert "missing.warc.gz' does not exist" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize(("output", "staged"), [("out", False), ("new/out", True)], ids=["plain", "staged"])
 def test_an_output_in_a_read_only_folder_is_refused_in_one_line_naming_it(review_jsonl, tmp_path, staged, output):
     # A staged run gave a PermissionError's traceback, a plain one "[Errno 13] Permission denied: '.../out'".
