@@ -78,6 +78,9 @@ def input_format(requested: str, paths: str | Sequence[str]) -> str:
     if paths and not names:
         return "jsonl"
     found = {fmt for name in names for fmt, suffixes in SUFFIXES.items() if name.rstrip("/*").endswith(suffixes)}
+    if not found:
+        # A path that does not exist is what to fix first (names alone tell the format of files yet to be made).
+        match_inputs(paths, warn_empty_runs=False)
     if len(found) != 1:
         which = f"files of several formats ({', '.join(sorted(found))})" if found else "no file name it knows"
         raise ValueError(
@@ -87,15 +90,10 @@ def input_format(requested: str, paths: str | Sequence[str]) -> str:
 
 
 def _file_names(path: str) -> list[str]:
-    """The names of the data files under ``path`` when it is a folder, else ``path`` itself.
-
-    Raises:
-        FileNotFoundError: ``path`` does not exist, or is a folder holding no data file.
-    """
+    """The names of the data files under ``path`` when it is a folder, else ``path`` itself."""
     fs, fs_path = filesystem(path)
-    if is_glob(fs, fs_path) or fs.isfile(fs_path):
+    if is_glob(fs, fs_path) or not fs.isdir(fs_path):
         return [path]
     suffixes = tuple(suffix for endings in SUFFIXES.values() for suffix in endings)
-    # The reader matches the folder again, and says when it is a run's output that kept nothing (or that the path
-    # does not exist: the first thing to say of it, before its format).
+    # The reader matches the folder again, and says when it is a run's output that kept nothing.
     return [file.name for file in match_inputs(path, suffixes, warn_empty_runs=False)]
