@@ -55,6 +55,8 @@ __all__ = [
 ]
 
 _GLOB_CHARS = "*?["
+# The extras of beamtrove that install a protocol's file system.
+_EXTRAS = {"s3": "s3", "s3a": "s3"}
 _LOGGER = logging.getLogger(__name__)
 
 
@@ -159,12 +161,23 @@ def replace_directory(staging: pathlib.Path, final: pathlib.Path) -> None:
 
 
 def filesystem(url: str, storage_options: Mapping[str, Any] | None = None):
-    """Returns ``(filesystem, path)`` for ``url``."""
+    """Returns ``(filesystem, path)`` for ``url``.
+
+    Raises:
+        ImportError: The file system of ``url`` is not installed; the message names it (and beamtrove's extra
+            that installs it).
+    """
     # fsspec is imported when a file is first reached: commands that reach none (--help, a local job's status)
     # start without its tenth of a second.
     from fsspec.core import url_to_fs  # noqa: PLC0415
+    from fsspec.utils import get_protocol  # noqa: PLC0415
 
-    return url_to_fs(url, **dict(storage_options or {}))
+    try:
+        return url_to_fs(url, **dict(storage_options or {}))
+    except ImportError as missing:
+        extra = _EXTRAS.get(get_protocol(str(url)))
+        install = f": pip install 'beamtrove[{extra}]'" if extra else ""
+        raise ImportError(f"Reading {url} needs a file system that is not installed ({missing}){install}.") from None
 
 
 def is_local(url: str) -> bool:
@@ -308,6 +321,17 @@ def _match_one(pattern: str, suffixes: tuple[str, ...], storage_options, warn: b
             "or glob (an empty --input is often an unset shell variable)."
         )
     fs, path = filesystem(pattern, storage_options)
+    try:
+        base, entries = _listed(fs, path, pattern, suffixes, warn)
+    except OSError:
+        raise
+    except Exception as failure:  # a remote file system's own: no credentials, no connection, ...
+        raise OSError(f"Cannot list {pattern}: {type(failure).__name__}: {' '.join(str(failure).split())}") from None
+    return [InputFile(_full_url(fs, e["name"]), _relative(e["name"], base), int(e.get("size") or 0)) for e in entries]
+
+
+def _listed(fs, path: str, pattern: str, suffixes: tuple[str, ...], warn: bool) -> tuple[str, list[dict]]:
+    """The folder the names of ``pattern``'s files are relative to, and their entries (see :func:`_match_one`)."""
     if is_glob(fs, path):
         base = _glob_base(path)
         entries = [
@@ -316,17 +340,20 @@ def _match_one(pattern: str, suffixes: tuple[str, ...], storage_options, warn: b
             if entry.get("type", "file") == "file" and not is_hidden(_relative(entry["name"], base))
         ]
         if not entries:
+            root = path.split("/", maxsplit=1)[0]
+            if not is_local(pattern) and not fs.exists(root):
+                raise FileNotFoundError(
+                    f"No files match {pattern!r}: {_full_url(fs, root)} itself is not found; check the path, and the "
+                    "endpoint and credentials its file system uses."
+                )
             raise FileNotFoundError(f"No files match {pattern!r}: check the path and the pattern.")
-    elif fs.isdir(path):
-        base = path.rstrip("/") + "/"
-        entries = _folder_files(fs, path, pattern, suffixes, warn)
-    elif fs.exists(path):
+        return base, entries
+    if fs.isdir(path):
+        return path.rstrip("/") + "/", _folder_files(fs, path, pattern, suffixes, warn)
+    if fs.exists(path):
         # A file named outright is read even when hidden; one found in a folder or by a pattern is not.
-        base = posixpath.dirname(path) + "/"
-        entries = [fs.info(path)]
-    else:
-        raise FileNotFoundError(f"Input {pattern!r} does not exist: pass an existing file, directory or glob.")
-    return [InputFile(_full_url(fs, e["name"]), _relative(e["name"], base), int(e.get("size") or 0)) for e in entries]
+        return posixpath.dirname(path) + "/", [fs.info(path)]
+    raise FileNotFoundError(f"Input {pattern!r} does not exist: pass an existing file, directory or glob.")
 
 
 def match_inputs(

@@ -9,7 +9,15 @@ import signal
 import threading
 from collections.abc import Iterator
 
-__all__ = ["available_memory", "die_with_parent", "is_alive", "machine_workers", "stopped_by", "stops_interrupt"]
+__all__ = [
+    "available_memory",
+    "die_with_parent",
+    "interrupt_on_sigterm",
+    "is_alive",
+    "machine_workers",
+    "stopped_by",
+    "stops_interrupt",
+]
 
 _PR_SET_PDEATHSIG = 1
 _MEMINFO = "/proc/meminfo"
@@ -75,6 +83,15 @@ def die_with_parent(parent_pid: int | None = None) -> None:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if parent_pid is not None and os.getppid() != parent_pid:
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def interrupt_on_sigterm() -> None:
+    """From now on, SIGTERM (kill, a scheduler's stop) interrupts the main thread as Ctrl-C does.
+
+    For a command's whole life, from its start: the blocks of :func:`stops_interrupt` inside it also list the
+    signals they receive. Call it in the main thread.
+    """
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
 
 
 @contextlib.contextmanager

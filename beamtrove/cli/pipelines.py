@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from beamtrove.assets import ASSET_NAMES, asset_path, asset_present, fetch_assets
+from beamtrove.assets import ASSET_NAMES, asset_path, asset_present, asset_state, fetch_assets
 from beamtrove.cli.parsing import INTERRUPTED, command, group
 from beamtrove.configuration import ConfigurationError
 from beamtrove.run_output import ready_to_read
@@ -105,7 +105,7 @@ def _assets_fetch(args: argparse.Namespace, _: list[str]) -> int:
 def _assets_path(args: argparse.Namespace, _: list[str]) -> int:
     """Print where each asset is and whether it is present."""
     for name in ASSET_NAMES:
-        print(f"{name:<7} {'present' if asset_present(name) else 'missing':<7} {asset_path(name)}")
+        print(f"{name:<7} {asset_state(name):<7} {asset_path(name)}")
     return 0
 
 

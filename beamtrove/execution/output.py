@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import posixpath
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -60,7 +61,7 @@ from beamtrove.execution.output_publish import (
     record_staged,
     recover_output,
 )
-from beamtrove.fs import filesystem, join
+from beamtrove.fs import filesystem, is_local, join
 from beamtrove.layout import LOCK_DIR, RESUME_CONFIG_FILE, STAGED_JOB_DIR, STAGING_DIR
 
 __all__ = [
@@ -89,7 +90,9 @@ class OutputPlan:
             itself for a resumable run.
         replaces: The old outputs publishing removes: with ``--overwrite``,
             everything ``output`` held when the run was built.
-        creates: Whether the run creates ``output`` (it did not exist).
+        creates: The outermost folder the run creates to make ``output``:
+            ``output`` itself, or on this machine's file system a missing
+            folder holding it; None when ``output`` exists.
         storage_options: fsspec filesystem options.
         lock: The run's hold on ``output``; None for a plan that does not
             look at the output (a graph built offline), and in the copy of
@@ -99,7 +102,7 @@ class OutputPlan:
     output: str
     write_to: str
     replaces: tuple[str, ...] = ()
-    creates: bool = False
+    creates: str | None = None
     storage_options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     lock: OutputLock | None = dataclasses.field(default=None, compare=False, repr=False)
 
@@ -155,7 +158,7 @@ class OutputPlan:
             discard_staging(self.output, self.storage_options)
         self.release()
         if self.creates:
-            _remove_if_empty(self.output, self.storage_options)
+            _remove_if_empty(self.output, self.creates, self.storage_options)
 
 
 def output_entries(output: str, storage_options: Mapping[str, Any] | None = None) -> list[str]:
@@ -195,9 +198,9 @@ def plan_output(
     suggests.
 
     Raises:
-        ConfigurationError: ``output`` is a file, another run owns it, or it
-            holds something the run may not replace; the message names it
-            and the options that would.
+        ConfigurationError: ``output`` is a file or cannot be written,
+            another run owns it, or it holds something the run may not
+            replace; the message names it and the options that would.
     """
     storage_options = dict(storage_options or {})
     if resumable and overwrite:
@@ -208,8 +211,11 @@ def plan_output(
     if not inspect:
         return _new_plan(output, resumable, (), False, storage_options, None)
     output_entries(output, storage_options)  # refuses a file before anything is written
-    creates = not _exists(output, storage_options)
-    lock = lock_output(output, storage_options)
+    creates = _outermost_missing(output, storage_options)
+    try:
+        lock = lock_output(output, storage_options)  # the run's first write
+    except OSError as exc:
+        raise ConfigurationError(_unwritable(output, exc)) from None
     try:
         recover_output(output, storage_options)
         entries = output_entries(output, storage_options)
@@ -231,10 +237,19 @@ def plan_output(
     except BaseException:
         lock.release()
         if creates:
-            _remove_if_empty(output, storage_options)
+            _remove_if_empty(output, creates, storage_options)
         raise
     replaces = tuple(entries) if overwrite else ()
     return _new_plan(output, resumable, replaces, creates, storage_options, lock)
+
+
+def _unwritable(output: str, failure: OSError) -> str:
+    """Says that ``output`` cannot be written, and in which folder (where a new file or folder was refused)."""
+    folder = posixpath.dirname(str(failure.filename).rstrip("/")) if failure.filename else output
+    return (
+        f"--output {output} cannot be written: {folder} refuses new files ({failure.strerror or failure}); choose "
+        "an --output in a folder this user can write to."
+    )
 
 
 def _new_plan(
@@ -249,15 +264,30 @@ def _new_plan(
     return OutputPlan(output, write_to, replaces, creates, storage_options, lock)
 
 
-def _exists(url: str, storage_options: Mapping[str, Any]) -> bool:
+def _outermost_missing(url: str, storage_options: Mapping[str, Any]) -> str | None:
+    """The outermost of the folder ``url`` and those holding it that do not exist; None when ``url`` exists.
+
+    Only on this machine's file system: an object store has no empty folders to leave behind.
+    """
     fs, path = filesystem(url, storage_options)
-    return fs.exists(path)
+    if fs.exists(path):
+        return None
+    if not is_local(url):
+        return url
+    while not fs.exists(parent := posixpath.dirname(path)) and parent != path:
+        path = parent
+    return path
 
 
-def _remove_if_empty(folder: str, storage_options: Mapping[str, Any]) -> None:
+def _remove_if_empty(folder: str, outermost: str, storage_options: Mapping[str, Any]) -> None:
+    """Removes ``folder`` if it is empty, then each folder holding it up to ``outermost``, while they are empty."""
     fs, path = filesystem(folder, storage_options)
-    if fs.exists(path) and not fs.ls(path, detail=False):
+    top = filesystem(outermost, storage_options)[1]
+    while fs.exists(path) and not fs.ls(path, detail=False):
         fs.rmdir(path)
+        if path == top:
+            return
+        path = posixpath.dirname(path)
 
 
 class _PublishFn(beam.DoFn):

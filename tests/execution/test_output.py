@@ -24,7 +24,7 @@ from beamtrove.configuration import ConfigurationError
 from beamtrove.execution.output import LOCK_TIMEOUT_SECONDS, OutputPlan, plan_output, recover_output
 from beamtrove.execution.output_lock import lock_output
 from beamtrove.fs import filesystem, is_hidden
-from tests.conftest import beamtrove_here, child_processes, jsonl_rows, make_warc_set, require
+from tests.conftest import beamtrove_here, child_processes, jsonl_rows, make_warc_set, permissions_bind, require
 
 _FAST_EXTRACTION = ("--extractor", "resiliparse", "--extract_timeout", "0")
 
@@ -242,6 +242,30 @@ def test_an_interrupted_run_rerun_gives_the_uninterrupted_output(kill_inputs, tm
             json.loads((output / "stats.json").read_text())["steps"]["write_documents"]["counters"]
             == json.loads((reference / kind / "stats.json").read_text())["steps"]["write_documents"]["counters"]
         )
+
+
+def test_a_run_refused_before_it_starts_leaves_no_folder_it_made(tmp_path, capsys):
+    # --output a/b/c of a run refused while it is built (an input that does not exist) left a/b behind.
+    output = tmp_path / "a" / "b" / "c"
+    assert main(["run", "extract", "--input", str(tmp_path / "missing.warc.gz"), "--output", str(output)]) == 2
+    assert "missing.warc.gz' does not exist" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(("output", "staged"), [("out", False), ("new/out", True)], ids=["plain", "staged"])
+def test_an_output_in_a_read_only_folder_is_refused_in_one_line_naming_it(review_jsonl, tmp_path, staged, output):
+    # A staged run gave a PermissionError's traceback, a plain one "[Errno 13] Permission denied: '.../out'".
+    read_only = tmp_path / "read-only"
+    read_only.mkdir(mode=0o555)
+    command = [sys.executable, "-m", "beamtrove", "run", "dedup", "--input", str(review_jsonl),
+               "--output", str(read_only / output), *(["--staged"] if staged else [])]  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True, preexec_fn=permissions_bind(), check=False)
+    assert (result.returncode, result.stderr) == (
+        2,
+        f"beamtrove: error: --output {read_only / output} cannot be written: {read_only} refuses new files "
+        "(Permission denied); choose an --output in a folder this user can write to.\n",
+    )
+    assert list(read_only.iterdir()) == []
 
 
 def test_ctrl_c_is_one_line_and_exit_130_with_extraction_processes_running(data_dir, tmp_path):
