@@ -6,8 +6,9 @@ import contextlib
 import ctypes
 import os
 import signal
+import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 __all__ = [
     "available_memory",
@@ -15,6 +16,7 @@ __all__ = [
     "interrupt_on_sigterm",
     "is_alive",
     "machine_workers",
+    "stop_signals",
     "stopped_by",
     "stops_interrupt",
 ]
@@ -95,27 +97,47 @@ def interrupt_on_sigterm() -> None:
 
 
 @contextlib.contextmanager
-def stops_interrupt() -> Iterator[list[int]]:
-    """Within the block, SIGINT and SIGTERM (kill, a scheduler's stop) interrupt as Ctrl-C does.
+def stop_signals(on_stop: Callable[[int], None]) -> Iterator[list[int]]:
+    """Within the block, SIGINT and SIGTERM (Ctrl-C, kill, a scheduler's stop) are listed and call ``on_stop``.
 
     Yields the list of the signals received, filled in as they come. Signal
     handlers belong to the main thread: elsewhere the block changes nothing.
+    An ``on_stop`` that does not raise lets the code of the block go on (a
+    process waiting for its children to stop); one that raises stops it
+    wherever it is.
     """
     received: list[int] = []
     if threading.current_thread() is not threading.main_thread():
         yield received
         return
 
-    def interrupt(signum, frame):
+    def stop(signum, frame):
         received.append(signum)
-        raise KeyboardInterrupt
+        on_stop(signum)
 
-    previous = {signum: signal.signal(signum, interrupt) for signum in (signal.SIGINT, signal.SIGTERM)}
+    def drop_lost_interrupts(unraisable) -> None:
+        # A signal that comes while a garbage collector's callback runs raises there, where Python cannot pass
+        # it on: it prints the exception and goes on. The signal is listed all the same; say nothing of it.
+        if not (received and isinstance(unraisable.exc_value, KeyboardInterrupt)):
+            hook(unraisable)
+
+    previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
+    hook, sys.unraisablehook = sys.unraisablehook, drop_lost_interrupts
     try:
         yield received
     finally:
+        sys.unraisablehook = hook
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+def _interrupt(signum: int) -> None:
+    raise KeyboardInterrupt
+
+
+def stops_interrupt() -> contextlib.AbstractContextManager[list[int]]:
+    """Within the block, SIGINT and SIGTERM interrupt as Ctrl-C does (:func:`stop_signals` raising it)."""
+    return stop_signals(_interrupt)
 
 
 def stopped_by(received: list[int]) -> tuple[str, int]:

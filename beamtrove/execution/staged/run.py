@@ -57,7 +57,7 @@ from beamtrove.options import BeamtroveOptions, StagedOptions, format_bytes, pat
 from beamtrove.pipelines.common import input_files
 from beamtrove.pipelines.spec import PipelineSpec
 from beamtrove.pipelines.summary_stats import SummaryStatsOptions
-from beamtrove.processes import die_with_parent, machine_workers, stops_interrupt
+from beamtrove.processes import die_with_parent, machine_workers, stop_signals
 
 __all__ = [
     "DEFAULT_MEMORY",
@@ -81,8 +81,9 @@ DEFAULT_MEMORY = 1 << 30
 WORKER_OVERHEAD = 512 << 20
 # Below this much input per partition, starting a task costs more than its work.
 _SMALL_PARTITION = 1 << 20
-# Seconds stopped workers get to free their tasks before they are killed.
+# Seconds stopped workers get to free their tasks before they are killed, and between looks at them meanwhile.
 _STOP_GRACE = 10.0
+_POLL = 0.2
 # Failed tasks a failed run names.
 _FAILURES_SHOWN = 3
 # Free space below which a failed run names a full disk among its causes.
@@ -272,30 +273,42 @@ def _warn_small_partitions(manifest: Mapping[str, Any], job_plan: JobPlan, memor
         )
 
 
-def _run_workers(job_path: pathlib.Path, workers: int) -> list[int]:
-    """Runs ``workers`` worker processes over the job until they end; their exit codes (negative: killed).
+def _run_workers(job_path: pathlib.Path, workers: int) -> tuple[list[int], list[int]]:
+    """Runs ``workers`` worker processes over the job until they end.
 
     The workers are in a session of their own, so a terminal's Ctrl-C reaches
-    this process alone: on an interrupt (KeyboardInterrupt, re-raised), it
-    stops them with SIGTERM, which frees their tasks without spending their
-    attempts, and kills those still running after a while.
+    this process alone. A stop signal (Ctrl-C, SIGTERM) is passed on to them
+    as SIGTERM, which frees their tasks without spending their attempts, and
+    those still running after a while are killed. The handler raises nothing:
+    an exception raised wherever this process is when the signal comes (a
+    garbage collector's callback) could be lost or leave a child behind.
+
+    Returns:
+        The workers' exit codes (negative: the signal that killed one), and the stop signals received.
     """
     command = [sys.executable, "-m", "beamtrove.execution.staged", str(job_path)]
     children = [
         subprocess.Popen(command, preexec_fn=die_with_parent, start_new_session=True)  # noqa: PLW1509
         for _ in range(workers)
     ]
-    try:
-        return [child.wait() for child in children]
-    except BaseException:
+
+    def stop(signum: int) -> None:
         for child in children:
             if child.poll() is None:
                 child.terminate()
-        deadline = time.monotonic() + _STOP_GRACE
-        for child in children:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                child.wait(max(0.0, deadline - time.monotonic()))
-        raise
+
+    try:
+        with stop_signals(stop) as received:
+            deadline = None
+            for child in children:
+                while child.poll() is None:
+                    if received and deadline is None:
+                        deadline = time.monotonic() + _STOP_GRACE
+                    if deadline is not None and time.monotonic() >= deadline:
+                        child.kill()
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        child.wait(_POLL)
+        return [child.returncode for child in children], received
     finally:
         for child in children:
             if child.poll() is None:
@@ -430,12 +443,8 @@ def _run_interruptibly(job_path: pathlib.Path, workers: int, output: str) -> lis
     Raises:
         RunInterrupted: The run was interrupted.
     """
-    with stops_interrupt() as interrupted:
-        try:
-            codes = _run_workers(job_path, workers)
-        except KeyboardInterrupt:
-            codes = None
-    if codes is None or interrupted:
+    codes, interrupted = _run_workers(job_path, workers)
+    if interrupted:
         raise RunInterrupted(
             f"interrupted: nothing was written to {output}; {job_path} keeps the tasks done, and the same command "
             "again goes on from them."

@@ -136,14 +136,19 @@ class _Worker:
         self.poll_interval = poll_interval
         self.timeout = self.manifest["lock_timeout"]
 
-    def run(self, max_tasks: int | None) -> int:
+    def run(self, max_tasks: int | None, stopped: list[int]) -> int:
         """Works on the first stage with tasks left until none is left (0), or one failed for good (2).
 
         Every round starts from the first stage again: a task of an earlier
         stage that must run again is redone before anything reads it.
+
+        Raises:
+            KeyboardInterrupt: A stop signal came (``stopped`` lists it), while a task ran or between two.
         """
         processed = 0
         while max_tasks is None or processed < max_tasks:
+            if stopped:  # one that came where it could not interrupt the task it came in
+                raise KeyboardInterrupt
             memo: dict[str, str] = {}
             stage = next((stage for stage in self.plan.stages if self.open(stage, memo)), None)
             if stage is None:
@@ -346,7 +351,7 @@ def run_staged_worker(
     check_unchanged(worker.manifest)
     with stops_interrupt() as received, _quiet_step_errors():
         try:
-            return worker.run(max_tasks)
+            return worker.run(max_tasks, received)
         except KeyboardInterrupt:
             signal_name, status = stopped_by(received)
             if not started_by_run:
