@@ -209,10 +209,15 @@ class JobDir:
         except FileExistsError:
             return None
         claim = {"host": host, "pid": os.getpid(), "token": token, "acquired_at": time.time()}
-        with os.fdopen(fd, "wb") as out:
-            out.write(json.dumps(claim).encode())
-            out.flush()
-            os.fsync(out.fileno())
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(json.dumps(claim).encode())
+                out.flush()
+                os.fsync(out.fileno())
+        except BaseException:  # a stop, or a full disk: no claim of nobody's is left behind
+            with contextlib.suppress(OSError):
+                path.unlink()
+            raise
         return ShardLock(path, token)
 
     def lock_state(self, shard_id: str, timeout: float) -> tuple[str, dict[str, Any] | None]:

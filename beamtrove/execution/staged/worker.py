@@ -135,19 +135,21 @@ class _Worker:
         self.echo = echo
         self.poll_interval = poll_interval
         self.timeout = self.manifest["lock_timeout"]
+        #: The stop signals received (SIGTERM, Ctrl-C), filled in as they come.
+        self.stopped: list[int] = []
 
-    def run(self, max_tasks: int | None, stopped: list[int]) -> int:
+    def run(self, max_tasks: int | None) -> int:
         """Works on the first stage with tasks left until none is left (0), or one failed for good (2).
 
         Every round starts from the first stage again: a task of an earlier
         stage that must run again is redone before anything reads it.
 
         Raises:
-            KeyboardInterrupt: A stop signal came (``stopped`` lists it), while a task ran or between two.
+            KeyboardInterrupt: A stop signal came (:attr:`stopped` lists it), while a task ran or between two.
         """
         processed = 0
         while max_tasks is None or processed < max_tasks:
-            if stopped:  # one that came where it could not interrupt the task it came in
+            if self.stopped:  # one that came where it could not interrupt the task it came in
                 raise KeyboardInterrupt
             memo: dict[str, str] = {}
             stage = next((stage for stage in self.plan.stages if self.open(stage, memo)), None)
@@ -160,12 +162,13 @@ class _Worker:
                     f"then `beamtrove elastic retry --job-dir {self.job.path} --all-failed`"
                 )
                 return 2
-            claimed = self.claim(self.open(stage, memo))
-            if claimed is None:
-                time.sleep(self.poll_interval)
-                continue
-            task, lock = claimed
+            claimed: list[tuple[str, ShardLock]] = []
             try:
+                self.claim(self.open(stage, memo), claimed)
+                if not claimed:
+                    time.sleep(self.poll_interval)
+                    continue
+                ((task, lock),) = claimed
                 self.process(stage, self.tasks.ids(stage).index(task), lock)
             except DamagedInput as damaged:
                 lock.release()  # before claiming the producer's
@@ -173,7 +176,9 @@ class _Worker:
                 self.redo(damaged)
                 continue
             finally:
-                lock.release()
+                # However the task ends, a stop included: its claim goes with it.
+                for _, held in claimed:
+                    held.release()
             processed += 1
         self.echo(f"worker {self.host}:{os.getpid()} finished after processing {processed} task(s)")
         return 0
@@ -182,16 +187,17 @@ class _Worker:
         """The stage's tasks without a done record that stands."""
         return [task for task in self.tasks.ids(stage) if self.tasks.state(task, memo) != CURRENT]
 
-    def claim(self, tasks: list[str]) -> tuple[str, ShardLock] | None:
+    def claim(self, tasks: list[str], claimed: list[tuple[str, ShardLock]]) -> None:
+        """Claims the first of ``tasks`` another worker has not, adding it to ``claimed`` as soon as it is held."""
         for task in tasks:
             lock = self.lock(task)
             if lock is None:
                 continue
-            if self.tasks.state(task) == CURRENT or self.job.failed_path(task).exists():
-                lock.release()  # finished between the look and the claim
-                continue
-            return task, lock
-        return None
+            claimed.append((task, lock))
+            if self.tasks.state(task) != CURRENT and not self.job.failed_path(task).exists():
+                return
+            claimed.pop()
+            lock.release()  # finished between the look and the claim
 
     def lock(self, task: str) -> ShardLock | None:
         """Claims ``task``, taking over the lock of a worker that is gone; None when a live one holds it."""
@@ -256,11 +262,13 @@ class _Worker:
             with lock.heartbeat(self.timeout / 5):
                 stats = run_task(self.plan, stage, index, files, attempt_dir)
         except KeyboardInterrupt:
-            # A stop (SIGTERM, Ctrl-C) is no fault of the task: its attempt is not counted.
-            record.update(status="interrupted", finished_at=time.time())
-            write_local_atomically(attempt_dir / ATTEMPT_FILE, orjson.dumps(record))
+            self.interrupted(attempt_dir, record)
             raise
         except Exception as exc:  # a task that fails is retried, then failed; the worker goes on
+            if self.stopped:
+                # A stop the runner reported as the error of the step it came in (Beam may wrap it).
+                self.interrupted(attempt_dir, record)
+                raise KeyboardInterrupt from exc
             if _disk_full(exc):
                 # No fault of the task either; written if the disk still takes it, else the attempt's worker is gone.
                 record.update(status="interrupted", error="the file system is full", finished_at=time.time())
@@ -277,6 +285,11 @@ class _Worker:
             return
         seconds = round(time.monotonic() - started, 3)
         self.publish(task, lock, attempt_dir, record, stats, files, seconds)
+
+    def interrupted(self, attempt_dir: pathlib.Path, record: dict[str, Any]) -> None:
+        """Records an attempt a stop (SIGTERM, Ctrl-C) ended: no fault of its task, so it is not counted."""
+        record.update(status="interrupted", finished_at=time.time())
+        write_local_atomically(attempt_dir / ATTEMPT_FILE, orjson.dumps(record))
 
     def publish(
         self,
@@ -350,8 +363,9 @@ def run_staged_worker(
     worker = _Worker(job_dir, host or socket.gethostname(), echo, poll_interval or _DEFAULT_POLL)
     check_unchanged(worker.manifest)
     with stops_interrupt() as received, _quiet_step_errors():
+        worker.stopped = received
         try:
-            return worker.run(max_tasks, received)
+            return worker.run(max_tasks)
         except KeyboardInterrupt:
             signal_name, status = stopped_by(received)
             if not started_by_run:
