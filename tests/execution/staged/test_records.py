@@ -77,6 +77,7 @@ def records(reviews) -> list:
         (b"\x05" * 8, ((7, node), 12)),  # sentence/spans
         ((7, node), (12, None)),  # sentence/repeats
         (by_score, (read, 9)),  # bloom/by_node
+        # bloom/candidates
         (2, (by_score, np.array([1, 2**64 - 1], dtype=np.uint64), np.array([1, -2], dtype=np.int64))),
         np.zeros(1 << 10, dtype=np.uint8),  # bloom/twice
         (node, (read, np.zeros((3, 5), dtype=np.uint8))),  # substring/by_node
@@ -156,7 +157,7 @@ def test_equal_records_give_equal_bytes_however_they_were_built(reviews, tmp_pat
     # pickles to other bytes, so equal partitions would get other checksums.
     first = reviews[0]
     shared_node = KeepOrder().node(dataclasses.replace(first, origin=Origin("part-0.jsonl", 12)))
-    rebuilt_node = (first.id[:], (f"part-{0}.jsonl", 12))
+    rebuilt_node = (first.id, (f"part-{0}.jsonl", 12))
     shared, rebuilt = (shared_node, shared_node, first), (shared_node, rebuilt_node, dataclasses.replace(first))
     assert pickle.dumps(shared, protocol=5) != pickle.dumps(rebuilt, protocol=5)
     assert encode_record(shared) == encode_record(rebuilt)
