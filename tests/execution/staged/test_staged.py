@@ -16,12 +16,14 @@ import apache_beam as beam
 import pytest
 
 from beamtrove.cli import main
+from beamtrove.fs import file_sha256
 from beamtrove.layout import STAGED_JOB_DIR
 from beamtrove.pipelines import dedup as dedup_pipeline
 from tests.conftest import beamtrove, beamtrove_here, run_worker_array, wait_for
 from tests.execution.conftest import processes_mentioning
 from tests.execution.elastic.conftest import start_worker
 from tests.execution.staged.conftest import EVERY_STEP, EXACT, assert_same_run, dedup_argv, run_rows, staged, step_stats
+from tests.execution.staged.test_records import pickle_frame
 
 
 @pytest.fixture(scope="module")
@@ -240,3 +242,29 @@ def test_a_slurm_array_runs_a_staged_job_to_the_one_pipeline_run(slurm, corpus, 
     assert beamtrove_here("elastic", "merge", "--job-dir", str(job), "--output", str(merged)).returncode == 0
     assert run_rows(merged) == run_rows(one_pipeline_exact)
     assert step_stats(merged) == step_stats(one_pipeline_exact)
+
+
+def test_a_partition_file_rewritten_as_a_pickle_runs_no_code_on_the_workers(elastic_job, tmp_path):
+    # Whoever can write to a job directory on a shared file system can rewrite a done task's partition file, and
+    # its done record to match: the workers that read it must not run what it holds.
+    job = tmp_path / "job"
+    shutil.copytree(elastic_job, job)
+    marker = tmp_path / "ran"
+    rewritten = next(path for path in sorted(job.glob("attempts/read*/*/data/**/*.rec")) if "keyed" in str(path))
+    rewritten.write_bytes(pickle_frame(marker))
+    done_path = job / "done" / f"{rewritten.relative_to(job / 'attempts').parts[0]}.json"
+    done = json.loads(done_path.read_text())
+    for files in done["outputs"].values():
+        for entries in files.values():
+            for entry in entries:
+                if job / done["attempt"] / "data" / entry["path"] == rewritten:
+                    entry.update(records=1, bytes=rewritten.stat().st_size, sha256=file_sha256(rewritten))
+    done_path.write_text(json.dumps(done))
+    # The stages after the read are still to run.
+    for later in (job / "done").glob("*.json"):
+        if not later.name.startswith("read"):
+            later.unlink()
+    start_worker(job, "node-d").wait(timeout=300)
+    assert not marker.exists()
+    log = (tmp_path / "worker-node-d.log").read_text()
+    assert f"{rewritten} holds no record at byte 0 (unknown tag 128): the file was changed or damaged." in log
