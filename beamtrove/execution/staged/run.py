@@ -141,8 +141,8 @@ def prepare_staged_job(
         patterns: Its input.
         files: The files its reader matched: WARC and JSONL inputs are cut
             as elastic jobs cut them (plain JSONL between records), any
-            other format into whole files. None (an empty input, or the
-            folder of a run that kept nothing) makes a job without read
+            other format into whole files. No files (an empty input, or the
+            folder of a run that kept nothing) make a job without read
             tasks, whose output is that of a run over nothing.
         args: Its options, without input and output.
         output: The run's output folder (workers write only into the job directory).
@@ -403,12 +403,20 @@ def run_staged(spec: PipelineSpec, options: PipelineOptions) -> RunResult:
         for _ in range(_ROUNDS):
             _retry_unfinished(job_path, output)
             codes = _run_interruptibly(job_path, workers, output)
-            if any(codes):
+            # A worker lost (killed) is no failure of the run when the others did every task.
+            if any(codes) and not all(entry["state"] == "done" for entry in shard_states(job_path)):
                 stats = _run_stats(job, job_plan, options, "FAILED")
                 stats["wall_seconds"] = round(time.monotonic() - started, 3)
                 stats["staged"] |= {"workers": workers, "resumed": resumed}
                 plan.abandon()
                 return RunResult("FAILED", stats, "", detail=_why_failed(job_path, codes))
+            if any(codes):
+                _LOGGER.warning(
+                    "%s: %d worker(s) ended early (exit codes %s); the others did every task",
+                    output,
+                    sum(code != 0 for code in codes),
+                    ", ".join(str(code) for code in codes if code),
+                )
             damaged = damaged_run_outputs(job, job_plan)
             if not damaged:
                 break
