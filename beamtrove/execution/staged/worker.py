@@ -223,9 +223,10 @@ class _Worker:
             try:
                 done = self.tasks.done(damaged.task)
             except DamagedRecord:
-                done = {}
-            # Redone meanwhile by another worker, whose record is whole: nothing to redo.
-            if done is not None and (not done or damaged.token is None or done.get("token") == damaged.token):
+                done = {"token": damaged.token}
+            # No record left to requeue (it runs as any task without one), or another worker redid it meanwhile.
+            settled = done is None or (damaged.token is not None and done.get("token") != damaged.token)
+            if not settled:
                 self.job.requeue(damaged.task, holding_lock=True)
         finally:
             lock.release()
