@@ -61,11 +61,11 @@ def _check_stop(step, corpus, one_pipeline, one_pipeline_exact, tmp_path) -> Non
 def test_a_staged_publish_stopped_before_it_commits_loses_nothing(corpus, one_pipeline, one_pipeline_exact, tmp_path):
     # What lost every output: the files moved out of the job before the publish committed, and the rerun found
     # its tasks done with nothing left to publish.
-    _check_stop("laid out", corpus, one_pipeline, one_pipeline_exact, tmp_path)
+    _check_stop("sealing", corpus, one_pipeline, one_pipeline_exact, tmp_path)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("step", [*_UNCOMMITTED[1:], *_COMMITTED])
+@pytest.mark.parametrize("step", [_UNCOMMITTED[0], *_COMMITTED])
 def test_a_staged_publish_stopped_at_any_step_leaves_the_old_or_new_output_whole(
     step, corpus, one_pipeline, one_pipeline_exact, tmp_path
 ):
@@ -75,7 +75,7 @@ def test_a_staged_publish_stopped_at_any_step_leaves_the_old_or_new_output_whole
 def test_files_damaged_before_the_publish_are_redone(corpus, one_pipeline_exact, tmp_path):
     output = tmp_path / "out"
     argv = dedup_argv(corpus, output, *EXACT, *staged(2))
-    _stopped_at("laid out", argv)
+    _stopped_at("sealing", argv)
     # The write task's documents, cut short in the job directory before a rerun publishes them.
     (documents,) = (output / STAGED_JOB_DIR).glob("attempts/write-*/*/output/documents/*.jsonl.gz")
     documents.write_bytes(documents.read_bytes()[:100])
@@ -97,8 +97,8 @@ def test_a_tokenizer_replaced_between_runs_starts_the_job_over(corpus, tmp_path)
     shutil.copy(require(DATA / "tokenizers" / "gpt2" / "tokenizer.json"), tokenizer)
     output = tmp_path / "out"
     argv = ["run", "tokenize", "--input", str(corpus), "--output", str(output), "--tokenizer", str(tokenizer)]
-    argv += ["--progress_interval", "0", "--staged", "--memory", "2MiB"]
-    _stopped_at("laid out", argv)
+    argv += ["--progress_interval", "0", "--staged", "--memory", MEMORY]
+    _stopped_at("sealing", argv)
     other = require(DATA / "tokenizers" / "gpt-neox-olmo-dolma" / "tokenizer.json")
     shutil.copy(other, tokenizer)
     rerun = beamtrove(*argv)
@@ -238,7 +238,7 @@ def full_disk(tmp_path):
 
 def test_a_full_disk_stops_the_workers_in_a_line_each(corpus, full_disk):
     output = full_disk / "out"
-    result = beamtrove(*dedup_argv(corpus, output, *EXACT, "--staged", "--memory", "1MiB"))
+    result = beamtrove(*dedup_argv(corpus, output, *EXACT, "--staged", "--memory", str(1 << 20)))
     assert result.returncode == 1
     assert "Traceback" not in result.stderr + result.stdout
     full = "stopped, the job directory's file system is full"
