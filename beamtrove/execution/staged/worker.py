@@ -257,18 +257,35 @@ class _Worker:
         attempt_dir.mkdir(parents=True)
         record = {"task": task, "host": self.host, "pid": os.getpid(), "started_at": time.time(), "status": "running"}
         write_local_atomically(attempt_dir / ATTEMPT_FILE, orjson.dumps(record))
+        try:
+            self.attempt(task, stage, index, lock, files, attempt_dir, record, len(spent) + 1 >= allowed)
+        except KeyboardInterrupt:
+            # Wherever the stop came (the task's pipeline, the hashing of its files before they are published): an
+            # attempt with no done record to show for it is no fault of its task.
+            if record["status"] in ("running", "succeeded") and not self.job.done_path(task).exists():
+                self.interrupted(attempt_dir, record)
+            raise
+
+    def attempt(
+        self,
+        task: str,
+        stage: Stage,
+        index: int,
+        lock: ShardLock,
+        files: TaskFiles,
+        attempt_dir: pathlib.Path,
+        record: dict[str, Any],
+        last: bool,
+    ) -> None:
+        """Runs an attempt of ``task`` and publishes its done record, or records why it failed."""
         self.echo(f"{task}: attempt {attempt_dir.name} started")
         started = time.monotonic()
         try:
             with lock.heartbeat(self.timeout / 5):
                 stats = run_task(self.plan, stage, index, files, attempt_dir)
-        except KeyboardInterrupt:
-            self.interrupted(attempt_dir, record)
-            raise
         except Exception as exc:  # a task that fails is retried, then failed; the worker goes on
             if self.stopped:
                 # A stop the runner reported as the error of the step it came in (Beam may wrap it).
-                self.interrupted(attempt_dir, record)
                 raise KeyboardInterrupt from exc
             if _disk_full(exc):
                 # No fault of the task either; written if the disk still takes it, else the attempt's worker is gone.
@@ -279,7 +296,7 @@ class _Worker:
             record.update(status="failed", error="".join(traceback.format_exception_only(exc)).strip())
             record["traceback"] = traceback.format_exc()
             write_local_atomically(attempt_dir / ATTEMPT_FILE, orjson.dumps(record))
-            if len(spent) + 1 >= allowed:
+            if last:
                 self.fail(task, record["error"])
             else:
                 self.echo(f"{task}: attempt {attempt_dir.name} failed ({record['error']}); it will be retried")
