@@ -37,8 +37,9 @@ __all__ = [
 #: The ``--direct_num_workers`` of a run that named no worker count: as many as the machine and the input allow.
 DEFAULT_DIRECT_WORKERS = 0
 
-#: Memory one SDK worker may need, bytes: a fineweb worker (URL lists and language model shared with the others,
-#: trafilatura and a bundle of pages of its own) peaked at about 0.5 GiB.
+#: Memory set aside for each SDK worker, bytes: about three times what a fineweb worker held at its peak (0.28 GiB
+#: of PSS, its URL lists and language model shared with the other workers, on make_warc.py 1200 records; the whole
+#: run, 2 workers, 0.79 GiB), leaving room for the runner's process and bundles of larger documents.
 WORKER_MEMORY = 1 << 30
 
 #: Bytes of input each worker of a run that left the count to beamtrove gets at least.
