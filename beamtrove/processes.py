@@ -9,9 +9,43 @@ import signal
 import threading
 from collections.abc import Iterator
 
-__all__ = ["die_with_parent", "is_alive", "stops_interrupt"]
+__all__ = ["available_memory", "die_with_parent", "is_alive", "machine_workers", "stops_interrupt"]
 
 _PR_SET_PDEATHSIG = 1
+_MEMINFO = "/proc/meminfo"
+# Where cgroup v2 gives this process's memory limit and use ("max" when there is no limit).
+_CGROUP_LIMIT = "/sys/fs/cgroup/memory.max"
+_CGROUP_USED = "/sys/fs/cgroup/memory.current"
+
+
+def available_memory() -> int | None:
+    """Bytes of memory new processes can take now: the kernel's MemAvailable, within this cgroup's limit.
+
+    None where neither is known (not Linux).
+    """
+    found = []
+    with contextlib.suppress(OSError, ValueError), open(_MEMINFO, encoding="ascii") as meminfo:
+        found += [int(line.split()[1]) * 1024 for line in meminfo if line.startswith("MemAvailable:")]
+    with (
+        contextlib.suppress(OSError, ValueError),
+        open(_CGROUP_LIMIT, encoding="ascii") as limit,
+        open(_CGROUP_USED, encoding="ascii") as used,
+    ):
+        found.append(int(limit.read()) - int(used.read()))
+    return max(0, min(found)) if found else None
+
+
+def machine_workers(memory_per_worker: int) -> tuple[int, str]:
+    """How many worker processes this machine takes at once, each holding up to ``memory_per_worker`` bytes.
+
+    Returns:
+        ``(count, what bounds it)``: at least 1, at most the cores this process may run on (``"cores"``) and
+        the memory available now divided by ``memory_per_worker`` (``"memory"``).
+    """
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    memory = available_memory()
+    fitting = cores if memory is None else max(1, memory // memory_per_worker)
+    return (cores, "cores") if cores <= fitting else (fitting, "memory")
 
 
 def is_alive(pid: int) -> bool:

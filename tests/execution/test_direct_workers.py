@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import pathlib
 import subprocess
 import sys
@@ -11,14 +10,8 @@ import time
 
 import pytest
 
-from beamtrove.execution.direct_workers import (
-    INPUT_PER_WORKER,
-    WORKER_MEMORY,
-    available_memory,
-    default_workers,
-    direct_workers_given,
-    usable_cores,
-)
+from beamtrove.execution.direct_workers import INPUT_PER_WORKER, WORKER_MEMORY, default_workers, direct_workers_given
+from beamtrove.processes import available_memory, machine_workers
 from tests.conftest import DATA, child_processes, jsonl_lines, make_warc_set, require
 
 
@@ -38,23 +31,13 @@ def test_a_command_line_names_the_workers_or_leaves_them_to_beamtrove(argv, give
 
 
 def test_the_default_count_is_bounded_by_cores_memory_and_input():
-    cores, memory = usable_cores(), available_memory()
-    assert 1 <= cores <= (os.cpu_count() or cores)
-    assert memory is not None and 0 < memory <= _mem_total()
-    machine = min(cores, memory // WORKER_MEMORY)
-    assert default_workers() == max(1, machine)
+    machine, _ = machine_workers(WORKER_MEMORY)
+    assert default_workers() == machine
     # One input file is one unit of work; too little input pays no worker's start.
     assert default_workers(units_of_work=1, input_bytes=10 * INPUT_PER_WORKER) == 1
     assert default_workers(units_of_work=8, input_bytes=INPUT_PER_WORKER - 1) == 1
-    assert default_workers(units_of_work=8, input_bytes=2 * INPUT_PER_WORKER) == max(1, min(machine, 2))
+    assert default_workers(units_of_work=8, input_bytes=2 * INPUT_PER_WORKER) == min(machine, 2)
     assert default_workers(units_of_work=0, input_bytes=0) == 1
-
-
-def _mem_total() -> int:
-    for line in pathlib.Path("/proc/meminfo").read_text().splitlines():
-        if line.startswith("MemTotal:"):
-            return int(line.split()[1]) * 1024
-    raise AssertionError("no MemTotal in /proc/meminfo")
 
 
 def _run_counting_workers(*args: str) -> tuple[subprocess.CompletedProcess, int]:
@@ -91,7 +74,7 @@ def large_jsonl(movie_reviews, state_union, tmp_path_factory) -> pathlib.Path:
 def test_a_plain_run_forks_the_bounded_workers_and_writes_what_one_process_writes(large_jsonl, tmp_path):
     expected = default_workers(units_of_work=3, input_bytes=sum(p.stat().st_size for p in large_jsonl.iterdir()))
     if expected < 2:
-        pytest.skip(f"this machine allows one worker ({usable_cores()} cores, {available_memory()} B available)")
+        pytest.skip(f"this machine allows one worker ({machine_workers(WORKER_MEMORY)}, {available_memory()} B)")
     plain, workers = _run_counting_workers("convert", "--input", str(large_jsonl), "--output", str(tmp_path / "plain"))
     assert plain.returncode == 0, plain.stderr[-3000:]
     assert workers == expected
@@ -112,7 +95,7 @@ def test_a_plain_fineweb_run_keeps_what_one_process_keeps(tmp_path):
     size = sum(path.stat().st_size for path in warcs.glob("*.warc.gz"))
     expected = default_workers(units_of_work=4, input_bytes=size)
     if expected < 2:
-        pytest.skip(f"this machine allows one worker ({usable_cores()} cores, {available_memory()} B available)")
+        pytest.skip(f"this machine allows one worker ({machine_workers(WORKER_MEMORY)}, {available_memory()} B)")
     assets = ["--lid_model", str(require(DATA / "models" / "lid176" / "lid.176.ftz"))]
     assets += ["--url_blocklist", str(require(DATA / "blocklists" / "ut1"))]
     # Without an extraction time limit, what is kept does not depend on the machine's load.
