@@ -29,28 +29,30 @@ class LanguageScreen(DocumentFilter):
     most pages of a crawl are then dropped by the language filter. The screen
     reads each page the cheap way, with Resiliparse: the visible text of the
     whole page, and its main text as Resiliparse's main-content heuristics find
-    it. It asks the language filter's model about the main text whole, as the
-    language filter asks about the extractor's text, and about every window of
-    ``window`` characters of the visible text, each window overlapping the
-    next by half, so that every stretch of the text one and a half windows long
-    holds a whole window; the windows of a page whose main text scores are
-    not scored. A page is dropped as ``language_screen`` only when none of
-    ``languages`` scores ``threshold`` in any of these samples: an article
-    after long navigation, sidebars in another language or a table is still
-    found, wherever the extractor would find it. On the 1,254 real pages
-    make_warc.py draws from, it took 4.2 to 4.8 ms of CPU a page (the first
-    5,000 characters of the visible text alone, as the screen read pages
-    before, took 1.6 to 1.8), against about 24 for trafilatura.
+    it. It asks the language filter's model about the main text whole (the
+    visible text, when there is no main text), as the language filter asks
+    about the extractor's text; unless one of ``languages`` scores
+    ``threshold`` there, it asks whether one does in any window of ``window``
+    characters of the visible text, each window overlapping the next by half,
+    so that every stretch of the text one and a half windows long holds a
+    whole window. A page is dropped as ``language_screen`` only when none
+    does in any of these samples: an article after long navigation, sidebars
+    in another language or a table is still found, wherever the extractor
+    would find it. On the 1,254 real pages make_warc.py draws from, it took
+    3.2 to 3.5 ms of CPU a page (the first 5,000 characters of the visible
+    text alone, as the screen read pages before, took 1.4), against about 24
+    for trafilatura.
 
     What is set aside is what the decision was made on, not the page: its text
     is the visible text the model scored, and its metadata (the page's URL and
-    the rest of the record's) gains the best score of ``languages`` over the
-    samples as ``language_screen_score``, and the model's likeliest language
-    for the sample where they scored best as ``language_screen_language``, with
-    its score as ``language_screen_language_score``. Pages with fewer than
-    ``min_chars`` characters of text, and pages the cheap extraction cannot
-    read, are kept: too little to judge. Kept pages pass on unchanged, so
-    whatever follows decides as if there were no screen.
+    the rest of the record's) gains what the model said of the main text: the
+    best score of ``languages`` as ``language_screen_score``, and its likeliest
+    language as ``language_screen_language``, with its score as
+    ``language_screen_language_score`` (every window scored below
+    ``threshold`` too). Pages with fewer than ``min_chars`` characters of
+    text, and pages the cheap extraction cannot read, are kept: too little to
+    judge. Kept pages pass on unchanged, so whatever follows decides as if
+    there were no screen.
 
     Args:
         model_path: The fastText language-ID model, as
@@ -108,9 +110,16 @@ class LanguageScreen(DocumentFilter):
     def filter_batch(self, documents: list[Document]) -> list[Verdict]:
         pages = [self._read(document.text) for document in documents]
         judged = [page for page in pages if len(page.text) >= self.min_chars]
-        # The main texts first: a page whose main text is in one of the languages needs no window scored.
-        self._score([(page, page.main) for page in judged if page.main])
-        self._score([(page, window) for page in judged if not self._keeps(page) for window in self._windows(page.text)])
+        # The main texts first, scored in full: a page whose main text is in one of the languages needs no window
+        # scored; a page dropped is described by its main text's scores.
+        for page, scores in zip(judged, self._scorer.language_scores([page.lead for page in judged]), strict=True):
+            page.lead_scores = scores
+        undecided = [page for page in judged if page.lead_scores.wanted < self.threshold]
+        windows = [(page, window) for page in undecided for window in self._windows(page.text)]
+        for (page, _), reached in zip(
+            windows, self._scorer.reach([w for _, w in windows], self.threshold), strict=True
+        ):
+            page.reached |= reached
         return [self._verdict(document, page) for document, page in zip(documents, pages, strict=True)]
 
     def _read(self, html: str) -> _Page:
@@ -121,14 +130,6 @@ class LanguageScreen(DocumentFilter):
         except Exception:  # an unreadable page is left to the real extractor, as without the screen
             return _Page("", "")
 
-    def _score(self, samples: list[tuple[_Page, str]]) -> None:
-        scores = self._scorer.language_scores([sample for _, sample in samples])
-        for (page, _), score in zip(samples, scores, strict=True):
-            page.scores.append(score)
-
-    def _keeps(self, page: _Page) -> bool:
-        return any(score.wanted >= self.threshold for score in page.scores)
-
     def _windows(self, text: str) -> list[str]:
         """Windows of ``self.window`` characters over all of ``text``, each starting half a window after the last,
         the last one ending with the text."""
@@ -138,14 +139,14 @@ class LanguageScreen(DocumentFilter):
         return [text[start : start + self.window] for start in starts]
 
     def _verdict(self, document: Document, page: _Page) -> Verdict:
-        if not page.scores or self._keeps(page):
+        scores = page.lead_scores
+        if scores is None or scores.wanted >= self.threshold or page.reached:
             return document
-        best = max(page.scores, key=lambda score: score.wanted)
         metadata = {
             **document.metadata,
-            "language_screen_score": best.wanted,
-            "language_screen_language": best.language,
-            "language_screen_language_score": best.score,
+            "language_screen_score": scores.wanted,
+            "language_screen_language": scores.language,
+            "language_screen_language_score": scores.score,
         }
         # The page's HTML is several times its text: the text scored is what a user audits the decision by.
         return Drop("language_screen", dataclasses.replace(document, text=page.text, metadata=metadata))
@@ -153,8 +154,14 @@ class LanguageScreen(DocumentFilter):
 
 @dataclasses.dataclass
 class _Page:
-    """What the screen read of a page: its visible text, its main text, and the scores of the samples so far."""
+    """What the screen read of a page (its visible text and main text), and what the model said of it so far."""
 
     text: str
     main: str
-    scores: list[LanguageScores] = dataclasses.field(default_factory=list)
+    lead_scores: LanguageScores | None = None
+    reached: bool = False
+
+    @property
+    def lead(self) -> str:
+        """The sample scored first, in full: the main text, or the text itself when it has none."""
+        return self.main or self.text
