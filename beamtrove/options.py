@@ -14,6 +14,7 @@ import argparse
 import dataclasses
 import math
 import numbers
+import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -41,8 +42,10 @@ __all__ = [
     "StagedOptions",
     "SuggestingParser",
     "WordSplitterOptions",
+    "byte_size",
     "declared",
     "did_you_mean",
+    "format_bytes",
     "format_help",
     "option_actions",
     "parse",
@@ -102,6 +105,42 @@ class Range:
 
 #: Thresholds, ratios and probabilities.
 FRACTION = Range(0, 1)
+
+# K, M, G and T alone are binary, as in Slurm's --mem and Docker's --memory; with B, decimal; with iB, binary.
+_BYTE_UNITS = {
+    **{unit: 1024**power for power, unit in enumerate("bkmgt")},
+    **{f"{unit}b": 1000**power for power, unit in enumerate("kmgt", 1)},
+    **{f"{unit}ib": 1024**power for power, unit in enumerate("kmgt", 1)},
+}
+_BYTE_SIZE = re.compile(r"(?P<number>\d+(?:\.\d*)?|\.\d+)\s*(?P<unit>[a-z]*)")
+
+
+def byte_size(text: str) -> int:
+    """A number of bytes from ``1073741824``, ``1GiB``, ``512MiB``, ``1.5GB`` or ``2G`` (case ignored).
+
+    ``KiB``, ``MiB``, ``GiB``, ``TiB`` and ``K``, ``M``, ``G``, ``T`` alone
+    are powers of 1024 (as Slurm's ``--mem`` reads them); ``KB``, ``MB``,
+    ``GB``, ``TB`` powers of 1000.
+
+    Raises:
+        ValueError: ``text`` is no such size.
+    """
+    match = _BYTE_SIZE.fullmatch(text.strip().lower())
+    if match is None or match["unit"] not in ("", *_BYTE_UNITS):
+        raise ValueError(f"{text!r} is not a number of bytes such as 1073741824, 512MiB or 1GiB")
+    return int(float(match["number"]) * _BYTE_UNITS.get(match["unit"], 1))
+
+
+#: How :class:`OptionValue` names what an option of this type takes.
+byte_size.noun = "a number of bytes (such as 1073741824, 512MiB or 1GiB)"
+
+
+def format_bytes(count: int) -> str:
+    """A number of bytes as :func:`byte_size` reads it, to 3 figures: ``1GiB``, ``512MiB``, ``3.21MiB``, ``900B``."""
+    for unit, size in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if count >= size:
+            return f"{count / size:.3g}{unit}"
+    return f"{count}B"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -187,7 +226,8 @@ class OptionValue:
         except ValueError:
             value = None
         if value is None or value not in option.range:
-            taken = option.range.describe("an integer" if option.type is int else "a number")
+            noun = getattr(option.type, "noun", "an integer" if option.type is int else "a number")
+            taken = option.range.describe(noun)
             # An error for no argument is the message alone, with no "argument --x/--y:" before it.
             raise argparse.ArgumentError(None, f"{flag} must be {taken} (got {text!r}).")
         return value
@@ -302,13 +342,18 @@ class StagedOptions(PipelineOptions):
             "the same output. Rerunning the same command after a kill goes on from the tasks already done.",
             flag=True,
         ),
-        Option("workers", "Worker processes of a --staged run. Default: 2.", int, 2, range=Range(1, 1024)),
+        Option(
+            "workers",
+            "Worker processes of a --staged run, at most as many as the machine's cores and memory (--memory and "
+            "what a worker needs besides, each) and the job's tasks take: those are the default.",
+            int,
+            range=Range(1),
+        ),
         Option(
             "memory",
-            "Bytes of data one task of a --staged run holds at most: the input is cut into as many partitions as "
-            "that takes. Default: 1073741824 (1 GiB).",
-            int,
-            1 << 30,
+            "Data one task of a --staged run holds at most, in bytes or as 512MiB, 4GiB, ...: the input is cut "
+            "into as many partitions as that takes. Default: 1GiB.",
+            byte_size,
             range=Range(1 << 20),
         ),
     )

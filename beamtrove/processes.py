@@ -6,10 +6,20 @@ import contextlib
 import ctypes
 import os
 import signal
+import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
-__all__ = ["available_memory", "die_with_parent", "is_alive", "machine_workers", "stops_interrupt"]
+__all__ = [
+    "available_memory",
+    "die_with_parent",
+    "interrupt_on_sigterm",
+    "is_alive",
+    "machine_workers",
+    "stop_signals",
+    "stopped_by",
+    "stops_interrupt",
+]
 
 _PR_SET_PDEATHSIG = 1
 _MEMINFO = "/proc/meminfo"
@@ -77,25 +87,61 @@ def die_with_parent(parent_pid: int | None = None) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
+def interrupt_on_sigterm() -> None:
+    """From now on, SIGTERM (kill, a scheduler's stop) interrupts the main thread as Ctrl-C does.
+
+    For a command's whole life, from its start: the blocks of :func:`stops_interrupt` inside it also list the
+    signals they receive. Call it in the main thread.
+    """
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+
+
 @contextlib.contextmanager
-def stops_interrupt() -> Iterator[list[int]]:
-    """Within the block, SIGINT and SIGTERM (kill, a scheduler's stop) interrupt as Ctrl-C does.
+def stop_signals(on_stop: Callable[[int], None]) -> Iterator[list[int]]:
+    """Within the block, SIGINT and SIGTERM (Ctrl-C, kill, a scheduler's stop) are listed and call ``on_stop``.
 
     Yields the list of the signals received, filled in as they come. Signal
     handlers belong to the main thread: elsewhere the block changes nothing.
+    An ``on_stop`` that does not raise lets the code of the block go on (a
+    process waiting for its children to stop); one that raises stops it
+    wherever it is.
     """
     received: list[int] = []
     if threading.current_thread() is not threading.main_thread():
         yield received
         return
 
-    def interrupt(signum, frame):
+    def stop(signum, frame):
         received.append(signum)
-        raise KeyboardInterrupt
+        on_stop(signum)
 
-    previous = {signum: signal.signal(signum, interrupt) for signum in (signal.SIGINT, signal.SIGTERM)}
+    def drop_lost_interrupts(unraisable) -> None:
+        # A signal that comes while a garbage collector's callback runs raises there, where Python cannot pass
+        # it on: it prints the exception and goes on. The signal is listed all the same; say nothing of it.
+        if not (received and isinstance(unraisable.exc_value, KeyboardInterrupt)):
+            hook(unraisable)
+
+    previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
+    hook, sys.unraisablehook = sys.unraisablehook, drop_lost_interrupts
     try:
         yield received
     finally:
+        sys.unraisablehook = hook
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+def _interrupt(signum: int) -> None:
+    raise KeyboardInterrupt
+
+
+def stops_interrupt() -> contextlib.AbstractContextManager[list[int]]:
+    """Within the block, SIGINT and SIGTERM interrupt as Ctrl-C does (:func:`stop_signals` raising it)."""
+    return stop_signals(_interrupt)
+
+
+def stopped_by(received: list[int]) -> tuple[str, int]:
+    """The name of the stop signal :func:`stops_interrupt` received first (SIGINT when none: a plain Ctrl-C), and
+    the exit status a process it stops ends with: 128 + its number, as a shell reports a process it ended."""
+    signum = signal.Signals(received[0] if received else signal.SIGINT)
+    return signum.name, 128 + signum.value

@@ -9,6 +9,11 @@ taken, so the first records of a large folder cost only their own reading,
 and no more than a file's read buffer (a Parquet file's batch of rows) is
 held at a time.
 
+Before a folder is read, :func:`ready_to_read` says what state it is in:
+a publish a run was stopped in is finished first, as the next run into the
+folder would finish it; a folder that cannot be read whole yet is refused in
+one line saying why and what to do.
+
 Files are read in the formats beamtrove's writers write, told by their
 names: JSON Lines (plain, ``.gz``, ``.zst``, ...) and Parquet.
 :func:`read_documents` reads other files of documents the same way, in any
@@ -25,8 +30,11 @@ import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from beamtrove.configuration import ConfigurationError
 from beamtrove.dead_letter import DeadLetter
 from beamtrove.document import Document
+from beamtrove.execution.output_lock import OutputInUse, lock_holder, lock_output
+from beamtrove.execution.output_publish import publish_begun, recover_output
 from beamtrove.formats import HUGGING_FACE, SUFFIXES, parser_class
 from beamtrove.formats.records import RecordReader, match_files
 from beamtrove.formats.rows import RowError, RowFields
@@ -39,6 +47,7 @@ from beamtrove.layout import (
     FILTER_REASON_KEY,
     READ,
     RUN_MARKS,
+    STAGED_JOB_DIR,
     STATS_FILE,
 )
 from beamtrove.stats import read_stats
@@ -46,7 +55,7 @@ from beamtrove.stats import read_stats
 if TYPE_CHECKING:
     from beamtrove.transforms.dedup.keep import ClusterMember
 
-__all__ = ["OutputRecord", "Records", "RunOutput", "documents_of_run", "read_documents"]
+__all__ = ["OutputRecord", "Records", "RunOutput", "documents_of_run", "read_documents", "ready_to_read"]
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -168,6 +177,71 @@ def read_documents(paths: Sequence[str], file_format: str) -> Records:
     return Records.of(match_files(paths, parser), functools.partial(reader.read_file, step=READ))
 
 
+def ready_to_read(path: str, storage_options: Mapping[str, Any] | None = None) -> None:
+    """Makes the run folder ``path`` whole to read, or refuses it saying why; nothing for what is not a folder.
+
+    Every command that reads a run folder calls it first (through
+    :meth:`RunOutput.at`, or itself). A publish a run was stopped in (Ctrl-C,
+    SIGKILL, a lost machine: the folder holds part of its outputs) is
+    finished holding the folder's lock, as the next run into it would
+    finish it, with the same warning.
+
+    Raises:
+        ConfigurationError: The folder cannot be read whole yet: a run holds
+            it in the middle of a publish, the publish cannot be finished
+            here (the folder is read-only), or it holds no outputs but those
+            of a ``--staged`` run that has not finished; the message says
+            which and what to do.
+    """
+    fs, fs_path = filesystem(path, storage_options)
+    if is_glob(fs, fs_path) or not fs.isdir(fs_path):
+        return
+    if publish_begun(path, storage_options):
+        _finish_publish(path, storage_options)
+    elif fs.exists(join(fs_path, STAGED_JOB_DIR)) and not any(fs.exists(join(fs_path, mark)) for mark in RUN_MARKS):
+        owner = lock_holder(path, storage_options)
+        raise ConfigurationError(
+            f"{path} holds no outputs yet: a --staged run into it "
+            + (
+                f"is running ({owner}): wait until it ends"
+                if owner
+                else f"has not finished (its tasks are in {STAGED_JOB_DIR}/): rerun the same command to go on from "
+                "the tasks it did"
+            )
+        )
+
+
+def _finish_publish(path: str, storage_options: Mapping[str, Any] | None) -> None:
+    """Finishes the publish a run was stopped in, holding the folder's lock.
+
+    Raises:
+        ConfigurationError: A live run holds the folder, or it cannot be written.
+    """
+    try:
+        lock = lock_output(path, storage_options)
+    except OutputInUse as exc:
+        raise ConfigurationError(
+            f"{path}: a publish into it is unfinished and a run holds the folder ({exc.owner}): wait until that run "
+            f"ends, then run this command again; {exc.takeover}."
+        ) from None
+    except OSError as exc:
+        raise _cannot_finish(path, exc) from None
+    try:
+        recover_output(path, storage_options)
+    except OSError as exc:
+        raise _cannot_finish(path, exc) from None
+    finally:
+        lock.release()
+
+
+def _cannot_finish(path: str, exc: OSError) -> ConfigurationError:
+    return ConfigurationError(
+        f"{path}: a run was stopped while publishing its outputs into it, so it holds only part of them, and the "
+        f"publish cannot be finished here ({exc.strerror or exc}): `beamtrove stats {path}` where the folder can be "
+        "written, or the next `beamtrove run` into it, finishes it."
+    )
+
+
 class RunOutput:
     """The output folder of a beamtrove run, to read.
 
@@ -186,11 +260,16 @@ class RunOutput:
         A folder is a run's output when it holds one of
         :data:`~beamtrove.layout.RUN_MARKS`, as for
         :func:`~beamtrove.fs.match_inputs`, which reads such a folder as the
-        documents its run kept.
+        documents its run kept. The folder is made whole to read first
+        (:func:`ready_to_read`).
+
+        Raises:
+            ConfigurationError: As :func:`ready_to_read`.
         """
         if not path.strip():
             # As a path, the current directory: no input names it.
             return None
+        ready_to_read(path, storage_options)
         fs, fs_path = filesystem(path, storage_options)
         if is_glob(fs, fs_path) or not fs.isdir(fs_path):
             return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import gzip
 import io
 import json
@@ -50,6 +51,31 @@ def make_warc_set(out_dir: pathlib.Path, *args: str) -> list[dict]:
     require(MAKE_WARC)
     subprocess.run([sys.executable, str(MAKE_WARC), str(out_dir), *args], check=True, capture_output=True)
     return [json.loads(line) for line in (out_dir / "manifest.jsonl").read_text().splitlines()]
+
+
+# prctl's operation and the capability that lets root write where permissions forbid (linux/prctl.h, capability.h).
+_PR_CAPBSET_DROP = 24
+_CAP_DAC_OVERRIDE = 1
+_CAP_SETPCAP = 8
+
+
+def permissions_bind():
+    """A subprocess ``preexec_fn`` under which folder permissions bind the child, as they bind every user but root.
+
+    Root writes into read-only folders; the child drops that power from its bounding set, which leaves the command
+    it execs without it. None when not root; skips the test where root cannot drop it.
+    """
+    if os.geteuid() != 0:
+        return None
+    status = pathlib.Path("/proc/self/status").read_text()
+    effective = int(next(line.split()[1] for line in status.splitlines() if line.startswith("CapEff:")), 16)
+    if not effective & (1 << _CAP_SETPCAP):
+        pytest.skip("root without CAP_SETPCAP cannot start a process that read-only folders bind")
+
+    def drop() -> None:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_CAPBSET_DROP, _CAP_DAC_OVERRIDE, 0, 0, 0)
+
+    return drop
 
 
 def child_processes(pid: int) -> list[int]:

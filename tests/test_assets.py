@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import pathlib
 import tarfile
 import time
@@ -183,6 +184,35 @@ def test_cli_fetch_and_path(tmp_path, monkeypatch, capsys):
     assert "beamtrove: error: Asset source" in capsys.readouterr().err
     assert main(["assets", "fetch", "--source", "publisher"]) == 1
     assert "--only ut1" in capsys.readouterr().err
+
+
+def test_a_cached_file_cut_short_or_edited_is_damaged_and_fetched_again(tmp_path, monkeypatch, capsys):
+    # A cut lid.176.ftz was "present", and `assets fetch` said "already present": fineweb then segfaulted.
+    monkeypatch.setenv("BEAMTROVE_ASSETS", str(tmp_path))
+    fetch = ["assets", "fetch", "--only", "lid176", "--source", str(require(LID_DIR))]
+    assert main(fetch) == 0
+    model = tmp_path / "lid176" / "lid.176.ftz"
+    whole = model.read_bytes()
+    edited = bytearray(whole)
+    edited[500_000] ^= 1
+    source = tmp_path / "lid176" / "SOURCE.json"
+    # A cache fetched before the installed files were recorded: its pinned file is checked against its pin.
+    unrecorded = {key: value for key, value in json.loads(source.read_text()).items() if key != "installed"}
+    for damage, record in [(whole[:500_000], None), (bytes(edited), None), (whole[:500_000], unrecorded)]:
+        if record is not None:
+            source.write_text(json.dumps(record))
+        model.write_bytes(damage)
+        # Written a second after the fetch: an mtime's tick is coarser than the test's pace.
+        fetched = json.loads(source.read_text()).get("installed", {}).get("lid.176.ftz", {}).get("mtime_ns", 0)
+        os.utime(model, ns=(time.time_ns(), max(fetched, model.stat().st_mtime_ns) + 1_000_000_000))
+        capsys.readouterr()
+        assert main(["assets", "path"]) == 0
+        assert capsys.readouterr().out.splitlines()[0].split() == ["lid176", "damaged", str(model)]
+        assert main(fetch) == 0
+        assert capsys.readouterr().out.split() == ["lid176", "fetched", str(model)]
+        assert model.read_bytes() == whole and asset_present("lid176")
+    assert main(fetch) == 0
+    assert capsys.readouterr().out.split() == ["lid176", "already", "present", str(model)]
 
 
 @pytest.mark.network

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import http.server
 import json
 import logging
+import os
 import re
+import socket
+import subprocess
+import sys
+import threading
 
 import fsspec
 import pytest
@@ -226,3 +232,83 @@ def test_json_records_are_read_whole_or_refused_with_the_file_named(tmp_path):
 )  # fmt: skip
 def test_is_local_tells_by_the_protocol(url, local):
     assert is_local(url) is local
+
+
+# `beamtrove run fineweb --dump` reads s3://commoncrawl: each way its file system fails is one line, exit 2, and
+# the run leaves no output folder behind (it left an empty one).
+_DUMP = "s3://commoncrawl/crawl-data/CC-MAIN-2024-22/segments/*/warc/*.warc.gz"
+# Run as a command: with s3fs taken away, as where the s3 extra is not installed.
+_COMMAND = """
+import sys
+if sys.argv[1] == "without-s3fs":
+    sys.modules["s3fs"] = None
+from beamtrove.cli import main
+sys.exit(main(["run", "fineweb", "--dump", "CC-MAIN-2024-22", "--output", sys.argv[2]]))
+"""
+
+
+def _dump_run(tmp_path, *, s3fs: bool = True, **environment: str) -> subprocess.CompletedProcess:
+    # No credentials but those given; botocore neither asks the instance metadata service nor retries.
+    quiet = {name: value for name, value in os.environ.items() if not name.startswith("AWS_")}
+    quiet |= {"AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": os.devnull, "AWS_MAX_ATTEMPTS": "1"}
+    quiet |= {"AWS_SHARED_CREDENTIALS_FILE": os.devnull, **environment}
+    command = [sys.executable, "-c", _COMMAND, "with-s3fs" if s3fs else "without-s3fs", str(tmp_path / "out")]
+    return subprocess.run(command, capture_output=True, text=True, env=quiet, timeout=300, check=False)
+
+
+def test_dump_without_the_s3_extra_names_it(tmp_path):
+    # It said "Install s3fs to access S3".
+    result = _dump_run(tmp_path, s3fs=False)
+    assert (result.returncode, result.stderr) == (
+        2,
+        f"beamtrove: error: Reading {_DUMP} needs a file system that is not installed (Install s3fs to access S3): "
+        "pip install 'beamtrove[s3]'.\n",
+    )
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.fixture
+def refused_port() -> int:
+    """A loopback port nothing listens on."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def http_server():
+    """A real HTTP server on loopback that is no S3 endpoint: it answers every request 404 or 501."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    thread.join()
+
+
+_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "beamtrove-test", "AWS_SECRET_ACCESS_KEY": "beamtrove-test"}
+
+
+@pytest.mark.parametrize("case", ["no credentials", "connection refused", "no S3 endpoint"])
+def test_dump_with_s3fs_that_cannot_reach_its_files_is_one_line(case, tmp_path, refused_port, request):
+    # No credentials: 94 lines of traceback; connection refused: 165; an endpoint that is no S3: "No files match
+    # ... check the path and the pattern", as if the dump had no files.
+    pytest.importorskip("s3fs", reason="the s3 extra (pip install 'beamtrove[s3]') is not installed")
+    if case == "no credentials":
+        environment, message = {}, f"Cannot list {_DUMP}: NoCredentialsError: Unable to locate credentials"
+    elif case == "connection refused":
+        endpoint = f"http://127.0.0.1:{refused_port}"
+        environment = {"AWS_ENDPOINT_URL": endpoint, **_CREDENTIALS}
+        message = (
+            f'Cannot list {_DUMP}: EndpointConnectionError: Could not connect to the endpoint URL: "{endpoint}/'
+            'commoncrawl/crawl-data/CC-MAIN-2024-22/segments/%2A/warc/%2A.warc.gz"'
+        )
+    else:
+        environment = {"AWS_ENDPOINT_URL": request.getfixturevalue("http_server"), **_CREDENTIALS}
+        message = (
+            f"No files match {_DUMP!r}: s3://commoncrawl itself is not found; check the path, and the endpoint and "
+            "credentials its file system uses."
+        )
+    result = _dump_run(tmp_path, **environment)
+    assert (result.returncode, result.stderr) == (2, f"beamtrove: error: {message}\n")
+    assert not (tmp_path / "out").exists()

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import ctypes
 import gzip
 import itertools
 import json
+import os
 import pathlib
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -14,8 +22,10 @@ import zstandard
 
 from beamtrove.dead_letter import DeadLetter
 from beamtrove.formats import records as record_reading
+from beamtrove.fs import is_hidden
 from beamtrove.run_output import OutputRecord, RunOutput
 from beamtrove.transforms.dedup.keep import ClusterMember
+from tests.conftest import beamtrove_here
 
 
 def _rows(movie_reviews, start: int, count: int, **metadata) -> list[dict]:
@@ -157,3 +167,212 @@ def test_a_file_is_opened_only_once_the_records_before_it_were_taken(run, monkey
     assert opened == ["part-00000.jsonl.gz"]
     next(records)
     assert opened == ["part-00000.jsonl.gz", "part-00001.parquet"]
+
+
+# --- a run folder a publish was stopped in, given to the commands that read it ---
+
+_FINISHED = "finished publishing the outputs of a run stopped while publishing them"
+
+
+def _convert(inputs: pathlib.Path, output: pathlib.Path, *extra: str) -> list[str]:
+    return ["run", "convert", "--input", str(inputs), "--input_format", "jsonl", "--output", str(output),
+            "--progress_interval", "0", *extra]  # fmt: skip
+
+
+def _stopped_overwrite(inputs: pathlib.Path, output: pathlib.Path, step: str, signal_name: str) -> subprocess.Popen:
+    """A ``beamtrove run --overwrite`` into ``output`` that stops itself with ``signal_name`` at ``step`` of its
+    publish (the test hook of :mod:`beamtrove.execution.output_publish`)."""
+    stop = {"BEAMTROVE_TEST_PUBLISH_STOP_AT": step, "BEAMTROVE_TEST_PUBLISH_STOP_WITH": signal_name}
+    return subprocess.Popen(
+        [sys.executable, "-m", "beamtrove", *_convert(inputs, output, "--overwrite")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, **stop},
+    )  # fmt: skip
+
+
+def _data(folder: pathlib.Path) -> dict[str, object]:
+    """What a reader sees of a folder: its files that are not bookkeeping, with their bytes but for the run's times
+    (the steps' counters of its stats; its report drawn)."""
+    seen: dict[str, object] = {}
+    for path in sorted(folder.rglob("*")):
+        name = str(path.relative_to(folder))
+        if path.is_file() and not is_hidden(name):
+            seen[name] = path.read_bytes()
+    if "stats.json" in seen:
+        seen["stats.json"] = {
+            step: entry["counters"] for step, entry in json.loads(seen["stats.json"])["steps"].items()
+        }
+    if "report.html" in seen:
+        seen["report.html"] = "drawn"
+    return seen
+
+
+@pytest.fixture(scope="module")
+def stopped(review_jsonl, tmp_path_factory) -> dict[str, pathlib.Path]:
+    """Run folders a publish was stopped in, and the outputs of the stopped run had it not been stopped.
+
+    ``killed``: SIGKILL once the old documents were moved aside (the old stats.json is still in place);
+    ``interrupted``: Ctrl-C once the new documents were moved in (no stats.json at all); ``new``: the outputs
+    of the same run, whole.
+    """
+    folder = tmp_path_factory.mktemp("stopped")
+    assert beamtrove_here(*_convert(review_jsonl, folder / "old")).returncode == 0
+    assert beamtrove_here(*_convert(review_jsonl / "reviews-1.jsonl", folder / "new")).returncode == 0
+    steps = {"killed": ("moved_aside part-00000.jsonl.gz noted", "SIGKILL"),
+             "interrupted": ("moved_in part-00000.jsonl.gz noted", "SIGINT")}  # fmt: skip
+    runs = {}
+    for name, (step, signal_name) in steps.items():
+        shutil.copytree(folder / "old", folder / name)
+        runs[name] = _stopped_overwrite(review_jsonl / "reviews-1.jsonl", folder / name, step, signal_name)
+    assert runs["killed"].wait(timeout=600) == -signal.SIGKILL, runs["killed"].stderr.read()
+    assert runs["interrupted"].wait(timeout=600) == 130, runs["interrupted"].stderr.read()
+    assert sorted(path.name for path in (folder / "killed").iterdir()) == [
+        ".beamtrove-lock", ".beamtrove-staging", "report.html", "stats.json",
+    ]  # fmt: skip
+    assert sorted(path.name for path in (folder / "interrupted").iterdir()) == [
+        ".beamtrove-staging", "dead_letters", "part-00000.jsonl.gz",
+    ]  # fmt: skip
+    return {name: folder / name for name in ("old", "new", "killed", "interrupted")}
+
+
+@pytest.mark.parametrize("state", ["killed", "interrupted"])
+@pytest.mark.parametrize("command", ["stats", "report", "inspect", "run"])
+def test_a_command_reading_a_folder_a_publish_was_stopped_in_finishes_it_first(stopped, tmp_path, state, command):
+    folder = tmp_path / "out"
+    shutil.copytree(stopped[state], folder)
+    argv = {
+        "stats": ["stats", str(folder)],
+        "report": ["report", str(folder)],
+        "inspect": ["inspect", str(folder), "--limit", "1", "--json"],
+        "run": _convert(folder, tmp_path / "next"),
+    }[command]
+    done = beamtrove_here(*argv)
+    assert done.returncode == 0, done.stderr
+    assert f"WARNING beamtrove.execution.output_publish: {folder}: {_FINISHED} (" in done.stderr
+    # What it read is the stopped run's outputs, whole, as they would be had it not been stopped.
+    assert _data(folder) == _data(stopped["new"])
+    assert not (folder / ".beamtrove-staging").exists() and not (folder / ".beamtrove-lock").exists()
+    if command == "stats":
+        assert done.stdout.startswith("step ") and "\nread                       201 " in done.stdout
+    elif command == "inspect":
+        (first,) = done.stdout.splitlines()
+        assert json.loads(first)["id"] == "reviews-1.jsonl/0"
+    elif command == "run":
+        assert json.loads((tmp_path / "next" / "stats.json").read_text())["steps"]["read"]["counters"]["out"] == 200
+
+
+def test_a_command_reading_a_folder_a_live_run_is_publishing_into_says_so(review_jsonl, stopped, tmp_path):
+    folder = tmp_path / "out"
+    shutil.copytree(stopped["old"], folder)
+    run = _stopped_overwrite(
+        review_jsonl / "reviews-1.jsonl", folder, "moved_aside part-00000.jsonl.gz noted", "SIGSTOP"
+    )
+    try:
+        # Stopped (state T) in the middle of its publish, its lock held: a live run, as one that is slow would be.
+        while pathlib.Path(f"/proc/{run.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "T":
+            assert run.poll() is None, run.stderr.read()
+            time.sleep(0.05)
+        claim = json.loads((folder / ".beamtrove-lock" / "owner.json").read_text())
+        held = _data(folder)
+        for argv in (["stats", str(folder)], ["report", str(folder)], ["inspect", str(folder)]):
+            done = beamtrove_here(*argv)
+            assert (done.returncode, done.stdout) == (2, ""), argv
+            assert done.stderr.splitlines() == [
+                f"beamtrove: error: {folder}: a publish into it is unfinished and a run holds the folder (host "
+                f"{socket.gethostname()}, pid {run.pid}, started {claim['started']}): wait until that run ends, then "
+                f"run this command again; its lock {folder}/.beamtrove-lock is taken over once that run is gone "
+                "(120 s without heartbeat)."
+            ]
+        assert _data(folder) == held
+    finally:
+        run.send_signal(signal.SIGCONT)
+    assert run.wait(timeout=600) == 0
+    done = beamtrove_here("stats", str(folder))
+    assert done.returncode == 0 and _FINISHED not in done.stderr
+    assert _data(folder) == _data(stopped["new"])
+
+
+def test_a_run_frozen_mid_publish_past_its_lock_timeout_leaves_the_publish_to_who_took_it_over(
+    review_jsonl, stopped, tmp_path
+):
+    folder = tmp_path / "out"
+    shutil.copytree(stopped["old"], folder)
+    run = _stopped_overwrite(
+        review_jsonl / "reviews-1.jsonl", folder, "moved_aside part-00000.jsonl.gz noted", "SIGSTOP"
+    )
+    try:
+        while pathlib.Path(f"/proc/{run.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "T":
+            assert run.poll() is None, run.stderr.read()
+            time.sleep(0.05)
+        # Frozen as a suspended machine is, past the lock's timeout: its heartbeat is as old as that.
+        owner = folder / ".beamtrove-lock" / "owner.json"
+        claim = json.loads(owner.read_text())
+        owner.write_text(json.dumps({**claim, "heartbeat": claim["heartbeat"] - 600}))
+        done = beamtrove_here("stats", str(folder))
+        assert done.returncode == 0 and _FINISHED in done.stderr, done.stderr
+        assert _data(folder) == _data(stopped["new"])
+    finally:
+        run.send_signal(signal.SIGCONT)
+    # Woken up, the run moves nothing more: the names of its old outputs are those of its new ones by now.
+    assert run.wait(timeout=600) == 0
+    assert "another process took over this run's publish while it was stopped" in run.stderr.read().decode()
+    assert _data(folder) == _data(stopped["new"])
+
+
+def _without_write_access() -> None:
+    """In a child process: file permissions hold for it even when it runs as root (no capability overrides them)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    for capability in (1, 2, 3):  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER
+        libc.prctl(24, capability, 0, 0, 0)  # PR_CAPBSET_DROP: gone from what the command it runs may have
+
+
+def test_a_command_reading_a_read_only_folder_a_publish_was_stopped_in_names_what_finishes_it(stopped, tmp_path):
+    folder = tmp_path / "out"
+    shutil.copytree(stopped["killed"], folder)
+    held = _data(folder)
+    paths = [folder, *folder.rglob("*")]
+    for path in paths:
+        path.chmod(path.stat().st_mode & ~0o222)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "beamtrove", "stats", str(folder)],
+            capture_output=True, text=True, timeout=600, check=False, preexec_fn=_without_write_access,
+        )  # fmt: skip
+    finally:
+        for path in paths:
+            path.chmod(path.stat().st_mode | 0o200)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.splitlines() == [
+        f"beamtrove: error: {folder}: a run was stopped while publishing its outputs into it, so it holds only part "
+        f"of them, and the publish cannot be finished here (Permission denied): `beamtrove stats {folder}` where the "
+        "folder can be written, or the next `beamtrove run` into it, finishes it."
+    ]
+    assert _data(folder) == held
+    # Where it can be written, the command named finishes it.
+    done = beamtrove_here("stats", str(folder))
+    assert done.returncode == 0 and _FINISHED in done.stderr
+    assert _data(folder) == _data(stopped["new"])
+
+
+def test_a_folder_holding_only_an_unfinished_staged_run_says_the_same_command_goes_on(review_jsonl, tmp_path):
+    folder = tmp_path / "out"
+    argv = ["run", "dedup", "--input", str(review_jsonl), "--input_format", "jsonl", "--output", str(folder),
+            "--dedup", "exact", "--staged", "--workers", "1", "--progress_interval", "0"]  # fmt: skip
+    run = subprocess.Popen(
+        [sys.executable, "-m", "beamtrove", *argv], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        while not (folder / ".beamtrove-staged" / "manifest.json").exists():
+            assert run.poll() is None, run.stderr.read()
+            time.sleep(0.05)
+    finally:
+        os.killpg(run.pid, signal.SIGKILL)  # the run and its workers, as the OOM killer or a lost node stops them
+        run.wait(timeout=600)
+    assert sorted(path.name for path in folder.iterdir()) == [".beamtrove-lock", ".beamtrove-staged"]
+    for reading in (["stats", str(folder)], ["report", str(folder)], ["inspect", str(folder)]):
+        done = beamtrove_here(*reading)
+        assert (done.returncode, done.stdout) == (2, ""), reading
+        assert done.stderr.splitlines() == [
+            f"beamtrove: error: {folder} holds no outputs yet: a --staged run into it has not finished (its tasks are "
+            "in .beamtrove-staged/): rerun the same command to go on from the tasks it did"
+        ]

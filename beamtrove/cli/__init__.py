@@ -25,7 +25,9 @@ import argparse
 import gc
 import importlib
 import logging
+import os
 import re
+import select
 import signal
 import sys
 from collections.abc import Sequence
@@ -34,11 +36,14 @@ from beamtrove import __version__
 from beamtrove.cli.parsing import INTERRUPTED
 from beamtrove.configuration import ConfigurationError, SuggestingParser, did_you_mean
 from beamtrove.execution.elastic import ElasticError
+from beamtrove.processes import interrupt_on_sigterm
 from beamtrove.resources import missing_on_worker
 
 __all__ = ["INTERRUPTED", "main"]
 
 _LOGGER = logging.getLogger("beamtrove")
+# The status of a command whose output's reader closed the pipe: a GNU tool's, which SIGPIPE ends.
+_READER_CLOSED = 128 + signal.SIGPIPE
 _SEPARATOR = "--"
 # Where Beam starts and stops local job services (Prism's), and where Prism relays its own log.
 _LOCAL_JOB_SERVICES = "apache_beam.utils.subprocess_server"
@@ -164,21 +169,50 @@ def _suggestion(parser: argparse.ArgumentParser, unrecognized: list[str]) -> str
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``beamtrove`` command; returns the exit status (130 when interrupted by Ctrl-C)."""
+    """Entry point of the ``beamtrove`` command; returns the exit status (130 when interrupted by Ctrl-C or SIGTERM).
+
+    With ``argv``, the command runs inside a process of the caller's, whose signal handlers it leaves alone.
+    """
     if argv is None:
+        # The command's process: SIGTERM stops it as Ctrl-C does (one line, status 130) from its start, not only
+        # once a run has begun.
+        interrupt_on_sigterm()
         # Beam's modules are a quarter of a million objects that live as long as the command: out of the cyclic
         # collector's sight, its collections during the run and the interpreter's teardown do not walk them.
         gc.freeze()
     try:
-        status = _main(sys.argv[1:] if argv is None else list(argv))
+        try:
+            status = _main(sys.argv[1:] if argv is None else list(argv))
+        finally:
+            # Output that its reader no longer takes fails here, not in the interpreter's exit.
+            sys.stdout.flush()
     except KeyboardInterrupt:
         print("beamtrove: interrupted", file=sys.stderr)
         status = INTERRUPTED
+    except BrokenPipeError:
+        if not _reader_closed(sys.stdout):
+            raise  # another pipe than the command's output: a failure to report
+        # The output's reader stopped reading (`| head`, `| true`): the command stops quietly, as GNU tools do.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        status = _READER_CLOSED
     if argv is None:
         # The command is done: a Ctrl-C while the interpreter exits would only add a traceback to its result.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
         gc.freeze()
     return status
+
+
+def _reader_closed(stream) -> bool:
+    """Whether ``stream`` is a pipe whose reading end is closed."""
+    try:
+        poll = select.poll()
+        poll.register(stream.fileno(), 0)  # errors are reported whatever the mask
+    except (OSError, ValueError, AttributeError):  # no file behind the stream
+        return False
+    return any(events & select.POLLERR for _, events in poll.poll(0))
 
 
 def _main(argv: list[str]) -> int:

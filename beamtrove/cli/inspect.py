@@ -27,7 +27,7 @@ from beamtrove.document import document_row
 from beamtrove.formats import SUFFIXES, input_format
 from beamtrove.fs import InputFile, filesystem, has_glob, is_glob
 from beamtrove.layout import DEAD_LETTERS_DIR, DOCUMENTS_DIR, EXCLUDED_DIR, FILTER_REASON_KEY, RUN_MARKS
-from beamtrove.run_output import OutputRecord, Records, RunOutput, read_documents
+from beamtrove.run_output import OutputRecord, Records, RunOutput, read_documents, ready_to_read
 
 __all__ = ["add_commands"]
 
@@ -225,6 +225,7 @@ def _select(args: argparse.Namespace) -> _Selection:
             raise ConfigurationError(
                 f"{path} does not exist: pass a run's output folder, or JSONL, Parquet or CSV files, folders or globs"
             )
+        ready_to_read(path)
     first, *others = args.paths
     run = None if others else RunOutput.at(first)
     if run is not None:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from beamtrove.assets import ASSET_NAMES, asset_path, asset_present, fetch_assets
+from beamtrove.assets import ASSET_NAMES, asset_path, asset_present, asset_state, fetch_assets
 from beamtrove.cli.parsing import INTERRUPTED, command, group
 from beamtrove.configuration import ConfigurationError
+from beamtrove.run_output import ready_to_read
 from beamtrove.stats import format_stats, read_stats
 
 __all__ = ["add_commands"]
@@ -38,9 +39,12 @@ def _run(args: argparse.Namespace, pipeline_argv: list[str]) -> int:
     except RunInterrupted as interrupted:
         print(f"beamtrove: {interrupted}", file=sys.stderr)
         return INTERRUPTED
-    print(format_stats(result.stats))
+    if result.succeeded or not result.detail:
+        # A run stopped for a known cause counted only part of its input: its counters would mislead.
+        print(format_stats(result.stats))
     if not result.succeeded:
-        print(f"\n{result.state} in {result.stats['wall_seconds']:.1f} s; nothing was written to the output")
+        detail = f": {result.detail}" if result.detail else ""
+        print(f"\n{result.state} in {result.stats['wall_seconds']:.1f} s; nothing was written to the output{detail}")
         return 1
     report = f", report in {result.report_path}" if result.report_path else ""
     print(f"\n{result.state} in {result.stats['wall_seconds']:.1f} s; stats written to {result.stats_path}{report}")
@@ -77,6 +81,7 @@ def _start_zygote(pipeline: str) -> None:
 
 def _stats(args: argparse.Namespace, _: list[str]) -> int:
     """Print the stats.json of a run as a table."""
+    ready_to_read(args.path)
     try:
         print(format_stats(read_stats(args.path)))
     except FileNotFoundError:
@@ -104,7 +109,7 @@ def _assets_fetch(args: argparse.Namespace, _: list[str]) -> int:
 def _assets_path(args: argparse.Namespace, _: list[str]) -> int:
     """Print where each asset is and whether it is present."""
     for name in ASSET_NAMES:
-        print(f"{name:<7} {'present' if asset_present(name) else 'missing':<7} {asset_path(name)}")
+        print(f"{name:<7} {asset_state(name):<7} {asset_path(name)}")
     return 0
 
 

@@ -29,7 +29,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from beamtrove.configuration import ConfigurationError
 from beamtrove.execution.direct_runner import pipeline_runner, settle_direct_workers
 from beamtrove.execution.output import OutputPlan, Publish, check_auxiliary_inputs, check_separate, plan_output
-from beamtrove.execution.resume import configuration, pending_inputs
+from beamtrove.execution.resume import configuration, pending_inputs, read_digests
 from beamtrove.execution.runner_checks import check_runner_options
 from beamtrove.fs import InputFile, join
 from beamtrove.layout import (
@@ -101,6 +101,7 @@ def build(
             resumable=resume.resumable,
             restart=resume.restart,
             inspect=inspect_output,
+            offers_resumable=spec.resumable,
         )
         flow = spec.flow(options, plan.write_to)
         # In the options the pipeline runs with (its own copy), before the steps are applied: the runner preloads
@@ -178,7 +179,8 @@ def _apply_per_input(
         raise ValueError("--skip and --limit count documents across all inputs; they do not apply to --resumable.")
     if not all(step.per_document for step in flow.steps) or flow.sink.documents_dir != join(flow.output, DOCUMENTS_DIR):
         raise TypeError(f"The {spec.name} pipeline takes --resumable but cannot run one input file at a time.")
-    config = configuration(spec.name, options, spec.options)
+    # What the options name to read is part of what a resumed output was made with: by content, not by name.
+    config = {**configuration(spec.name, options, spec.options), "reads": read_digests(options, spec.options)}
     restart = options.view_as(ResumeOptions).restart
     pending, config_sha256 = pending_inputs(flow.reader.files, flow.output, config, restart=restart)
     # Read outside a graph, the reader counts under its own label: the flow's, as in an ordinary run.

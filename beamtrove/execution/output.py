@@ -5,8 +5,8 @@ Before a run, :func:`plan_output` takes the output folder's lock, then checks it
 * one run owns an output folder at a time: its lock
   (:mod:`beamtrove.execution.output_lock`) refuses a second one, naming the
   owner (host, pid, start), and is taken over from a run that is gone (its
-  process died on this host, or it has not renewed its heartbeat for
-  :data:`LOCK_TIMEOUT_SECONDS`);
+  process died on this host, it has not renewed its heartbeat for
+  :data:`LOCK_TIMEOUT_SECONDS`, or its claim cannot be read and is that old);
 * a publish an earlier run was stopped in is finished, or, if the run had
   not finished, what it staged is removed, and a warning says which;
 * a folder that holds anything is refused, naming what is there, unless the
@@ -41,8 +41,9 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import posixpath
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import apache_beam as beam
@@ -52,12 +53,15 @@ from beamtrove.execution.output_checks import check_auxiliary_inputs, check_sepa
 from beamtrove.execution.output_lock import LOCK_TIMEOUT_SECONDS, OutputLock, lock_output
 from beamtrove.execution.output_publish import (
     COMMITTED_PHASES,
+    discard_staging,
     folder_names,
+    name_listing,
     publish_phase,
     publish_staged,
     record_staged,
+    recover_output,
 )
-from beamtrove.fs import filesystem, join
+from beamtrove.fs import filesystem, is_local, join
 from beamtrove.layout import LOCK_DIR, RESUME_CONFIG_FILE, STAGED_JOB_DIR, STAGING_DIR
 
 __all__ = [
@@ -73,7 +77,6 @@ __all__ = [
 ]
 
 _LOGGER = logging.getLogger(__name__)
-_NAMES_SHOWN = 5
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,7 +90,9 @@ class OutputPlan:
             itself for a resumable run.
         replaces: The old outputs publishing removes: with ``--overwrite``,
             everything ``output`` held when the run was built.
-        creates: Whether the run creates ``output`` (it did not exist).
+        creates: The outermost folder the run creates to make ``output``:
+            ``output`` itself, or on this machine's file system a missing
+            folder holding it; None when ``output`` exists.
         storage_options: fsspec filesystem options.
         lock: The run's hold on ``output``; None for a plan that does not
             look at the output (a graph built offline), and in the copy of
@@ -97,7 +102,7 @@ class OutputPlan:
     output: str
     write_to: str
     replaces: tuple[str, ...] = ()
-    creates: bool = False
+    creates: str | None = None
     storage_options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     lock: OutputLock | None = dataclasses.field(default=None, compare=False, repr=False)
 
@@ -118,9 +123,17 @@ class OutputPlan:
         done, the staging folder is gone and a call does nothing.
         """
         published = publish_staged(self.output, self.write_to, self.storage_options)
-        # The run owns the output: the staging folder holds nothing of another run.
-        discard_staging(self.output, self.storage_options)
+        if self._owns_output():
+            # The run owns the output: the staging folder holds nothing of another run.
+            discard_staging(self.output, self.storage_options)
         return published
+
+    def _owns_output(self) -> bool:
+        """Whether this run still holds the output's lock (a run frozen past its timeout may have lost it).
+
+        A plan without a lock (a pipeline's workers publishing for their launcher) counts as owning it.
+        """
+        return self.lock is None or self.lock.owned()
 
     def committed(self) -> bool:
         """Whether the run's publish has begun: from then on it is finished, never undone."""
@@ -141,11 +154,11 @@ class OutputPlan:
         """
         if self.lock is None:
             return
-        if not self.committed():
+        if not self.committed() and self._owns_output():
             discard_staging(self.output, self.storage_options)
         self.release()
         if self.creates:
-            _remove_if_empty(self.output, self.storage_options)
+            _remove_if_empty(self.output, self.creates, self.storage_options)
 
 
 def output_entries(output: str, storage_options: Mapping[str, Any] | None = None) -> list[str]:
@@ -162,11 +175,6 @@ def output_entries(output: str, storage_options: Mapping[str, Any] | None = None
     return [name for name in folder_names(fs, path) if name not in (STAGING_DIR, LOCK_DIR, STAGED_JOB_DIR)]
 
 
-def _listing(names: Sequence[str]) -> str:
-    shown = ", ".join(names[:_NAMES_SHOWN])
-    return shown + (f" and {len(names) - _NAMES_SHOWN} more" if len(names) > _NAMES_SHOWN else "")
-
-
 def plan_output(
     output: str,
     *,
@@ -175,6 +183,7 @@ def plan_output(
     restart: bool = False,
     inspect: bool = True,
     storage_options: Mapping[str, Any] | None = None,
+    offers_resumable: bool = False,
 ) -> OutputPlan:
     """Takes the lock of ``output`` for a new run, checks it, recovers what earlier runs left, says where to write.
 
@@ -184,12 +193,14 @@ def plan_output(
     clears it. With ``inspect`` off, the output is not looked at, nor
     locked: the plan of a graph built offline or of a dry run. The plan
     holds the lock until :meth:`OutputPlan.release` or
-    :meth:`OutputPlan.abandon`.
+    :meth:`OutputPlan.abandon`. ``offers_resumable`` says whether the
+    command takes ``--resumable``, which refusing a used output then
+    suggests.
 
     Raises:
-        ConfigurationError: ``output`` is a file, another run owns it, or it
-            holds something the run may not replace; the message names it
-            and the options that would.
+        ConfigurationError: ``output`` is a file or cannot be written,
+            another run owns it, or it holds something the run may not
+            replace; the message names it and the options that would.
     """
     storage_options = dict(storage_options or {})
     if resumable and overwrite:
@@ -200,31 +211,45 @@ def plan_output(
     if not inspect:
         return _new_plan(output, resumable, (), False, storage_options, None)
     output_entries(output, storage_options)  # refuses a file before anything is written
-    creates = not _exists(output, storage_options)
-    lock = lock_output(output, storage_options)
+    creates = _outermost_missing(output, storage_options)
+    try:
+        lock = lock_output(output, storage_options)  # the run's first write
+    except OSError as exc:
+        raise ConfigurationError(_unwritable(output, exc)) from None
     try:
         recover_output(output, storage_options)
         entries = output_entries(output, storage_options)
         if entries and not overwrite:
             if not resumable:
+                choices = ["choose another --output", "pass --overwrite to replace it once this run succeeds"]
+                if offers_resumable:
+                    choices.append("--resumable to continue a resumable run in it")
                 raise ConfigurationError(
-                    f"--output {output} already holds {_listing(entries)}: choose another --output, pass "
-                    "--overwrite to replace it once this run succeeds, or --resumable to continue a resumable run "
-                    "in it."
+                    f"--output {output} already holds {name_listing(entries)}: {', '.join(choices[:-1])}, or "
+                    f"{choices[-1]}."
                 )
             if RESUME_CONFIG_FILE not in entries and not restart:
                 raise ConfigurationError(
-                    f"--output {output} holds {_listing(entries)} from a run that was not --resumable, which a "
+                    f"--output {output} holds {name_listing(entries)} from a run that was not --resumable, which a "
                     "resumable run cannot verify or continue: choose another --output, or pass --restart to delete "
                     "it and start over."
                 )
     except BaseException:
         lock.release()
         if creates:
-            _remove_if_empty(output, storage_options)
+            _remove_if_empty(output, creates, storage_options)
         raise
     replaces = tuple(entries) if overwrite else ()
     return _new_plan(output, resumable, replaces, creates, storage_options, lock)
+
+
+def _unwritable(output: str, failure: OSError) -> str:
+    """Says that ``output`` cannot be written, and in which folder (where a new file or folder was refused)."""
+    folder = posixpath.dirname(str(failure.filename).rstrip("/")) if failure.filename else output
+    return (
+        f"--output {output} cannot be written: {folder} refuses new files ({failure.strerror or failure}); choose "
+        "an --output in a folder this user can write to."
+    )
 
 
 def _new_plan(
@@ -239,60 +264,30 @@ def _new_plan(
     return OutputPlan(output, write_to, replaces, creates, storage_options, lock)
 
 
-def _exists(url: str, storage_options: Mapping[str, Any]) -> bool:
-    fs, path = filesystem(url, storage_options)
-    return fs.exists(path)
+def _outermost_missing(url: str, storage_options: Mapping[str, Any]) -> str | None:
+    """The outermost of the folder ``url`` and those holding it that do not exist; None when ``url`` exists.
 
-
-def _remove_if_empty(folder: str, storage_options: Mapping[str, Any]) -> None:
-    fs, path = filesystem(folder, storage_options)
-    if fs.exists(path) and not fs.ls(path, detail=False):
-        fs.rmdir(path)
-
-
-def discard_staging(output: str, storage_options: Mapping[str, Any] | None = None) -> None:
-    """Removes the staging folder of ``output``: what runs into it left in flight."""
-    fs, path = filesystem(join(output, STAGING_DIR), storage_options)
-    if fs.exists(path):
-        fs.rm(path, recursive=True)
-
-
-def recover_output(output: str, storage_options: Mapping[str, Any] | None = None) -> list[str]:
-    """Finishes the publish a run was stopped in, removes what unfinished runs staged; says which, returns it.
-
-    Call it holding the lock of ``output``
-    (:func:`~beamtrove.execution.output_lock.lock_output`): a staging folder is
-    then never that of a live run.
-
-    Returns:
-        One line per run found in flight: whether its publish was finished
-        (the folder holds its outputs) or it was undone (the folder holds
-        what it held before it). Each is also logged as a warning.
+    Only on this machine's file system: an object store has no empty folders to leave behind.
     """
-    storage_options = dict(storage_options or {})
-    staging = join(output, STAGING_DIR)
-    fs, staging_path = filesystem(staging, storage_options)
-    if not fs.exists(staging_path):
-        return []
-    said = []
-    for run in folder_names(fs, staging_path):
-        run_dir = join(staging, run)
-        phase = publish_phase(run_dir, storage_options)
-        if phase in COMMITTED_PHASES:
-            published = publish_staged(output, run_dir, storage_options)
-            said.append(
-                f"{output}: finished publishing the outputs of a run stopped while publishing them "
-                f"({_listing(published) or 'nothing'}); the folder holds that run's outputs"
-            )
-        elif phase is not None:
-            said.append(
-                f"{output}: removed what a run that did not finish had staged; the folder holds what it held "
-                "before that run"
-            )
-    discard_staging(output, storage_options)
-    for line in said:
-        _LOGGER.warning("%s", line)
-    return said
+    fs, path = filesystem(url, storage_options)
+    if fs.exists(path):
+        return None
+    if not is_local(url):
+        return url
+    while not fs.exists(parent := posixpath.dirname(path)) and parent != path:
+        path = parent
+    return path
+
+
+def _remove_if_empty(folder: str, outermost: str, storage_options: Mapping[str, Any]) -> None:
+    """Removes ``folder`` if it is empty, then each folder holding it up to ``outermost``, while they are empty."""
+    fs, path = filesystem(folder, storage_options)
+    top = filesystem(outermost, storage_options)[1]
+    while fs.exists(path) and not fs.ls(path, detail=False):
+        fs.rmdir(path)
+        if path == top:
+            return
+        path = posixpath.dirname(path)
 
 
 class _PublishFn(beam.DoFn):

@@ -4,7 +4,8 @@
 inside an input folder; :func:`check_auxiliary_inputs` refuses the same of
 what a run reads besides its input (models, lists, indexes). Both take the
 output's location as written (a local path made absolute), without reaching
-its storage.
+its storage. An elastic job records its :func:`input_folders` when it is
+prepared, so that ``elastic merge`` makes the same checks.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from fsspec.core import split_protocol
 from beamtrove.configuration import ConfigurationError
 from beamtrove.fs import InputFile, input_folder
 
-__all__ = ["check_auxiliary_inputs", "check_separate"]
+__all__ = ["check_auxiliary_inputs", "check_separate", "input_folders"]
 
 
 def _location(url: str) -> tuple[str, str]:
@@ -31,6 +32,20 @@ def _location(url: str) -> tuple[str, str]:
 
 def _inside(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder + "/")
+
+
+def input_folders(patterns: Iterable[str], storage_options: Mapping[str, Any] | None = None) -> list[str]:
+    """The folders input patterns read files from, local ones absolute: patterns :func:`check_separate` takes later.
+
+    A file named outright reads no folder, and is left out.
+    """
+    folders = set()
+    for pattern in patterns:
+        folder = input_folder(pattern, storage_options)
+        if folder is not None:
+            protocol, _ = _location(pattern)
+            folders.add(os.path.abspath(folder) if protocol == "file" else f"{protocol}://{folder}")
+    return sorted(folders)
 
 
 def check_separate(

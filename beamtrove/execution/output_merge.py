@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from beamtrove.execution.output import OutputPlan
+from beamtrove.execution.output_publish import reached
 from beamtrove.execution.run import write_run_report
 from beamtrove.fs import join
 from beamtrove.layout import REPORT_FILE
@@ -41,6 +42,7 @@ def publish_merged(plan: OutputPlan, lay_out: Callable[[str], object], stats: Ma
     try:
         plan.stage()
         lay_out(plan.write_to)
+        reached("laid out")
         write_stats(stats, plan.write_to, plan.storage_options)
         report = write_run_report(plan.write_to, plan.output)
         plan.publish()

@@ -25,11 +25,11 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from beamtrove import __version__
 from beamtrove.completion import parse_marker, record_sha256
 from beamtrove.execution.output import output_entries
-from beamtrove.fs import InputFile, file_sha256, filesystem, join, read_json, write_json
+from beamtrove.fs import InputFile, file_sha256, filesystem, join, path_sha256, read_json, write_json
 from beamtrove.layout import COMPLETED_DIR, RESUME_CONFIG_FILE, input_stem
-from beamtrove.options import option_actions
+from beamtrove.options import option_actions, paths_read
 
-__all__ = ["completed_totals", "configuration", "pending_inputs"]
+__all__ = ["changed_reads", "completed_totals", "configuration", "pending_inputs", "read_digests"]
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -39,6 +39,31 @@ def configuration(pipeline: str, options: PipelineOptions, option_classes: Itera
     values = options.get_all_options(drop_default=False)
     chosen = {action.dest: values.get(action.dest) for action in option_actions(option_classes)}
     return {"pipeline": pipeline, "beamtrove_version": __version__, "options": dict(sorted(chosen.items()))}
+
+
+def read_digests(options: PipelineOptions, option_classes: Iterable[type[PipelineOptions]]) -> list[dict[str, Any]]:
+    """What every file or folder the options name for a run to read holds, by content.
+
+    A run is identified by what it reads, not by the names it reads it
+    under: a tokenizer, a model or an index replaced at the same path makes
+    another run. Each entry is ``{"option", "path", "sha256"}`` (see
+    :func:`~beamtrove.fs.path_sha256`; None when nothing is at the path).
+    """
+    read = paths_read(options, option_classes)
+    return [{"option": flag, "path": path, "sha256": path_sha256(path)} for flag, path in read]
+
+
+def changed_reads(recorded: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The files of :func:`read_digests` entries that hold something else now, each as ``--option path``.
+
+    A path that holds nothing now is left to the run that reads it, which
+    says what is missing on this machine.
+    """
+    return [
+        f"{entry['option']} {entry['path']}"
+        for entry in recorded
+        if (now := path_sha256(entry["path"])) is not None and now != entry["sha256"]
+    ]
 
 
 def _read_json(url: str, storage_options) -> dict | None:
@@ -190,6 +215,12 @@ def pending_inputs(
 def _differing(previous: Mapping[str, Any], config: Mapping[str, Any]) -> list[str]:
     options, earlier = config.get("options", {}), previous.get("options", {})
     changed = sorted(key for key in {*earlier, *options} if earlier.get(key) != options.get(key))
+    reads, read_before = config.get("reads", []), previous.get("reads", [])
+    changed += [
+        f"what {entry['option']} {entry['path']} holds"
+        for entry in reads
+        if entry not in read_before and entry["option"].lstrip("-") not in changed
+    ]
     if previous.get("beamtrove_version") != config.get("beamtrove_version"):
         changed.append("beamtrove_version")
     return changed or ["pipeline"]

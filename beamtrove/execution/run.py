@@ -66,12 +66,15 @@ class RunResult:
             not succeed (nothing was written).
         report_path: Where ``report.html`` was written; empty when the run
             did not succeed or the report could not be drawn.
+        detail: Why a run that did not succeed ended, and how to go on,
+            when more is known than its state.
     """
 
     state: str
     stats: dict[str, Any]
     stats_path: str
     report_path: str = ""
+    detail: str = ""
 
     @property
     def succeeded(self) -> bool:
@@ -91,11 +94,16 @@ def run_pipeline(spec: PipelineSpec, options: PipelineOptions) -> RunResult:
             (nothing ran).
         RunInterrupted: The run was interrupted.
     """
-    if not spec.shard_safe and options.view_as(StagedOptions).staged:
-        # Imported here: the staged driver runs its tasks through this module's report writer.
-        from beamtrove.execution.staged.run import run_staged  # noqa: PLC0415
+    if spec.runs_staged:
+        staged = options.view_as(StagedOptions)
+        if staged.staged:
+            # Imported here: the staged driver runs its tasks through this module's report writer.
+            from beamtrove.execution.staged.run import run_staged  # noqa: PLC0415
 
-        return run_staged(spec, options)
+            return run_staged(spec, options)
+        given = [flag for flag, value in (("--workers", staged.workers), ("--memory", staged.memory)) if value]
+        if given:
+            raise ConfigurationError(f"{' and '.join(given)} set how a --staged run goes: add --staged, or drop them.")
     use_local_runner_parts(options)
     built = build(spec, options, publish_in_pipeline=False)
     plan = built.output

@@ -64,7 +64,7 @@ def input_format(requested: str, paths: str | Sequence[str]) -> str:
 
     Raises:
         ValueError: The format is unknown, or ``auto`` cannot tell it.
-        FileNotFoundError: A folder holds no file of a format read here.
+        FileNotFoundError: A path does not exist, or a folder holds no file of a format read here.
     """
     known = (*FILE_FORMATS, HUGGING_FACE)
     if requested != "auto":
@@ -78,6 +78,9 @@ def input_format(requested: str, paths: str | Sequence[str]) -> str:
     if paths and not names:
         return "jsonl"
     found = {fmt for name in names for fmt, suffixes in SUFFIXES.items() if name.rstrip("/*").endswith(suffixes)}
+    if not found:
+        # A path that does not exist is what to fix first (names alone tell the format of files yet to be made).
+        match_inputs(paths, warn_empty_runs=False)
     if len(found) != 1:
         which = f"files of several formats ({', '.join(sorted(found))})" if found else "no file name it knows"
         raise ValueError(

@@ -44,6 +44,15 @@ class DamagedStream(Exception):
         self.message = message
         self.offset = offset
 
+    @classmethod
+    def truncated(cls, codec: str, offset: int) -> DamagedStream:
+        """The compressed data of ``codec`` ends at byte ``offset`` of the file, inside a member."""
+        return cls(
+            "truncated",
+            f"the {codec} data ends at byte {offset}, before its end marker (a copy that was cut short?)",
+            offset,
+        )
+
 
 class _Decompressor(Protocol):
     """The interface of ``bz2.BZ2Decompressor`` and ``lzma.LZMADecompressor``, which the other codecs are given."""
@@ -154,12 +163,7 @@ class Decompressed(io.RawIOBase):
             if not self._start_member():
                 return None
         if self._decompressor.needs_input and not self._input and not self._fill():
-            raise DamagedStream(
-                "truncated",
-                f"the {self._codec} data ends at byte {self._offset}, before its end marker "
-                "(a copy that was cut short?)",
-                self._offset,
-            )
+            raise DamagedStream.truncated(self._codec, self._offset)
         data, self._input = self._input, b""
         try:
             return self._decompressor.decompress(data, max_length)

@@ -9,12 +9,15 @@ like HTML (including the many real pages that open with ``<script>``).
 
 A corrupt gzip member or a truncated record ends up as a dead letter with the
 file and the byte offset; reading then resumes at the next intact gzip member,
-so one bad record does not cost the rest of a multi-gigabyte file.
+so one bad record does not cost the rest of a multi-gigabyte file. A file cut
+inside a gzip member (even inside its header) is a ``truncated`` dead letter,
+as a cut JSONL file is.
 """
 
 from __future__ import annotations
 
 import gzip
+import io
 import logging
 import re
 import zlib
@@ -29,6 +32,7 @@ from beamtrove.dead_letter import DeadLetter
 from beamtrove.document import Document, Origin
 from beamtrove.formats import SUFFIXES
 from beamtrove.formats.charset import decode_payload
+from beamtrove.formats.compression import DamagedStream
 from beamtrove.formats.records import Outcome, RecordParser, Skip
 from beamtrove.fs import InputFile
 
@@ -69,7 +73,28 @@ def _isal_gzip_decompressor():
 
 
 class _IsalDecompressingReader(DecompressingBufferedReader):
+    """warcio's reader, inflating with ISA-L, that knows whether the gzip member it reads has ended."""
+
     DECOMPRESSORS: ClassVar = {**DecompressingBufferedReader.DECOMPRESSORS, "gzip": _isal_gzip_decompressor}
+
+    def _init_decomp(self, decomp_type):
+        super()._init_decomp(decomp_type)
+        self._member_input = 0
+
+    def _decompress(self, data):
+        if self.decompressor is None or not data:
+            return data
+        self._member_input += len(data)
+        if not self.num_block_read:
+            return super()._decompress(data)  # warcio reads a file that is no gzip as it is
+        # Damage inside a member raises (a dead letter, then the next member), where warcio would print the
+        # error and end the file there, losing every record after it.
+        return self.decompressor.decompress(data)
+
+    @property
+    def inside_member(self) -> bool:
+        """Whether a gzip member has begun and not ended: at the end of the file, it was cut short."""
+        return self.decompressor is not None and self._member_input > 0 and not self.decompressor.eof
 
 
 class _ArchiveIterator(ArchiveIterator):
@@ -82,6 +107,14 @@ class _ArchiveIterator(ArchiveIterator):
     def __init__(self, stream: BinaryIO):
         super().__init__(stream, arc2warc=True)
         self.reader = _IsalDecompressingReader(self.fh, block_size=BUFF_SIZE)
+        #: Whether the file ended inside a gzip member; known once the records have run out.
+        self.cut_short = False
+
+    def close(self):
+        # warcio drops its reader when the records run out, and with it whether the last member ended: a file cut
+        # inside a gzip member (even inside its header) reads as one that ends there.
+        self.cut_short = self.reader is not None and self.reader.inside_member
+        super().close()
 
 
 def _sniff(payload: bytes) -> str:
@@ -167,11 +200,13 @@ class WarcParser(RecordParser):
         self._max_payload_bytes = max_payload_bytes
 
     def parse(self, file: InputFile, stream: BinaryIO, step: str) -> Iterator[Outcome]:
-        gzipped = stream.read(2) == b"\x1f\x8b"
+        head = stream.read(2)
+        gzipped = bool(head) and _GZIP_MAGIC.startswith(head)  # a file cut after one byte is gzip too
         stream.seek(0)
         is_arc = _is_arc(stream, gzipped)
         position = 0
         in_corrupt_region = False
+        outcome = None
         while position is not None:
             stream.seek(position)
             records = _ArchiveIterator(stream)
@@ -180,6 +215,10 @@ class WarcParser(RecordParser):
                     outcome = self._outcome(record, records.offset, file, step, is_arc)
                     in_corrupt_region = False
                     yield outcome
+                cut_record = isinstance(outcome, DeadLetter) and outcome.reason == "truncated_record"
+                if gzipped and records.cut_short and not cut_record:
+                    damage = DamagedStream.truncated("gzip", stream.seek(0, io.SEEK_END))
+                    yield DeadLetter(step, damage.reason, damage.message, file=file.url, offset=damage.offset)
                 return
             except Exception as exc:  # warcio and zlib raise many types on damaged input
                 # warcio's offset is meaningless inside a single-member gzip file.

@@ -301,6 +301,7 @@ SPEC = PipelineSpec(
     ),
     sink=documents_sink,
     global_steps="every dedup step compares documents across the whole input",
+    runs_staged=True,
     compares_documents=True,
     summary_stats=True,
 )

@@ -83,5 +83,6 @@ SPEC = PipelineSpec(
     steps=(),
     sink=_sink,
     global_steps="an index holds the distinct keys of the whole input",
+    runs_staged=True,
     compares_documents=True,
 )

@@ -73,4 +73,5 @@ SPEC = PipelineSpec(
     steps=(),
     sink=_sink,
     global_steps="merging rewrites token shards across the whole input",
+    runs_staged=True,
 )

@@ -206,6 +206,9 @@ class PipelineSpec:
             documents share (:class:`~beamtrove.transforms.ids.ReportSharedIds`).
         output_formats: The formats ``--output_format`` chooses among, the
             default first; empty when the pipeline writes one format.
+        runs_staged: Whether it takes ``--staged``: every global step it
+            may run, and its sink when that needs the whole input, has a
+            staged form (:class:`~beamtrove.transforms.stages.StagedForm`).
     """
 
     name: str
@@ -221,6 +224,7 @@ class PipelineSpec:
     summary_stats: bool = False
     compares_documents: bool = False
     output_formats: tuple[str, ...] = ()
+    runs_staged: bool = False
 
     @property
     def shard_safe(self) -> bool:
@@ -238,7 +242,7 @@ class PipelineSpec:
             *((OutputFormatOptions,) if self.output_formats else ()),
             *((ResumeOptions,) if self.resumable else ()),
             *((SummaryStatsOptions, WordSplitterOptions) if self.summary_stats else ()),
-            *((StagedOptions,) if not self.shard_safe else ()),
+            *((StagedOptions,) if self.runs_staged else ()),
             BeamtroveOptions,
         )
         return tuple(dict.fromkeys(classes))

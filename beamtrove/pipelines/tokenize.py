@@ -104,6 +104,7 @@ SPEC = PipelineSpec(
     steps=(_tokenize,),
     sink=_sink,
     global_steps="token shards are cut, and optionally shuffled, across the whole input",
+    runs_staged=True,
     compares_documents=True,
     output_formats=TOKEN_FILE_FORMATS,
 )

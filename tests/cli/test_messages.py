@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import os
 import pathlib
+import signal
+import subprocess
+import sys
 
 import pytest
 
 from beamtrove.cli import main
 from beamtrove.execution.runner_parts import default_flink_minor
 from beamtrove.pipelines import PIPELINES
-from tests.conftest import beamtrove
+from tests.conftest import beamtrove, require, wait_for
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 NOISE = ("fork_posix", "Discarding unparseable args", "Traceback", "No module named", "semi_persistent_directory")
@@ -118,6 +122,18 @@ def test_a_missing_url_blocklist_folder_is_said_not_to_exist(fineweb_args, tmp_p
     )
 
 
+@pytest.mark.parametrize("pipeline", ["dedup", "filter", "stats", "extract"])
+def test_an_input_that_does_not_exist_is_said_not_to_exist_before_its_format_is_asked_for(pipeline, tmp_path, capsys):
+    # dedup, filter and stats read any row format: they said "Cannot tell the input format", asking for a format.
+    missing = tmp_path / "nonexist"
+    argv = ["run", pipeline, "--input", str(missing), "--output", str(tmp_path / "out")]
+    assert main(argv + (["--steps", "gopher_quality"] if pipeline == "filter" else [])) == 2
+    assert capsys.readouterr().err == (
+        f"beamtrove: error: Input {str(missing)!r} does not exist: pass an existing file, directory or glob.\n"
+    )
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_flink_run_without_a_job_server_jar_is_refused_in_one_line(fineweb_args, tmp_path, monkeypatch, capsys):
     runners = tmp_path / "runners"
     monkeypatch.setenv("BEAMTROVE_RUNNERS", str(runners))
@@ -130,3 +146,44 @@ def test_a_flink_run_without_a_job_server_jar_is_refused_in_one_line(fineweb_arg
         "`beamtrove runners setup --runner flink-job-server`, or pass --flink_job_server_jar JAR "
         "(or --job_endpoint of a running job server)."
     ]
+
+
+def _loading_beam(pid: int) -> bool:
+    """Whether process ``pid`` has begun loading Beam's modules: its command runs, and no run has begun yet."""
+    try:
+        return "/apache_beam/" in pathlib.Path(f"/proc/{pid}/maps").read_text()
+    except OSError:  # ended
+        return False
+
+
+@pytest.mark.parametrize("launcher", [[sys.executable, "-m", "beamtrove"], ["beamtrove"]], ids=["module", "script"])
+def test_sigterm_before_the_run_has_begun_is_one_line_and_exit_130_as_ctrl_c(data_dir, tmp_path, launcher):
+    # Until the run set its handler, seconds after the start, SIGTERM ended the command at once: 143, no line.
+    output = tmp_path / "out"
+    warc = require(data_dir / "warc" / "cc-main-2024-22_whirlwind.warc.gz")
+    command = [*launcher, "run", "extract", "--input", str(warc), "--output", str(output)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for(lambda: _loading_beam(process.pid) or process.poll() is not None, what="the command to load Beam")
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=120)
+    assert (process.returncode, err) == (130, "beamtrove: interrupted\n")
+    assert not output.exists()
+
+
+@pytest.mark.parametrize("command", ["stats", "elastic status"])
+def test_a_command_whose_reader_closes_the_pipe_stops_quietly(command, data_dir, tmp_path, request):
+    # `beamtrove stats RUN | true`: a BrokenPipeError's traceback, status 1.
+    if command == "stats":
+        warc = require(data_dir / "warc" / "cc-main-2024-22_whirlwind.warc.gz")
+        assert main(["run", "extract", "--input", str(warc), "--output", str(tmp_path / "run")]) == 0
+        argv = ["stats", str(tmp_path / "run")]
+    else:
+        argv = ["elastic", "status", "--job-dir", str(request.getfixturevalue("shard_states_job").path)]
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the command writes
+    with os.fdopen(write, "wb") as closed:
+        result = subprocess.run(
+            [sys.executable, "-m", "beamtrove", *argv], stdout=closed, stderr=subprocess.PIPE, check=False
+        )
+    # Ended as SIGPIPE ends a GNU tool, with nothing said.
+    assert (result.returncode, result.stderr) == (128 + signal.SIGPIPE, b"")

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import datetime
 import gzip
 import json
 import os
+import pathlib
 import random
+import re
 import shutil
 import signal
 import socket
@@ -17,9 +20,11 @@ import fsspec
 import pytest
 
 from beamtrove.cli import main
+from beamtrove.configuration import ConfigurationError
 from beamtrove.execution.output import LOCK_TIMEOUT_SECONDS, OutputPlan, plan_output, recover_output
+from beamtrove.execution.output_lock import lock_output
 from beamtrove.fs import filesystem, is_hidden
-from tests.conftest import beamtrove_here, child_processes, jsonl_rows, make_warc_set, require
+from tests.conftest import beamtrove_here, child_processes, jsonl_rows, make_warc_set, permissions_bind, require
 
 _FAST_EXTRACTION = ("--extractor", "resiliparse", "--extract_timeout", "0")
 
@@ -239,6 +244,30 @@ def test_an_interrupted_run_rerun_gives_the_uninterrupted_output(kill_inputs, tm
         )
 
 
+def test_a_run_refused_before_it_starts_leaves_no_folder_it_made(tmp_path, capsys):
+    # --output a/b/c of a run refused while it is built (an input that does not exist) left a/b behind.
+    output = tmp_path / "a" / "b" / "c"
+    assert main(["run", "extract", "--input", str(tmp_path / "missing.warc.gz"), "--output", str(output)]) == 2
+    assert "missing.warc.gz' does not exist" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(("output", "staged"), [("out", False), ("new/out", True)], ids=["plain", "staged"])
+def test_an_output_in_a_read_only_folder_is_refused_in_one_line_naming_it(review_jsonl, tmp_path, staged, output):
+    # A staged run gave a PermissionError's traceback, a plain one "[Errno 13] Permission denied: '.../out'".
+    read_only = tmp_path / "read-only"
+    read_only.mkdir(mode=0o555)
+    command = [sys.executable, "-m", "beamtrove", "run", "dedup", "--input", str(review_jsonl),
+               "--output", str(read_only / output), *(["--staged"] if staged else [])]  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True, preexec_fn=permissions_bind(), check=False)
+    assert (result.returncode, result.stderr) == (
+        2,
+        f"beamtrove: error: --output {read_only / output} cannot be written: {read_only} refuses new files "
+        "(Permission denied); choose an --output in a folder this user can write to.\n",
+    )
+    assert list(read_only.iterdir()) == []
+
+
 def test_ctrl_c_is_one_line_and_exit_130_with_extraction_processes_running(data_dir, tmp_path):
     # A terminal's Ctrl-C reaches the whole process group, the extraction processes included. Without the language
     # screen every page is extracted: the run is still extracting when the first extraction process is seen.
@@ -351,7 +380,7 @@ def test_an_overwrite_stopped_at_any_step_of_its_publish_is_finished_or_undone_b
     following = beamtrove_here(*_convert_args(review_jsonl / "reviews-1.jsonl", output))
     assert following.returncode == 2
     if committed:
-        assert f"WARNING beamtrove.execution.output: {output}: {_FINISHED}" in following.stderr
+        assert f"WARNING beamtrove.execution.output_publish: {output}: {_FINISHED}" in following.stderr
         assert _folder(output) == _folder(new)
     else:
         assert _folder(output) == _folder(old)
@@ -389,7 +418,7 @@ def _memory_files(root: str) -> dict[str, bytes]:
 
 def test_a_publish_on_an_object_store_stopped_at_any_step_is_finished_or_undone(monkeypatch):
     steps = []
-    monkeypatch.setattr("beamtrove.execution.output_publish._reached", steps.append)
+    monkeypatch.setattr("beamtrove.execution.output_publish.reached", steps.append)
     plan, _, new = _memory_output("/steps")
     plan.publish()
     plan.release()
@@ -406,7 +435,7 @@ def test_a_publish_on_an_object_store_stopped_at_any_step_is_finished_or_undone(
             if reached == at:
                 raise _Stopped
 
-        monkeypatch.setattr("beamtrove.execution.output_publish._reached", stop)
+        monkeypatch.setattr("beamtrove.execution.output_publish.reached", stop)
         plan, old, new = _memory_output(root)
         with pytest.raises(_Stopped):
             plan.publish()
@@ -419,7 +448,7 @@ def test_a_publish_on_an_object_store_stopped_at_any_step_is_finished_or_undone(
         }
         if step in half_copied:  # a copy cut short: the entry is in both places, one of them in part
             fsspec.filesystem("memory").rm(half_copied[step])
-        monkeypatch.setattr("beamtrove.execution.output_publish._reached", lambda reached: None)
+        monkeypatch.setattr("beamtrove.execution.output_publish.reached", lambda reached: None)
         said = recover_output(f"memory://{root}")
         if step == "sealing":
             assert said == [f"memory://{root}: {_UNDONE}"], step
@@ -489,3 +518,103 @@ def test_the_lock_of_a_run_that_is_gone_is_taken_over(review_jsonl, tmp_path, ca
     assert main([*argv, "--overwrite"]) == 0
     assert "from host elsewhere, pid 1, started 2026-01-01T00:00:00+00:00: no heartbeat for 120 s" in caplog.text
     assert not (output / ".beamtrove-lock").exists()
+
+
+# A claim a run left unreadable: it stopped between creating its owner.json and writing it, or hit a full disk.
+_UNREADABLE_CLAIMS = {"empty": b"", "garbage": b"\x00\xff garbage", "cut short": b'{"host": "elsewhere", "pid": 4'}
+
+
+def _left_claim(output, data: bytes, age: float) -> pathlib.Path:
+    owner = output / ".beamtrove-lock" / "owner.json"
+    owner.parent.mkdir(parents=True, exist_ok=True)
+    owner.write_bytes(data)
+    written = time.time() - age
+    os.utime(owner, (written, written))
+    return owner
+
+
+def _in_use_by_unreadable_claim(output, age: str, left: str) -> str:
+    return (
+        f"beamtrove: error: --output {output} is in use by another run (its claim "
+        f"{output}/.beamtrove-lock/owner.json cannot be read: it was written {age} s ago, maybe by a run writing it "
+        f"right now): wait until it ends or choose another --output; its lock {output}/.beamtrove-lock is taken over "
+        f"once that claim is 120 s old (in {left} s)."
+    )
+
+
+def test_an_empty_claim_is_refused_while_fresh_and_taken_over_once_old(review_jsonl, publish_runs, tmp_path):
+    _, new = publish_runs
+    output = tmp_path / "out"
+    owner = _left_claim(output, b"", age=30)
+    fresh = _convert(review_jsonl / "reviews-1.jsonl", output)
+    assert fresh.returncode == 2
+    assert fresh.stderr.strip().splitlines() in (
+        [_in_use_by_unreadable_claim(output, str(seconds), str(120 - seconds))] for seconds in range(30, 40)
+    ), fresh.stderr
+    assert owner.read_bytes() == b"", "a claim that may be a run's being written is left alone"
+
+    _left_claim(output, b"", age=LOCK_TIMEOUT_SECONDS + 1)
+    old = _convert(review_jsonl / "reviews-1.jsonl", output)
+    assert old.returncode == 0, old.stderr
+    # Written 121 s before the run started, which takes a few seconds to look.
+    assert re.search(
+        f"WARNING beamtrove.execution.output_lock: took over the lock of {re.escape(str(output))} from a run whose "
+        r"claim cannot be read: it was last written 1[23]\d s ago, over the 120 s timeout\n",
+        old.stderr,
+    ), old.stderr
+    assert _folder(output) == _folder(new)
+    assert not (output / ".beamtrove-lock").exists()
+
+
+@pytest.mark.parametrize("kind", ["garbage", "cut short"])
+def test_an_unreadable_claim_is_judged_by_its_age(review_jsonl, tmp_path, capsys, caplog, kind):
+    output = tmp_path / "out"
+    argv = _convert_args(review_jsonl / "reviews-1.jsonl", output)
+    _left_claim(output, _UNREADABLE_CLAIMS[kind], age=LOCK_TIMEOUT_SECONDS - 60)
+    assert main(argv) == 2
+    assert capsys.readouterr().err.strip().splitlines() in (
+        [_in_use_by_unreadable_claim(output, str(seconds), str(120 - seconds))] for seconds in range(60, 70)
+    )
+    _left_claim(output, _UNREADABLE_CLAIMS[kind], age=3600)
+    assert main(argv) == 0
+    assert f"took over the lock of {output} from a run whose claim cannot be read: it was last written 3600 s" in (
+        caplog.text
+    )
+
+
+@pytest.mark.parametrize("kind", sorted(_UNREADABLE_CLAIMS))
+def test_an_unreadable_claim_on_an_object_store_is_judged_by_its_age(caplog, kind):
+    fs = fsspec.filesystem("memory")
+    output = f"memory://unreadable-{kind.replace(' ', '-')}"
+    owner = f"/unreadable-{kind.replace(' ', '-')}/.beamtrove-lock/owner.json"
+    fs.pipe(owner, _UNREADABLE_CLAIMS[kind])
+    with pytest.raises(ConfigurationError, match=r"cannot be read: it was written 0 s ago, maybe by a run writing"):
+        lock_output(output)
+    assert fs.cat_file(owner) == _UNREADABLE_CLAIMS[kind]
+    fs.store[owner].modified = datetime.datetime.now(datetime.UTC) - datetime.timedelta(seconds=600)
+    lock = lock_output(output)
+    assert f"took over the lock of {output} from a run whose claim cannot be read: it was last written 600 s" in (
+        caplog.text
+    )
+    assert json.loads(fs.cat_file(owner))["token"] == lock.claim["token"]
+    lock.release()
+    assert not fs.exists(owner)
+
+
+def test_a_used_output_is_refused_naming_only_options_the_pipeline_has(review_jsonl, publish_runs, tmp_path, capsys):
+    old, _ = publish_runs
+    output = tmp_path / "out"
+    shutil.copytree(old, output)
+    used = (
+        f"beamtrove: error: --output {output} already holds dead_letters, part-00000.jsonl.gz, report.html, stats.json"
+    )
+    assert main(_convert_args(review_jsonl, output)) == 2
+    assert capsys.readouterr().err == (
+        f"{used}: choose another --output, or pass --overwrite to replace it once this run succeeds.\n"
+    )
+    assert main(["run", "extract", "--input", str(review_jsonl), "--output", str(output)]) == 2
+    assert capsys.readouterr().err == (
+        f"{used}: choose another --output, pass --overwrite to replace it once this run succeeds, or --resumable to "
+        "continue a resumable run in it.\n"
+    )
+    assert _folder(output) == _folder(old)

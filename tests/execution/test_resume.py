@@ -157,3 +157,24 @@ def test_an_unreadable_configuration_record_is_named(resumable_extract, tmp_path
     (output / RESUME_CONFIG_FILE).write_text("{not json")
     assert main([*argv, "--output", str(output)]) == 2
     assert f"{output / RESUME_CONFIG_FILE} is damaged (not JSON: " in capsys.readouterr().err
+
+
+def test_a_list_edited_between_runs_is_another_configuration(movie_reviews, tmp_path, capsys):
+    folder = tmp_path / "reviews"
+    folder.mkdir()
+    for part in range(2):
+        rows = [{"id": name, "text": text} for name, text in list(movie_reviews.items())[part * 20 : part * 20 + 20]]
+        (folder / f"part-{part}.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    words = tmp_path / "badwords"
+    words.mkdir()
+    (words / "en").write_text("tedious\n")
+    output = tmp_path / "out"
+    argv = ["run", "filter", "--input", str(folder), "--output", str(output), "--steps", "c4_badwords"]
+    argv += ["--badwords_dir", str(words), "--resumable", "--progress_interval", "0"]
+    assert main(argv) == 0
+    # Another list under the same name: resuming would mix what two lists kept.
+    (words / "en").write_text("tedious\nboring\n")
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"was started with another configuration (differing: what --badwords_dir {words} holds)" in err

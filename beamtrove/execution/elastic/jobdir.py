@@ -22,10 +22,12 @@ from beamtrove import __version__
 from beamtrove.fs import read_json_record, staging_file
 
 __all__ = [
+    "ATTEMPT_FILE",
     "STAGED_KIND",
     "ElasticError",
     "JobDir",
     "ShardLock",
+    "attempt_status",
     "config_sha256",
     "is_staged",
     "publish_once",
@@ -36,6 +38,8 @@ MANIFEST = "manifest.json"
 MANIFEST_CHECKSUM = "manifest.sha256"
 FORMAT_VERSION = 1
 SUBDIRS = ("locks", "attempts", "done", "failed", "history")
+#: An attempt's record in its directory: its worker, when it started and how it ended.
+ATTEMPT_FILE = "attempt.json"
 
 
 #: The manifest's ``kind`` of a staged job (:mod:`beamtrove.execution.staged`); a shard job has none.
@@ -73,6 +77,12 @@ def publish_once(path: pathlib.Path, record: dict[str, Any]) -> bool:
             return True
         except FileExistsError:
             return False
+
+
+def attempt_status(attempt_dir: pathlib.Path) -> str:
+    """``running``, ``succeeded``, ``failed`` or ``interrupted``; an attempt whose worker died stays ``running``."""
+    record = read_json_record(attempt_dir / ATTEMPT_FILE)
+    return record.get("status", "running") if record else "running"
 
 
 def _age(path: pathlib.Path) -> float | None:
@@ -199,10 +209,15 @@ class JobDir:
         except FileExistsError:
             return None
         claim = {"host": host, "pid": os.getpid(), "token": token, "acquired_at": time.time()}
-        with os.fdopen(fd, "wb") as out:
-            out.write(json.dumps(claim).encode())
-            out.flush()
-            os.fsync(out.fileno())
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(json.dumps(claim).encode())
+                out.flush()
+                os.fsync(out.fileno())
+        except BaseException:  # a stop, or a full disk: no claim of nobody's is left behind
+            with contextlib.suppress(OSError):
+                path.unlink()
+            raise
         return ShardLock(path, token)
 
     def lock_state(self, shard_id: str, timeout: float) -> tuple[str, dict[str, Any] | None]:
@@ -247,16 +262,31 @@ class JobDir:
         directory = self.attempts_dir(shard_id)
         return sorted(p for p in directory.iterdir() if p.is_dir()) if directory.exists() else []
 
-    def requeue(self, shard_id: str) -> None:
+    def spent_attempts(self, shard_id: str) -> list[pathlib.Path]:
+        """The shard's attempts that count against its retries; call it holding the shard's lock.
+
+        Failed attempts count, and so do those still ``running``: the caller
+        holds the lock, so their workers died. An attempt stopped by SIGTERM
+        or Ctrl-C (``interrupted``) does not: a preempted worker is no fault
+        of the shard.
+        """
+        return [attempt for attempt in self.attempts(shard_id) if attempt_status(attempt) in ("failed", "running")]
+
+    def requeue(self, shard_id: str, *, holding_lock: bool = False) -> None:
         """Archives the shard's attempts (its outputs with them), stale lock, and failure or done record.
 
         Workers then start the shard afresh. The records move last: until
         then workers leave the shard alone, so none starts an attempt that
         would be archived with the old ones.
+
+        Args:
+            shard_id: The shard.
+            holding_lock: The caller holds the shard's lock, to run it
+                again itself: the lock stays.
         """
         paths = (
             self.attempts_dir(shard_id),
-            self.lock_path(shard_id),
+            *(() if holding_lock else (self.lock_path(shard_id),)),
             self.failed_path(shard_id),
             self.done_path(shard_id),
         )

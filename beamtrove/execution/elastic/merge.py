@@ -13,10 +13,10 @@ from typing import Any
 from beamtrove.configuration import ConfigurationError
 from beamtrove.execution.elastic.jobdir import ElasticError, JobDir, is_staged
 from beamtrove.execution.elastic.status import DamagedRecord, output_damage, read_done
-from beamtrove.execution.output import plan_output
+from beamtrove.execution.output import check_auxiliary_inputs, check_separate, plan_output
 from beamtrove.execution.output_merge import publish_merged
 from beamtrove.execution.resume import configuration
-from beamtrove.fs import join, read_json_record
+from beamtrove.fs import InputFile, join, read_json_record
 from beamtrove.layout import (
     CLUSTERS_DIR,
     DEAD_LETTERS_DIR,
@@ -145,6 +145,23 @@ def _refuse_a_file(output: str) -> None:
         )
 
 
+def _check_separate(job: JobDir, manifest: dict[str, Any], output: str) -> None:
+    """Makes the checks ``beamtrove run`` makes of its input and output, the job directory being an input.
+
+    Raises:
+        ElasticError: An input of the job, or the job directory, is inside
+            ``output``, or ``output`` inside one of them or inside a folder
+            the job's input was read from.
+    """
+    files = [InputFile(entry["url"], entry["name"], entry["size"]) for entry in manifest["inputs"]]
+    try:
+        # Jobs prepared before 0.15.0 record no input folders: their input files are checked.
+        check_separate(manifest.get("input_folders", ()), files, output)
+        check_auxiliary_inputs([("--job-dir", str(job.path))], output)
+    except ConfigurationError as exc:
+        raise ElasticError(str(exc)) from None
+
+
 def merge_job(job_dir: str | os.PathLike, output: str | os.PathLike, overwrite: bool = False) -> dict[str, Any]:
     """Verifies every shard, then publishes their outputs in manifest order as the run folder ``output``.
 
@@ -166,13 +183,16 @@ def merge_job(job_dir: str | os.PathLike, output: str | os.PathLike, overwrite: 
         The verification report, with ``output`` and ``stats`` (the path of ``stats.json``).
 
     Raises:
-        ElasticError: ``output`` is named as a file; shards are not all done,
-            an output fails its check; ``output`` holds something and
-            ``overwrite`` is off, or another merge or run is writing into it.
+        ElasticError: ``output`` is named as a file, or overlaps the job's
+            input or its job directory (:func:`_check_separate`); shards are
+            not all done, an output fails its check; ``output`` holds
+            something and ``overwrite`` is off, or another merge or run is
+            writing into it.
     """
     output = str(output)
     _refuse_a_file(output)
     job = JobDir(job_dir)
+    _check_separate(job, job.manifest(), output)
     if is_staged(job.manifest()):
         from beamtrove.execution.staged.run import merge_staged_job  # noqa: PLC0415
 

@@ -34,6 +34,8 @@ from beamtrove.execution.elastic.jobdir import (
     sha256_of,
 )
 from beamtrove.execution.elastic.scan import scan_inputs, shard_inputs, shards
+from beamtrove.execution.output_checks import input_folders
+from beamtrove.execution.resume import read_digests
 from beamtrove.input_ranges import write_input_ranges
 from beamtrove.options import BeamtroveOptions, ResumeOptions, parse, split_beam_options
 from beamtrove.pipelines import pipeline_spec
@@ -45,8 +47,9 @@ __all__ = ["prepare_job", "publish_job"]
 _PROVENANCE_KEYS = ("created_at", "created_by")
 
 
-def _split_arguments(spec: PipelineSpec, pipeline_args: Sequence[str]) -> tuple[list[str], list[str]]:
-    """The pipeline's configuration and the runner's options among the arguments; refuses what shards cannot do."""
+def _split_arguments(spec: PipelineSpec, pipeline_args: Sequence[str]) -> tuple[list[str], list[str], list[dict]]:
+    """The pipeline's configuration and the runner's options among the arguments, and what the files they name
+    hold (:func:`~beamtrove.execution.resume.read_digests`); refuses what shards cannot do."""
     try:
         options = parse(spec, pipeline_args)
         config, runner = split_beam_options(spec, pipeline_args)
@@ -70,7 +73,7 @@ def _split_arguments(spec: PipelineSpec, pipeline_args: Sequence[str]) -> tuple[
         raise ElasticError("--direct_running_mode multi_threading loses elements on this Beam: use in_memory.")
     if options.view_as(ResumeOptions).resumable:
         raise ElasticError("Elastic jobs resume by shard on their own: drop --resumable.")
-    return config, runner
+    return config, runner, read_digests(options, spec.option_classes)
 
 
 def _known_pipeline(name: str) -> PipelineSpec:
@@ -112,6 +115,7 @@ def _prepare_staged(
         flow.reader.files,
         config,
         str(job.path),
+        read_digests(options, spec.option_classes),
         partitions=partitions,
         replace_other=False,
         lock_timeout=lock_timeout,
@@ -223,8 +227,13 @@ def prepare_job(
     if job.path.exists() and any(job.path.iterdir()) and not (job.path / MANIFEST).exists():
         raise ElasticError(f"{job.path} exists and is not an elastic job directory: choose a new --job-dir.")
     spec = _known_pipeline(pipeline)
-    config, runner_args = _split_arguments(spec, pipeline_args)
+    config, runner_args, reads = _split_arguments(spec, pipeline_args)
     if not spec.shard_safe:
+        if not spec.runs_staged:
+            raise ElasticError(
+                f"The {pipeline} pipeline needs its whole input at once ({spec.global_steps}) and has no staged "
+                f"form, so elastic workers cannot run it: run it once, with `beamtrove run {pipeline}`."
+            )
         if attempt_timeout is not None:
             raise ElasticError(
                 f"The {pipeline} pipeline runs as a staged job, whose tasks run inside their worker's process: "
@@ -244,7 +253,9 @@ def prepare_job(
         "max_retries": int(max_retries),
         "attempt_timeout": None if attempt_timeout is None else float(attempt_timeout),
         "input_format": input_format,
+        "input_folders": input_folders(inputs),
         "inputs": input_entries,
+        "reads": reads,
         "shards": shards(input_entries, units, num_shards),
     }
     _check_configuration(spec, config, runner_args, manifest)

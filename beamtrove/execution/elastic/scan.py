@@ -21,11 +21,12 @@ import numpy as np
 from warcio.archiveiterator import ArchiveIterator
 
 from beamtrove.execution.elastic.jobdir import ElasticError
+from beamtrove.execution.resume import changed_reads
 from beamtrove.formats.jsonl import JsonlParser
 from beamtrove.formats.warc import WarcParser
 from beamtrove.fs import InputFile, compression_of, file_sha256, match_inputs
 
-__all__ = ["cut_shards", "scan_inputs", "shard_inputs", "shard_sha256", "shards"]
+__all__ = ["check_unchanged", "cut_shards", "scan_inputs", "shard_inputs", "shard_sha256", "shards"]
 
 _CHUNK = 1 << 20
 
@@ -72,7 +73,7 @@ class _Units:
 
 
 def _scan_plain_jsonl(path: str, file_index: int, size: int, units: _Units) -> tuple[str, int]:
-    """Hashes a plain JSONL file and adds one unit per record; returns (sha256, records).
+    """Hashes a plain JSONL file and adds one unit per record (one for a file of none); returns (sha256, records).
 
     A unit runs from the end of the previous record's line to the end of its
     own, so blank lines travel with the record after them (and trailing ones
@@ -91,6 +92,9 @@ def _scan_plain_jsonl(path: str, file_index: int, size: int, units: _Units) -> t
     for k in range(len(ends)):
         start, first_index = (ends[k - 1], lines[k - 1] + 1) if k else (0, 0)
         units.add(file_index, start, ends[k] if k < len(ends) - 1 else size, first_index, 1)
+    if not ends:
+        # A file without records is still read, as a run reads it: one unit of none.
+        units.add(file_index, 0, size, 0, 0)
     return digest.hexdigest(), len(ends)
 
 
@@ -235,6 +239,36 @@ def shard_sha256(manifest: dict[str, Any], shard: dict[str, Any], *, trust_file_
         else:
             digest.update(bytes.fromhex(_range_sha256(source["url"], segment["start"], segment["end"])))
     return digest.hexdigest()
+
+
+def check_unchanged(manifest: dict[str, Any]) -> None:
+    """Refuses a job whose input files, or the files its options name to read, changed since prepare.
+
+    Inputs are compared by size and modification time (before a shard or
+    read task, its bytes are also compared with the manifest's:
+    :func:`shard_sha256`); a tokenizer, model, list or index by its contents
+    (:func:`~beamtrove.execution.resume.changed_reads`). Workers check it
+    when they start.
+
+    Raises:
+        ElasticError: Something changed or is gone; no task of the job may run.
+    """
+    for entry in manifest["inputs"]:
+        try:
+            stat = os.stat(entry["url"])
+        except FileNotFoundError:
+            raise ElasticError(f"Input {entry['url']} is gone since prepare: restore it.") from None
+        if (stat.st_size, stat.st_mtime_ns) != (entry["size"], entry["mtime_ns"]):
+            raise ElasticError(
+                f"Input {entry['url']} changed since prepare (size or modification time): results would mix two "
+                "inputs, so no shard is run. Restore it, or prepare a new job directory."
+            )
+    changed = changed_reads(manifest.get("reads", []))
+    if changed:
+        raise ElasticError(
+            f"{', '.join(changed)} holds other contents than when the job was prepared: results would mix two of "
+            "them, so no shard is run. Restore it, or prepare a new job directory."
+        )
 
 
 def shards(inputs: list[dict[str, Any]], units: dict[str, np.ndarray], num_shards: int) -> list[dict[str, Any]]:

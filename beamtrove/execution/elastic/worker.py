@@ -25,6 +25,7 @@ import orjson
 
 from beamtrove.execution.direct_workers import direct_workers_given
 from beamtrove.execution.elastic.jobdir import (
+    ATTEMPT_FILE,
     ElasticError,
     JobDir,
     ShardLock,
@@ -32,50 +33,22 @@ from beamtrove.execution.elastic.jobdir import (
     publish_once,
 )
 from beamtrove.execution.elastic.publish import DEFAULT_SORT_MEMORY, collect_documents
-from beamtrove.execution.elastic.scan import shard_inputs, shard_sha256
+from beamtrove.execution.elastic.scan import check_unchanged, shard_inputs, shard_sha256
 from beamtrove.execution.elastic.status import job_progress, shard_states
-from beamtrove.fs import join, read_json_record, write_local_atomically
+from beamtrove.fs import join, write_local_atomically
 from beamtrove.input_ranges import write_input_ranges
 from beamtrove.layout import STATS_FILE
 from beamtrove.options import parse
 from beamtrove.pipelines import pipeline_spec
-from beamtrove.processes import die_with_parent
+from beamtrove.processes import die_with_parent, stopped_by, stops_interrupt
 
-__all__ = ["ATTEMPT_FILE", "SHARD_DOCUMENTS", "run_worker", "slurm_array_script"]
+__all__ = ["SHARD_DOCUMENTS", "run_worker", "slurm_array_script"]
 
-ATTEMPT_FILE = "attempt.json"
 SHARD_DOCUMENTS = "documents.jsonl.gz"
 _LOG_TAIL_LINES = 20
 _INPUTS_FILE = "inputs.json"
 # Below this a run would hold only a few documents.
 _MIN_SORT_MEMORY = 64 << 10
-
-
-class _Interrupted(Exception):
-    """The worker was asked to stop (SIGTERM, as Slurm sends before a time limit or preemption)."""
-
-
-def _raise_interrupted(signum, frame):
-    raise _Interrupted(signal.Signals(signum).name)
-
-
-def _attempt_status(attempt_dir: pathlib.Path) -> str:
-    """``running``, ``succeeded``, ``failed`` or ``interrupted``; an attempt whose worker died stays ``running``."""
-    record = read_json_record(attempt_dir / ATTEMPT_FILE)
-    return record.get("status", "running") if record else "running"
-
-
-def _check_inputs_unchanged(manifest: dict[str, Any]) -> None:
-    for entry in manifest["inputs"]:
-        try:
-            stat = os.stat(entry["url"])
-        except FileNotFoundError:
-            raise ElasticError(f"Input {entry['url']} is gone since prepare: restore it.") from None
-        if (stat.st_size, stat.st_mtime_ns) != (entry["size"], entry["mtime_ns"]):
-            raise ElasticError(
-                f"Input {entry['url']} changed since prepare (size or modification time): results would mix two "
-                "inputs, so no shard is run. Restore it, or prepare a new job directory."
-            )
 
 
 def _records_read(stats: pathlib.Path, read_label: str) -> int | None:
@@ -196,8 +169,7 @@ class _Worker:
     def process(self, shard: dict[str, Any], lock: ShardLock) -> None:
         shard_id = shard["id"]
         attempts = self.job.attempts(shard_id)
-        # We hold the lock, so an attempt still "running" belongs to a worker that died.
-        counted = [a for a in attempts if _attempt_status(a) in ("failed", "running")]
+        counted = self.job.spent_attempts(shard_id)
         allowed = 1 + self.manifest["max_retries"]
         if len(counted) >= allowed:
             self.fail(shard_id, len(counted), "no attempt left (the last ones were abandoned by dead workers)")
@@ -253,7 +225,7 @@ class _Worker:
                 child.kill()
                 exit_code = child.wait()
                 timed_out = True
-        except _Interrupted:
+        except KeyboardInterrupt:
             child.kill()
             child.wait()
             record.update(status="interrupted", finished_at=time.time())
@@ -344,11 +316,13 @@ def run_worker(
         0 when every shard is done (or ``max_shards`` were processed), 2 when a
         shard has failed for good or is damaged (its output, or its done or
         failure record): no worker takes those, and each is named with the
-        command that redoes it.
+        command that redoes it; 128 + the signal's number when SIGTERM or
+        Ctrl-C stopped the worker (143, 130), which frees its shard at once.
 
     Raises:
         ElasticError: ``sort_memory`` is too small, the manifest is damaged or
-            from another version, or the input changed since prepare.
+            from another version, or the input or a file the options name
+            changed since prepare.
     """
     if sort_memory < _MIN_SORT_MEMORY:
         raise ElasticError(
@@ -362,32 +336,30 @@ def run_worker(
 
         return run_staged_worker(job.path, host=host, echo=echo, poll_interval=poll_interval, max_tasks=max_shards)
     worker = _Worker(job, host or socket.gethostname(), echo, sort_memory)
-    _check_inputs_unchanged(worker.manifest)
+    check_unchanged(worker.manifest)
     poll = poll_interval if poll_interval is not None else min(worker.timeout / 5, 10.0)
     processed = 0
-    in_main_thread = threading.current_thread() is threading.main_thread()
-    previous_handler = signal.signal(signal.SIGTERM, _raise_interrupted) if in_main_thread else None
-    try:
-        while max_shards is None or processed < max_shards:
-            shards = worker.open_shards()
-            if not shards:
-                break
-            claim = worker.claim(shards)
-            if claim is None:
-                time.sleep(poll)
-                continue
-            shard, lock = claim
-            try:
-                worker.process(shard, lock)
-            finally:
-                lock.release()
-            processed += 1
-    except _Interrupted as exc:
-        echo(f"stopped by {exc}; the interrupted shard is free for other workers")
-        return 2
-    finally:
-        if in_main_thread:
-            signal.signal(signal.SIGTERM, previous_handler)
+    # SIGTERM (what Slurm sends at a time limit or on preemption) stops the worker as Ctrl-C does.
+    with stops_interrupt() as received:
+        try:
+            while max_shards is None or processed < max_shards:
+                shards = worker.open_shards()
+                if not shards:
+                    break
+                claim = worker.claim(shards)
+                if claim is None:
+                    time.sleep(poll)
+                    continue
+                shard, lock = claim
+                try:
+                    worker.process(shard, lock)
+                finally:
+                    lock.release()
+                processed += 1
+        except KeyboardInterrupt:
+            signal_name, status = stopped_by(received)
+            echo(f"stopped by {signal_name}; the interrupted shard is free for other workers")
+            return status
     # Shards no worker will take: a user must look at them, so the job's workers say so rather than "finished".
     states = shard_states(job.path)
     for entry in states:

@@ -110,7 +110,13 @@ class JobPlan:
         return next(stage for stage in stages if stage.name == name)
 
     def options(self, partition: int):
-        """The pipeline's options in the read task of ``partition``."""
+        """The pipeline's options in the read task of ``partition``.
+
+        A job whose input holds nothing has no read task: its options name the input as it was given.
+        """
+        if not self.manifest["shards"]:
+            given = [f"--input={pattern}" for pattern in self.manifest["patterns"]]
+            return parse(self.spec, [*self.args, *given, "--output", self.output])
         ranges = str(input_ranges_file(self.job_path, partition))
         return parse(self.spec, [*self.args, "--input_ranges", ranges, "--output", self.output])
 

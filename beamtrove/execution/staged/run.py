@@ -13,11 +13,13 @@ starts it over.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
 import pathlib
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -40,23 +42,31 @@ from beamtrove.execution.elastic.prepare import publish_job
 from beamtrove.execution.elastic.scan import scan_inputs, scan_whole_files, shard_inputs, shards
 from beamtrove.execution.elastic.status import retry_shards, shard_states
 from beamtrove.execution.output import check_auxiliary_inputs, check_separate, plan_output
+from beamtrove.execution.output_checks import input_folders
 from beamtrove.execution.output_merge import publish_merged
-from beamtrove.execution.resume import configuration
+from beamtrove.execution.resume import configuration, read_digests
 from beamtrove.execution.run import RunInterrupted, RunResult
 from beamtrove.execution.staged.plan import JobPlan, held_per_input_byte, input_ranges_file, not_staged
-from beamtrove.execution.staged.status import copy_run_outputs, staged_stats, verify_staged
+from beamtrove.execution.staged.status import damaged_run_outputs, lay_out_run_outputs, staged_stats, verify_staged
 from beamtrove.formats.jsonl import JsonlParser
 from beamtrove.formats.warc import WarcParser
 from beamtrove.fs import InputFile, join, read_json_record
 from beamtrove.input_ranges import input_ranges_json
 from beamtrove.layout import STAGED_JOB_DIR, STATS_FILE
-from beamtrove.options import BeamtroveOptions, StagedOptions, paths_read
+from beamtrove.options import BeamtroveOptions, StagedOptions, format_bytes, paths_read
 from beamtrove.pipelines.common import input_files
 from beamtrove.pipelines.spec import PipelineSpec
 from beamtrove.pipelines.summary_stats import SummaryStatsOptions
-from beamtrove.processes import die_with_parent, stops_interrupt
+from beamtrove.processes import die_with_parent, machine_workers, stop_signals
 
-__all__ = ["merge_staged_job", "partitions_for", "prepare_staged_job", "run_staged"]
+__all__ = [
+    "DEFAULT_MEMORY",
+    "WORKER_OVERHEAD",
+    "merge_staged_job",
+    "partitions_for",
+    "prepare_staged_job",
+    "run_staged",
+]
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -65,6 +75,21 @@ _RUN_FLAGS = ("--input", "--output", "--overwrite", "--staged", "--workers", "--
 _VALUED_RUN_FLAGS = ("--input", "--output", "--workers", "--memory", "--progress_interval")
 # Workers of a local run are on this machine: a dead one's lock is taken over at once; this bounds a frozen one.
 _LOCAL_LOCK_TIMEOUT = 120.0
+#: The data one task holds at most when --memory is not given.
+DEFAULT_MEMORY = 1 << 30
+#: What a worker process holds besides its task's data: Python, Beam and a task's pipeline (about 160 MiB idle).
+WORKER_OVERHEAD = 512 << 20
+# Below this much input per partition, starting a task costs more than its work.
+_SMALL_PARTITION = 1 << 20
+# Seconds stopped workers get to free their tasks before they are killed, and between looks at them meanwhile.
+_STOP_GRACE = 10.0
+_POLL = 0.2
+# Failed tasks a failed run names.
+_FAILURES_SHOWN = 3
+# Free space below which a failed run names a full disk among its causes.
+_LOW_DISK = 64 << 20
+# Runs of the workers: a file found damaged before publishing is redone once.
+_ROUNDS = 2
 
 
 def _job_args(argv: Sequence[str]) -> list[str]:
@@ -88,7 +113,8 @@ def partitions_for(input_bytes: int, memory: int, held_per_input_byte: float) ->
 
 
 def _identity(manifest: Mapping[str, Any]) -> dict[str, Any]:
-    return {key: manifest[key] for key in ("pipeline", "partitions", "inputs", "beamtrove_version")}
+    keys = ("pipeline", "partitions", "inputs", "reads", "beamtrove_version")
+    return {key: manifest.get(key) for key in keys}
 
 
 def prepare_staged_job(
@@ -98,6 +124,7 @@ def prepare_staged_job(
     files: Sequence[InputFile],
     args: Sequence[str],
     output: str,
+    reads: Sequence[Mapping[str, Any]],
     *,
     memory: int | None = None,
     held_per_input_byte: float | None = None,
@@ -114,9 +141,13 @@ def prepare_staged_job(
         patterns: Its input.
         files: The files its reader matched: WARC and JSONL inputs are cut
             as elastic jobs cut them (plain JSONL between records), any
-            other format into whole files.
+            other format into whole files. No files (an empty input, or the
+            folder of a run that kept nothing) make a job without read
+            tasks, whose output is that of a run over nothing.
         args: Its options, without input and output.
         output: The run's output folder (workers write only into the job directory).
+        reads: What every file its options name holds (:func:`~beamtrove.execution.resume.read_digests`): a job
+            reading another tokenizer, model or index under the same name is another job.
         memory: Bytes one task may hold: sets the partitions (unless ``partitions`` is given).
         held_per_input_byte: What a task holds per byte of its documents (see ``StagedForm``).
         partitions: How many partitions to cut.
@@ -125,12 +156,13 @@ def prepare_staged_job(
         max_retries: Failed attempts of a task retried before it fails.
 
     Returns:
-        ``(manifest, resumed)``: ``resumed`` when the job was already there, with the same pipeline, options and input.
+        ``(manifest, resumed)``: ``resumed`` when the job was already there, with the same pipeline, options, input
+        and files read.
 
     Raises:
         ElasticError: Unusable input, or another job in ``job_path`` and not ``replace_other``.
     """
-    if all(file.url.endswith(WarcParser.suffixes + JsonlParser.suffixes) for file in files):
+    if files and all(file.url.endswith(WarcParser.suffixes + JsonlParser.suffixes) for file in files):
         _, entries, units = scan_inputs(list(patterns))
     else:
         entries, units = scan_whole_files(files)
@@ -150,8 +182,11 @@ def prepare_staged_job(
         "partitions": partitions,
         "lock_timeout": float(lock_timeout),
         "max_retries": int(max_retries),
+        "patterns": list(patterns),
+        "input_folders": input_folders(patterns),
         "inputs": entries,
-        "shards": shards(entries, units, read_shards),
+        "reads": [dict(entry) for entry in reads],
+        "shards": shards(entries, units, read_shards) if read_shards else [],
     }
     job = JobDir(job_path)
     existing = read_json_record(job_path / "manifest.json")
@@ -162,7 +197,7 @@ def prepare_staged_job(
             raise ElasticError(
                 f"{job_path} holds a different staged job: use a new --job-dir for another configuration or input."
             )
-        _LOGGER.warning("%s holds a staged job of another configuration or input: starting over", job_path)
+        _LOGGER.warning("%s holds a staged job of another configuration, input or files read: starting over", job_path)
         shutil.rmtree(job_path)
     elif job_path.exists():
         shutil.rmtree(job_path)  # a job directory whose prepare was cut short
@@ -191,8 +226,6 @@ def _check_options(spec: PipelineSpec, options: PipelineOptions) -> None:
             f"--staged runs its tasks on local DirectRunners, not {runner}: drop --runner, or drop --staged to run "
             "the pipeline on that runner in one piece."
         )
-    if spec.shard_safe:
-        raise ConfigurationError(f"The {spec.name} pipeline has no global step to stage: drop --staged.")
     if spec.summary_stats and options.view_as(SummaryStatsOptions).summary_stats:
         raise ConfigurationError(
             "--staged runs do not compute --summary_stats yet: drop it, and compute them afterwards with "
@@ -200,18 +233,119 @@ def _check_options(spec: PipelineSpec, options: PipelineOptions) -> None:
         )
 
 
-def _run_workers(job_path: pathlib.Path, workers: int) -> int:
-    """Runs ``workers`` worker processes over the job until they end; 0 when every task is done."""
+def _worker_count(requested: int | None, memory: int, tasks_at_once: int) -> int:
+    """The workers to start: ``requested`` (default: as many as fit), within the cores, memory and tasks there are.
+
+    A worker holds a task's partition (up to ``memory`` bytes) beside its own Python and Beam; more workers than
+    a stage has tasks would only wait.
+    """
+    fitting, bound = machine_workers(memory + WORKER_OVERHEAD)
+    limits = {
+        f"the most tasks a stage of this job runs at once ({tasks_at_once})": tasks_at_once,
+        f"this machine's {bound}"
+        + (
+            f" ({fitting} workers of --memory {format_bytes(memory)} and {format_bytes(WORKER_OVERHEAD)} each)"
+            if bound == "memory"
+            else f" ({fitting})"
+        ): fitting,
+    }
+    reason, limit = min(limits.items(), key=lambda item: item[1])
+    count = min(requested or limit, limit)
+    if requested is not None and count < requested:
+        _LOGGER.warning("--workers %d: starting %d, %s", requested, count, reason)
+    return max(1, count)
+
+
+def _warn_small_partitions(manifest: Mapping[str, Any], job_plan: JobPlan, memory: int) -> None:
+    """Warns when tasks would hold so little that starting them costs more than their work (a tiny --memory)."""
+    input_bytes = sum(entry.get("content_bytes", entry["size"]) for entry in manifest["inputs"])
+    partitions = manifest["partitions"]
+    if partitions > 1 and input_bytes / partitions < _SMALL_PARTITION:
+        tasks = sum(job_plan.tasks(stage) for stage in job_plan.stages)
+        _LOGGER.warning(
+            "--memory %s cuts %s of documents into %d partitions of %s each, in %d tasks: a task takes about half a "
+            "second to start, more than its work; a larger --memory runs this job faster",
+            format_bytes(memory),
+            format_bytes(input_bytes),
+            partitions,
+            format_bytes(input_bytes // partitions),
+            tasks,
+        )
+
+
+def _run_workers(job_path: pathlib.Path, workers: int) -> tuple[list[int], list[int]]:
+    """Runs ``workers`` worker processes over the job until they end.
+
+    The workers are in a session of their own, so a terminal's Ctrl-C reaches
+    this process alone. A stop signal (Ctrl-C, SIGTERM) is passed on to them
+    as SIGTERM, which frees their tasks without spending their attempts, and
+    those still running after a while are killed. The handler raises nothing:
+    an exception raised wherever this process is when the signal comes (a
+    garbage collector's callback) could be lost or leave a child behind.
+
+    Returns:
+        The workers' exit codes (negative: the signal that killed one), and the stop signals received.
+    """
     command = [sys.executable, "-m", "beamtrove.execution.staged", str(job_path)]
-    children = [subprocess.Popen(command, preexec_fn=die_with_parent) for _ in range(workers)]  # noqa: PLW1509
+    children = [
+        subprocess.Popen(command, preexec_fn=die_with_parent, start_new_session=True)  # noqa: PLW1509
+        for _ in range(workers)
+    ]
+
+    def stop(signum: int) -> None:
+        for child in children:
+            if child.poll() is None:
+                child.terminate()
+
     try:
-        codes = [child.wait() for child in children]
+        with stop_signals(stop) as received:
+            deadline = None
+            for child in children:
+                while child.poll() is None:
+                    if received and deadline is None:
+                        deadline = time.monotonic() + _STOP_GRACE
+                    if deadline is not None and time.monotonic() >= deadline:
+                        child.kill()
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        child.wait(_POLL)
+        return [child.returncode for child in children], received
     finally:
         for child in children:
             if child.poll() is None:
                 child.kill()
                 child.wait()
-    return max(codes)
+
+
+def _why_failed(job_path: pathlib.Path, codes: Sequence[int]) -> str:
+    """What ended a run whose workers did not all finish, and how to go on."""
+    causes = []
+    killed = sorted({-code for code in codes if code < 0})
+    for signum in killed:
+        name = signal.Signals(signum).name
+        hint = (
+            " (the kernel's OOM killer does this when memory runs out: give a smaller --memory or fewer --workers)"
+            if signum == signal.SIGKILL
+            else ""
+        )
+        causes.append(f"{sum(code == -signum for code in codes)} worker(s) were killed by {name}{hint}")
+    states = shard_states(job_path)
+    failed = [entry for entry in states if entry["state"] == "failed"]
+    for entry in failed[:_FAILURES_SHOWN]:
+        error = (entry["error"].strip().splitlines() or [""])[-1]
+        causes.append(f"{entry['id']} failed for good: {error}")
+    if len(failed) > _FAILURES_SHOWN:
+        causes.append(f"{len(failed) - _FAILURES_SHOWN} more task(s) failed for good")
+    free = shutil.disk_usage(job_path).free
+    if free < _LOW_DISK:
+        causes.append(f"the file system of {job_path} has {format_bytes(free)} free")
+    if not causes:
+        causes.append("a worker stopped with an error (its line above says which)")
+    done = sum(entry["state"] == "done" for entry in states)
+    return (
+        f"{'; '.join(causes)}. {job_path} keeps the {done} of {len(states)} tasks done: "
+        + ("fix the cause, then " if failed or not killed else "")
+        + "rerun the same command to go on from them"
+    )
 
 
 def run_staged(spec: PipelineSpec, options: PipelineOptions) -> RunResult:
@@ -223,6 +357,7 @@ def run_staged(spec: PipelineSpec, options: PipelineOptions) -> RunResult:
     """
     _check_options(spec, options)
     staged = options.view_as(StagedOptions)
+    memory = staged.memory or DEFAULT_MEMORY
     started = time.monotonic()
     output = spec.run_output(options)
     plan = plan_output(output, overwrite=options.view_as(BeamtroveOptions).overwrite)
@@ -251,40 +386,78 @@ def run_staged(spec: PipelineSpec, options: PipelineOptions) -> RunResult:
                 flow.reader.files,
                 args,
                 output,
-                memory=staged.memory,
+                read_digests(options, spec.option_classes),
+                memory=memory,
                 held_per_input_byte=held_per_input_byte(flow),
             )
         except ElasticError as exc:
             raise ConfigurationError(str(exc)) from None
         job = JobDir(job_path)
         job_plan = JobPlan(job_path, manifest)
+        _warn_small_partitions(manifest, job_plan, memory)
+        workers = _worker_count(staged.workers, memory, max(job_plan.tasks(stage) for stage in job_plan.stages))
         if resumed:
             _LOGGER.warning("%s: going on with the staged job of an earlier run of this command", output)
-            failed = [entry["id"] for entry in shard_states(job_path) if entry["state"] in ("failed", "damaged")]
-            if failed:
-                retry_shards(job_path, failed)
-                _LOGGER.warning("%s: trying again the tasks that failed or were damaged: %s", output, ", ".join(failed))
-        with stops_interrupt() as interrupted:
-            try:
-                code = _run_workers(job_path, staged.workers)
-            except KeyboardInterrupt:
-                raise RunInterrupted(
-                    f"interrupted: nothing was written to {output}; {job_path} keeps the tasks done, and the same "
-                    "command again goes on from them."
-                ) from None
-        if interrupted:
-            raise RunInterrupted(f"interrupted: rerun the same command to go on from the tasks done in {job_path}.")
-        stats = _run_stats(job, job_plan, options, "DONE" if code == 0 else "FAILED")
+        # Tasks that failed, or whose records or files are damaged, run again, as do those whose files for the run
+        # are found damaged before it is published.
+        for _ in range(_ROUNDS):
+            _retry_unfinished(job_path, output)
+            codes = _run_interruptibly(job_path, workers, output)
+            # A worker lost (killed) is no failure of the run when the others did every task.
+            if any(codes) and not all(entry["state"] == "done" for entry in shard_states(job_path)):
+                stats = _run_stats(job, job_plan, options, "FAILED")
+                stats["wall_seconds"] = round(time.monotonic() - started, 3)
+                stats["staged"] |= {"workers": workers, "resumed": resumed}
+                plan.abandon()
+                return RunResult("FAILED", stats, "", detail=_why_failed(job_path, codes))
+            if any(codes):
+                _LOGGER.warning(
+                    "%s: %d worker(s) ended early (exit codes %s); the others did every task",
+                    output,
+                    sum(code != 0 for code in codes),
+                    ", ".join(str(code) for code in codes if code),
+                )
+            damaged = damaged_run_outputs(job, job_plan)
+            if not damaged:
+                break
+            _LOGGER.warning("%s: files of %s are damaged: running them again", output, ", ".join(damaged))
+            retry_shards(job_path, damaged)
+        else:
+            raise ConfigurationError(
+                f"Files in {job_path} were damaged again while the run redid them: check the disk, then rerun the "
+                "same command."
+            )
+        stats = _run_stats(job, job_plan, options, "DONE")
         stats["wall_seconds"] = round(time.monotonic() - started, 3)
-        stats["staged"] |= {"workers": staged.workers, "resumed": resumed}
-        if code != 0:
-            plan.abandon()
-            return RunResult("FAILED", stats, "")
-        report = publish_merged(plan, lambda folder: copy_run_outputs(job, job_plan, folder, move=True), stats)
+        stats["staged"] |= {"workers": workers, "resumed": resumed}
+        report = publish_merged(plan, lambda folder: lay_out_run_outputs(job, job_plan, folder, link=True), stats)
     except BaseException:
         plan.abandon()
         raise
     return RunResult("DONE", stats, join(output, STATS_FILE), report)
+
+
+def _retry_unfinished(job_path: pathlib.Path, output: str) -> None:
+    """Requeues the tasks that failed for good or whose records or files are damaged, saying which."""
+    unfinished = [entry["id"] for entry in shard_states(job_path) if entry["state"] in ("failed", "damaged")]
+    if unfinished:
+        retry_shards(job_path, unfinished)
+        _LOGGER.warning("%s: trying again the tasks that failed or were damaged: %s", output, ", ".join(unfinished))
+
+
+def _run_interruptibly(job_path: pathlib.Path, workers: int, output: str) -> list[int]:
+    """Runs the workers; an interrupt (Ctrl-C, SIGTERM) stops them and ends the run in one line.
+
+    Raises:
+        RunInterrupted: The run was interrupted.
+    """
+    codes, interrupted = _run_workers(job_path, workers)
+    if interrupted:
+        raise RunInterrupted(
+            f"interrupted: nothing was written to {output}; {job_path} keeps the tasks done, and the same command "
+            "again goes on from them."
+        )
+    return codes
 
 
 def _run_stats(job: JobDir, job_plan: JobPlan, options: PipelineOptions, state: str) -> dict[str, Any]:
@@ -326,5 +499,5 @@ def merge_staged_job(job_dir: str | os.PathLike, output: str, *, overwrite: bool
         plan = plan_output(output, overwrite=overwrite)
     except ConfigurationError as exc:
         raise ElasticError(str(exc)) from None
-    publish_merged(plan, lambda folder: copy_run_outputs(job, job_plan, folder, move=False), stats)
+    publish_merged(plan, lambda folder: lay_out_run_outputs(job, job_plan, folder, link=False), stats)
     return {**report, "output": output, "stats": join(output, STATS_FILE)}

@@ -4,79 +4,77 @@ Task states are those of elastic shards (``done``, ``running``, ``stale``,
 ``pending``, ``failed``, ``damaged``), and task records are read as shard
 records are, so ``retry`` requeues tasks as it requeues shards. A done task
 is ``damaged`` when one of its files is missing or of another size;
-``verify`` also compares every file's SHA-256.
+``verify`` also compares every file's SHA-256. A task whose done record was
+made from files of a task redone since is ``pending``: workers run it again.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import pathlib
 import shutil
-from collections.abc import Iterator
 from typing import Any
 
-from beamtrove.execution.elastic.jobdir import JobDir
-from beamtrove.execution.elastic.status import STATES, DamagedRecord, read_done, read_failed
+from beamtrove.execution.elastic.jobdir import ElasticError, JobDir
+from beamtrove.execution.elastic.status import STATES, DamagedRecord, read_failed
 from beamtrove.execution.staged.plan import JobPlan
-from beamtrove.execution.staged.worker import DATA_DIR, task_id
-from beamtrove.fs import file_sha256
+from beamtrove.execution.staged.tasks import CURRENT, OUTDATED, UNREADABLE, StagedTasks, file_damage
 from beamtrove.stats import merge_stats, order_steps
 
 __all__ = [
-    "copy_run_outputs",
-    "file_damage",
+    "damaged_run_outputs",
     "format_task_status",
-    "run_outputs",
+    "lay_out_run_outputs",
     "staged_stats",
     "task_states",
     "verify_staged",
 ]
 
 
-def _files(job: JobDir, done: dict[str, Any]) -> Iterator[tuple[pathlib.Path, dict[str, Any]]]:
-    for partitions in done["outputs"].values():
-        for entries in partitions.values():
-            for entry in entries:
-                yield job.path / done["attempt"] / DATA_DIR / entry["path"], entry
-
-
-def file_damage(job: JobDir, done: dict[str, Any], *, read: bool) -> str | None:
-    """The first file of a done task that is missing or other than its record says; None when all are intact."""
-    for path, entry in _files(job, done):
-        if not path.is_file():
-            return f"{path} is missing"
-        if path.stat().st_size != entry["bytes"]:
-            return f"{path} is {path.stat().st_size} B, its done record says {entry['bytes']} B"
-        if read and file_sha256(path) != entry["sha256"]:
-            return f"{path} does not have the SHA-256 its done record gives"
-    if done.get("run_output") and not (job.path / done["run_output"]).is_dir():
-        return f"{job.path / done['run_output']} is missing"
-    return None
-
-
 def task_states(job: JobDir, plan: JobPlan, *, read: bool = False) -> list[dict[str, Any]]:
-    """One entry per task, stage by stage: ``id``, ``stage``, ``state``, ``attempts`` and what it did or why not."""
+    """One entry per task, stage by stage: ``id``, ``stage``, ``state``, ``attempts`` and what it did or why not.
+
+    Args:
+        job: The job directory.
+        plan: Its stages.
+        read: Compare every file's SHA-256 with its done record's, not only its size.
+    """
+    tasks = StagedTasks(job, plan)
     timeout = plan.manifest["lock_timeout"]
+    memo: dict[str, str] = {}
     states = []
     for stage in plan.stages:
-        for index in range(plan.tasks(stage)):
-            task = task_id(stage, index)
+        for task in tasks.ids(stage):
             entry = {"id": task, "stage": stage.name, "attempts": len(job.attempts(task)), "records_in": 0}
-            try:
-                done = read_done(job, task)
-                failed = None if done is not None else read_failed(job, task)
-            except DamagedRecord as exc:
-                entry.update(state="damaged", damage=exc.damage, message=str(exc))
-                states.append(entry)
-                continue
-            if done is not None:
-                damage = file_damage(job, done, read=read)
+            state = tasks.state(task, memo)
+            if state == UNREADABLE:
+                try:
+                    tasks.done(task)
+                except DamagedRecord as exc:
+                    entry.update(state="damaged", damage=exc.damage, message=str(exc))
+                    states.append(entry)
+                    continue
+            done = tasks.done(task) if state in (CURRENT, OUTDATED) else None
+            failed = None
+            if done is None:
+                try:
+                    failed = read_failed(job, task)
+                except DamagedRecord as exc:
+                    entry.update(state="damaged", damage=exc.damage, message=str(exc))
+                    states.append(entry)
+                    continue
+            if state == CURRENT:
+                damage = tasks.damage(done, read=read)
                 entry.update(owner=f"{done['host']}:{done['pid']}", records=done["records"], seconds=done["seconds"])
                 entry.update(state="done" if damage is None else "damaged", **({"message": damage} if damage else {}))
             elif failed is not None:
                 entry.update(state="failed", owner=failed["host"], error=failed["error"])
             else:
-                state, claim = job.lock_state(task, timeout)
-                entry["state"] = "pending" if state == "free" else state
+                lock_state, claim = job.lock_state(task, timeout)
+                entry["state"] = "pending" if lock_state == "free" else lock_state
+                if state == OUTDATED:
+                    entry["message"] = "made from files of a task redone since: workers run it again"
                 if claim:
                     entry.update(owner=f"{claim['host']}:{claim['pid']}", since=claim["acquired_at"])
             states.append(entry)
@@ -116,11 +114,10 @@ def verify_staged(job: JobDir, plan: JobPlan, expect_hosts: int | None = None) -
     problems = [f"{entry['id']}: {entry['message']}" for entry in states if entry["state"] == "damaged"]
     complete = not missing and not failed and not problems
     kept = 0
-    producers = {plan.producers[dataset].name: plan.producers[dataset] for dataset in plan.kept}
-    for stage in producers.values():
-        for index in range(plan.tasks(stage)):
-            done = read_done(job, task_id(stage, index)) if complete else None
-            for dataset, partitions in (done or {}).get("outputs", {}).items():
+    if complete:
+        producers = list({plan.producers[dataset].name: plan.producers[dataset] for dataset in plan.kept}.values())
+        for _, done in StagedTasks(job, plan).done_records(producers):
+            for dataset, partitions in done["outputs"].items():
                 if dataset in plan.kept:
                     kept += sum(entry["records"] for entries in partitions.values() for entry in entries)
     return {
@@ -137,39 +134,48 @@ def verify_staged(job: JobDir, plan: JobPlan, expect_hosts: int | None = None) -
 
 def staged_stats(job: JobDir, plan: JobPlan) -> dict[str, Any]:
     """Every done task's step counters added up, in the flow's order."""
-    runs = []
-    for stage in plan.stages:
-        for index in range(plan.tasks(stage)):
-            done = read_done(job, task_id(stage, index))
-            if done is not None:
-                runs.append(done["stats"])
+    runs = [done["stats"] for _, done in StagedTasks(job, plan).done_records()]
     return order_steps(merge_stats(runs), plan.flow.funnel, plan.flow.writers)
 
 
-def run_outputs(job: JobDir, plan: JobPlan) -> list[pathlib.Path]:
-    """The folders where tasks laid out the run's outputs: the write task's, and a staged sink's tasks'."""
-    folders = []
-    for stage in plan.stages:
-        for index in range(plan.tasks(stage)):
-            done = read_done(job, task_id(stage, index))
-            if done is not None and done.get("run_output"):
-                folders.append(job.path / done["run_output"])
-    return folders
+def damaged_run_outputs(job: JobDir, plan: JobPlan) -> list[str]:
+    """The tasks one of whose files laid out for the run (the write task's, a staged sink's) is missing or is not
+    the size and SHA-256 its done record gives: they must run again before the run is published."""
+    tasks = StagedTasks(job, plan)
+    return [
+        task
+        for task, done in tasks.done_records()
+        if any(file_damage(path, entry, read=True) for path, entry in tasks.laid_out(done))
+    ]
 
 
-def copy_run_outputs(job: JobDir, plan: JobPlan, folder: str, *, move: bool) -> None:
-    """Puts what tasks laid out into ``folder`` (a run's staging folder), moved or copied; no two lay out a file.
+def lay_out_run_outputs(job: JobDir, plan: JobPlan, folder: str, *, link: bool) -> None:
+    """Puts what tasks laid out for the run into ``folder`` (a run's staging folder), as their done records list it.
+
+    The files are copied, or hard-linked: the job directory keeps its files
+    until the run is published, so a publish stopped at any point is laid
+    out again from them (check them first with :func:`damaged_run_outputs`).
+
+    Args:
+        job: The job directory.
+        plan: Its stages.
+        folder: Where to lay the files out.
+        link: Hard-link the files where the file system allows it (a run whose job directory goes once it is
+            published), rather than copy them (a job directory that stays, whose files must not change with
+            the published ones).
 
     Raises:
-        FileExistsError: Two tasks laid out the same file.
+        ElasticError: Two tasks laid out the same file.
     """
-    for source in run_outputs(job, plan):
-        for path in sorted(p for p in source.rglob("*") if p.is_file()):
-            target = pathlib.Path(folder) / path.relative_to(source)
+    tasks = StagedTasks(job, plan)
+    for _, done in tasks.done_records():
+        for source, entry in tasks.laid_out(done):
+            target = pathlib.Path(folder) / entry["path"]
             if target.exists():
-                raise FileExistsError(f"{target} is laid out by two tasks (the second: {path}).")
+                raise ElasticError(f"{target} is laid out by two tasks (the second: {source}).")
             target.parent.mkdir(parents=True, exist_ok=True)
-            if move:
-                path.rename(target)
-            else:
-                shutil.copy2(path, target)
+            if link:
+                with contextlib.suppress(OSError):  # another file system, or one without hard links: copied below
+                    os.link(source, target)
+            if not target.exists():
+                shutil.copy2(source, target)

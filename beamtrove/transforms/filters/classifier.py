@@ -17,7 +17,6 @@ import numpy as np
 from beamtrove.document import Document
 from beamtrove.fs import filesystem, is_local
 from beamtrove.options import FRACTION
-from beamtrove.resources import require_on_worker
 from beamtrove.transforms.filters.base import DocumentFilter, Drop, Verdict, load_once
 from beamtrove.transforms.filters.language import load_fasttext_model
 
@@ -191,9 +190,7 @@ class FastTextClassifierFilter(DocumentFilter):
     def _shared_model(self):
         return load_once(
             (FastTextClassifierFilter, self.model_path),
-            lambda: load_fasttext_model(
-                require_on_worker(self.model_path, "The classifier model", "--classifier_model")
-            ),
+            lambda: load_fasttext_model(self.model_path, "The classifier model", "--classifier_model"),
         )
 
     def filter(self, document: Document) -> Verdict:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import io
+import os
 import posixpath
+import struct
 import tempfile
 from collections.abc import Iterable
 from typing import NamedTuple
@@ -11,13 +14,14 @@ from typing import NamedTuple
 import fasttext
 from fsspec.implementations.local import LocalFileSystem
 
+from beamtrove.assets import default_lid_model
 from beamtrove.document import Document
 from beamtrove.fs import filesystem, is_local, open_url
 from beamtrove.options import FRACTION
 from beamtrove.resources import require_on_worker
 from beamtrove.transforms.filters.base import DocumentFilter, Drop, Verdict, load_once
 
-__all__ = ["LanguageFilter", "LanguageScores", "UnknownLanguageError", "load_fasttext_model"]
+__all__ = ["LanguageFilter", "LanguageScores", "UnknownLanguageError", "fasttext_model_problem", "load_fasttext_model"]
 
 _LABEL_PREFIX = "__label__"
 
@@ -30,15 +34,146 @@ class LanguageScores(NamedTuple):
     score: float
 
 
-def load_fasttext_model(path: str):
-    """Loads a fastText model from a local or remote path (a remote one is copied to a local file first)."""
-    fs, local = filesystem(path)
-    if isinstance(fs, LocalFileSystem):
-        return fasttext.load_model(local)
-    # fastText reads only local files: copy a remote model next to the process once.
-    with tempfile.NamedTemporaryFile(suffix=".ftz", delete=False) as copy, open_url(path) as remote:
-        copy.write(remote.read())
-    return fasttext.load_model(copy.name)
+# fastText's binary model (src/fasttext.cc, saveModel): magic and version, then its arguments (12 int32 and a
+# double), its dictionary (3 int32 counts, 2 int64: tokens and pruned entries, -1 if none), its entries (a
+# NUL-terminated word, an int64 count, an int8 type), the pruned-index pairs (2 int32 each), then the input matrix
+# and the output matrix, each after a bool saying whether it is quantized. Little-endian, as every machine fastText
+# runs on.
+_MAGIC = 793712314
+_VERSIONS = (11, 12)
+_HEADER = struct.Struct("<2i")
+_ARGUMENTS = struct.Struct("<12id")
+_DICTIONARY = struct.Struct("<3i2q")
+_ENTRY_TAIL = 9
+_PRUNED_PAIR = 8
+_FLAG = struct.Struct("<?")
+_DENSE = struct.Struct("<2q")
+_QUANTIZED = struct.Struct("<?2qi")
+_QUANTIZER = struct.Struct("<4i")
+_CENTROIDS_PER_DIMENSION = 256
+_FLOAT = 4
+_READ_SIZE = 1 << 16
+
+
+class _Cut(Exception):
+    """The file ends inside the named part of the model."""
+
+
+def fasttext_model_problem(path: str) -> str | None:
+    """What keeps the fastText model file ``path`` from being whole, or None when its every part is there.
+
+    Walks the parts the header describes, reading only their sizes: fastText's loader takes a file cut short, or
+    another file, for a model (and crashes, or predicts from garbage).
+    """
+    with open(path, "rb") as file:
+        size = os.fstat(file.fileno()).st_size
+        part = "header"
+        try:
+            magic, version = _read(file, _HEADER)
+            if magic != _MAGIC or version not in _VERSIONS:
+                return f"it does not start as one (magic {magic}, version {version})"
+            part = "arguments"
+            dimension = _read(file, _ARGUMENTS)[0]
+            part = "dictionary"
+            entries, _, _, _, pruned = _read(file, _DICTIONARY)
+            if min(entries, dimension) < 0:
+                return f"its header holds negative sizes ({entries} words, dimension {dimension})"
+            _skip_entries(file, entries)
+            _skip(file, size, max(pruned, 0) * _PRUNED_PAIR)  # -1: never pruned
+            part = "input matrix"
+            (quantized,) = _read(file, _FLAG)
+            _skip_matrix(file, size, quantized, dimension)
+            part = "output matrix"
+            (quantized_output,) = _read(file, _FLAG)
+            _skip_matrix(file, size, quantized and quantized_output, dimension)
+        except _Cut:
+            return f"the file ends at byte {size}, inside its {part} (a copy cut short?)"
+        except ValueError as bad:
+            return f"its {part} {bad}"
+    return None
+
+
+def _read(file, layout: struct.Struct) -> tuple:
+    data = file.read(layout.size)
+    if len(data) < layout.size:
+        raise _Cut
+    return layout.unpack(data)
+
+
+def _skip(file, size: int, count: int) -> None:
+    """Moves ``count`` bytes on, which the file must hold."""
+    end = file.tell() + count
+    if end > size:
+        raise _Cut
+    file.seek(end)
+
+
+def _skip_entries(file, entries: int) -> None:
+    """Moves past the dictionary's entries: each a NUL-terminated word, then its count and type."""
+    buffer, at = b"", 0
+    for _ in range(entries):
+        while (end := buffer.find(b"\0", at)) < 0 or end + 1 + _ENTRY_TAIL > len(buffer):
+            more = file.read(_READ_SIZE)
+            if not more:
+                raise _Cut
+            buffer, at = buffer[at:] + more, 0
+        at = end + 1 + _ENTRY_TAIL
+    file.seek(at - len(buffer), io.SEEK_CUR)
+
+
+def _skip_matrix(file, size: int, quantized: bool, dimension: int) -> None:
+    """Moves past a dense matrix (rows, columns, floats) or a quantized one (codes and their quantizers)."""
+    if not quantized:
+        rows, columns = _read(file, _DENSE)
+        _check_shape(rows, columns, dimension)
+        _skip(file, size, rows * columns * _FLOAT)
+        return
+    with_norms, rows, columns, codes = _read(file, _QUANTIZED)
+    _check_shape(rows, columns, dimension)
+    if codes < 0:
+        raise ValueError(f"holds a negative code size ({codes})")
+    _skip(file, size, codes)
+    _skip_quantizer(file, size)
+    if with_norms:
+        _skip(file, size, rows)
+        _skip_quantizer(file, size)
+
+
+def _skip_quantizer(file, size: int) -> None:
+    dimension = _read(file, _QUANTIZER)[0]
+    if dimension < 0:
+        raise ValueError(f"holds a quantizer of negative dimension ({dimension})")
+    _skip(file, size, dimension * _CENTROIDS_PER_DIMENSION * _FLOAT)
+
+
+def _check_shape(rows: int, columns: int, dimension: int) -> None:
+    if rows < 0 or columns != dimension:
+        raise ValueError(f"is {rows} x {columns}, where the model's dimension is {dimension}")
+
+
+def load_fasttext_model(path: str, what: str, option: str):
+    """Loads the fastText model at ``path``, local or remote (a remote one is copied to a local file first).
+
+    Args:
+        path: The model file.
+        what: What it is, e.g. ``"The language-ID model"``.
+        option: The option that gives it, e.g. ``"--lid_model"``.
+
+    Raises:
+        MissingOnWorker: This process does not have it (see :func:`~beamtrove.resources.require_on_worker`).
+        ValueError: It is not a whole fastText model (fastText's loader would crash on it, or load garbage).
+    """
+    fs, local = filesystem(require_on_worker(path, what, option))
+    if not isinstance(fs, LocalFileSystem):
+        # fastText reads only local files: copy a remote model next to the process once.
+        with tempfile.NamedTemporaryFile(suffix=".ftz", delete=False) as copy, open_url(path) as remote:
+            copy.write(remote.read())
+        local = copy.name
+    problem = fasttext_model_problem(local)
+    if problem is not None:
+        fetch = " (`beamtrove assets fetch` fetches it again)" if local == default_lid_model() else ""
+        raise ValueError(f"{what} {path} ({option}) is not a whole fastText model: {problem}; replace it{fetch}.")
+    return fasttext.load_model(local)
 
 
 class UnknownLanguageError(ValueError):
@@ -119,7 +254,7 @@ class LanguageFilter(DocumentFilter):
     def _shared_model(self):
         return load_once(
             (LanguageFilter, self.model_path),
-            lambda: load_fasttext_model(require_on_worker(self.model_path, "The language-ID model", "--lid_model")),
+            lambda: load_fasttext_model(self.model_path, "The language-ID model", "--lid_model"),
         )
 
     def score(self, text: str, language: str) -> float:

@@ -23,7 +23,8 @@ class ReadWarc(FileReader):
     the documents, ``skipped.<type>_record`` other record types,
     ``skipped.non_html_payload``, ``skipped.empty_payload``,
     ``skipped.payload_too_large``, and ``errors.corrupt_archive``,
-    ``errors.truncated_record``, ``errors.undecodable``.
+    ``errors.truncated_record``, ``errors.truncated`` (a file cut inside a
+    gzip member), ``errors.undecodable``.
     """
 
     def __init__(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import shutil
 
 import pytest
 
@@ -17,10 +18,15 @@ from tests.execution.elastic.conftest import start_worker
 
 @pytest.fixture(scope="module")
 def done_job(review_jsonl, tmp_path_factory) -> pathlib.Path:
-    """A job of two shards of real reviews, one with a malformed row, with summary statistics, done by one worker."""
-    job = tmp_path_factory.mktemp("merge") / "job"
+    """A job of two shards of real reviews, one with a malformed row, with summary statistics, done by one worker.
+
+    Its input is a folder of its own, beside it: ``input/``.
+    """
+    folder = tmp_path_factory.mktemp("merge")
+    job = folder / "job"
+    shutil.copytree(review_jsonl, folder / "input")
     prepare = beamtrove_here(
-        "elastic", "prepare", "--pipeline", "convert", "--input", str(review_jsonl), "--job-dir", str(job),
+        "elastic", "prepare", "--pipeline", "convert", "--input", str(folder / "input"), "--job-dir", str(job),
         "--num-shards", "2", "--", "--summary_stats", "doc",
     )  # fmt: skip
     assert prepare.returncode == 0, prepare.stderr[-3000:]
@@ -111,9 +117,10 @@ def test_overwrite_replaces_what_the_output_folder_held(done_job, tmp_path, caps
     output = tmp_path / "merged"
     _old_folder(output)
     assert main(["elastic", "merge", "--job-dir", str(done_job), "--output", str(output)]) == 2
-    assert capsys.readouterr().err.startswith(
-        f"beamtrove: error: --output {output} already holds documents, stats.json: choose another --output, pass "
-        "--overwrite"
+    # Only options merge has: no --resumable.
+    assert capsys.readouterr().err == (
+        f"beamtrove: error: --output {output} already holds documents, stats.json: choose another --output, or pass "
+        "--overwrite to replace it once this run succeeds.\n"
     )
     assert main(["elastic", "merge", "--job-dir", str(done_job), "--output", str(output), "--overwrite"]) == 0
     assert len(jsonl_lines(sorted((output / "documents").iterdir()))) == 600
@@ -132,15 +139,81 @@ def test_a_merge_stopped_while_publishing_is_finished_by_the_next_one(done_job, 
         if step == "moved_in documents":
             raise KeyboardInterrupt
 
-    monkeypatch.setattr("beamtrove.execution.output_publish._reached", stop)
+    monkeypatch.setattr("beamtrove.execution.output_publish.reached", stop)
     with pytest.raises(KeyboardInterrupt):
         merge_job(done_job, output, overwrite=True)
     # The old outputs are aside, the merged dead letters and documents in place; the stats still staged.
     assert sorted(path.name for path in output.iterdir()) == [".beamtrove-staging", "dead_letters", "documents"]
-    monkeypatch.setattr("beamtrove.execution.output_publish._reached", lambda step: None)
+    monkeypatch.setattr("beamtrove.execution.output_publish.reached", lambda step: None)
     with pytest.raises(Exception, match="already holds"):
         merge_job(done_job, output)
     assert f"{output}: finished publishing the outputs of a run stopped while publishing them" in caplog.text
     assert len(jsonl_lines(sorted((output / "documents").iterdir()))) == 600
     assert json.loads((output / "stats.json").read_text())["elastic"]["documents"] == 600
     assert sorted(path.name for path in output.iterdir()) == [*_RUN_FOLDER]
+
+
+def _merge(job: pathlib.Path, output: pathlib.Path, *extra: str) -> int:
+    return main(["elastic", "merge", "--job-dir", str(job), "--output", str(output), *extra])
+
+
+def _listing(folder: pathlib.Path) -> list[str]:
+    return sorted(str(path.relative_to(folder)) for path in folder.rglob("*"))
+
+
+def test_merge_refuses_an_output_that_overlaps_the_job_input(done_job, capsys):
+    inputs = done_job.parent / "input"
+    before = _listing(inputs)
+    # Inside the input folder: the next run over that input would read the merged documents as well.
+    assert _merge(done_job, inputs / "merged") == 2
+    assert capsys.readouterr().err == (
+        f"beamtrove: error: --output {inputs / 'merged'} is inside the input folder {inputs}: the next run over that "
+        "input would read this run's results. Write to a folder outside the input.\n"
+    )
+    # Around the input: --overwrite would delete it.
+    assert _merge(done_job, inputs, "--overwrite") == 2
+    assert capsys.readouterr().err == (
+        f"beamtrove: error: The input {inputs / 'reviews-0.jsonl'} is inside --output {inputs}: a run must not read "
+        "what it writes. Write to another --output.\n"
+    )
+    assert _listing(inputs) == before
+
+
+def test_merge_never_writes_onto_its_job_directory(done_job, tmp_path, capsys):
+    # A copy, so that the job the other tests merge stays whole whatever this one does.
+    job = tmp_path / "jobs" / "job"
+    shutil.copytree(done_job, job)
+    before = _listing(job)
+    for output, extra in ((tmp_path / "jobs", "--overwrite"), (job, "--overwrite"), (job / "merged", None)):
+        assert _merge(job, output, *filter(None, [extra])) == 2
+        err = capsys.readouterr().err
+        assert err == (
+            f"beamtrove: error: --job-dir {job} is inside --output {output}: a run must not write where it reads, and "
+            "--overwrite would delete it. Move it out of the output folder, or write to another --output.\n"
+            if output != job / "merged"
+            else f"beamtrove: error: --output {output} is inside --job-dir {job}: a run must not write where it "
+            "reads. Write to a folder outside it.\n"
+        ), output
+        assert _listing(job) == before
+    assert _merge(job, tmp_path / "merged") == 0
+    assert len(jsonl_lines(sorted((tmp_path / "merged" / "documents").iterdir()))) == 600
+
+
+def test_merging_a_staged_job_makes_the_same_checks(review_jsonl, tmp_path, capsys):
+    inputs, job = tmp_path / "data" / "input", tmp_path / "jobs" / "job"
+    shutil.copytree(review_jsonl, inputs)
+    prepare = ["elastic", "prepare", "--pipeline", "dedup", "--input", str(inputs), "--job-dir", str(job)]
+    assert main([*prepare, "--num-shards", "2", "--", "--dedup", "exact"]) == 0
+    before = _listing(tmp_path)
+    capsys.readouterr()
+    # Checked before anything of the job is: it has not run yet.
+    assert _merge(job, job.parent, "--overwrite") == 2
+    assert capsys.readouterr().err.startswith(f"beamtrove: error: --job-dir {job} is inside --output {job.parent}: ")
+    assert _merge(job, inputs.parent, "--overwrite") == 2
+    assert capsys.readouterr().err.startswith(
+        f"beamtrove: error: The input {inputs / 'reviews-0.jsonl'} is inside --output {inputs.parent}: "
+    )
+    # An output inside the folder the job's input was read from: the next run over that folder would read it.
+    assert _merge(job, inputs / "merged") == 2
+    assert f"--output {inputs / 'merged'} is inside the input folder {inputs}" in capsys.readouterr().err
+    assert _listing(tmp_path) == before

@@ -104,7 +104,7 @@ def test_the_manifest_records_configuration_runner_and_limits(review_jsonl, tmp_
 @pytest.mark.parametrize(
     ("pipeline", "args", "message"),
     [
-        ("decont_index", [], "decont_index pipeline's write_index step has no staged form"),
+        ("decont_index", [], "decont_index pipeline needs its whole input at once (an index holds"),
         ("convert", ["--skip", "3"], "--skip counts documents across the whole input"),
         ("convert", ["--output", "/tmp/x"], "--output is set by the workers"),
         ("convert", ["--output_format", "parquet"], "merged as JSONL part files"),
@@ -176,3 +176,13 @@ def test_a_staged_job_refuses_an_attempt_timeout_its_workers_cannot_keep(review_
     with pytest.raises(ElasticError, match="--attempt-timeout cannot stop one, drop it"):
         prepare_job(tmp_path / "job", "dedup", [str(review_jsonl)], 2, ["--dedup", "exact"], attempt_timeout=30)
     assert not (tmp_path / "job").exists()
+
+
+@pytest.mark.parametrize(("pipeline", "args"), [("convert", []), ("dedup", ["--dedup", "exact"])])
+def test_an_empty_jsonl_input_is_prepared_as_a_run_reads_it(tmp_path, pipeline, args):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    manifest, created = prepare_job(tmp_path / "job", pipeline, [str(empty)], 1, args)
+    assert created and manifest["inputs"][0]["records"] == 0
+    # One read of the file, of no record: a run over it finishes with 0 documents, as `beamtrove run` does.
+    assert [(shard["records"], shard["bytes"]) for shard in manifest["shards"]] == [(0, 0)]

@@ -16,8 +16,8 @@ import threading
 import pytest
 
 from beamtrove.execution.elastic import JobDir
-from beamtrove.execution.elastic.jobdir import MANIFEST, MANIFEST_CHECKSUM, sha256_of
-from beamtrove.execution.elastic.worker import ATTEMPT_FILE, run_worker
+from beamtrove.execution.elastic.jobdir import ATTEMPT_FILE, MANIFEST, MANIFEST_CHECKSUM, sha256_of
+from beamtrove.execution.elastic.worker import run_worker
 from tests.conftest import beamtrove_here, jsonl_lines, wait_for
 from tests.execution.elastic.conftest import LID_MODEL, fineweb_assets, process_state, single_run_lines, start_worker
 
@@ -164,7 +164,12 @@ def test_sigterm_frees_the_shard_at_once_without_spending_an_attempt(review_json
     attempt = wait_for(lambda: next((job / "attempts").glob("*/*/attempt.json"), None), what="an attempt")
     wait_for(lambda: json.loads(attempt.read_text()).get("child_pid"), what="the pipeline process")
     worker.send_signal(signal.SIGTERM)
-    assert worker.wait(timeout=60) == 2
+    # As a shell reports a process SIGTERM ended: 128 + 15.
+    assert worker.wait(timeout=60) == 143
+    assert (
+        "stopped by SIGTERM; the interrupted shard is free for other workers"
+        in (tmp_path / "worker-preempted.log").read_text()
+    )
     assert json.loads(attempt.read_text())["status"] == "interrupted"
     assert not list((job / "locks").glob("*.lock"))
     # With no retries allowed, the interrupted attempt must not count as the shard's one attempt.
@@ -416,3 +421,19 @@ def test_a_done_record_replaced_by_garbage_is_damaged_named_with_its_retry_and_r
     assert beamtrove_here("elastic", "verify", "--job-dir", str(job)).returncode == 0
     after = _merge(job, tmp_path / "after")
     assert after == before and sorted(after) == single_convert
+
+
+def test_a_model_replaced_after_prepare_is_refused_before_any_shard(warc_set, tmp_path):
+    model = tmp_path / "lid.176.ftz"
+    shutil.copy(LID_MODEL, model)
+    job = tmp_path / "job"
+    _prepare(job, "fineweb", str(warc_set / "*.warc.gz"), 2, args=["--lid_model", str(model), *fineweb_assets()[2:]])
+    manifest = json.loads((job / "manifest.json").read_text())
+    assert {"--lid_model", "--url_blocklist"} <= {entry["option"] for entry in manifest["reads"]}
+    # Another model under the same name: shards run before and after would disagree.
+    model.write_bytes(model.read_bytes() + b"\0")
+    worker = start_worker(job, "node")
+    assert worker.wait(timeout=120) == 2
+    log = (tmp_path / "worker-node.log").read_text()
+    assert f"--lid_model {model} holds other contents than when the job was prepared" in log
+    assert "Traceback" not in log and not list((job / "attempts").iterdir())

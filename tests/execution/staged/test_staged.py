@@ -6,7 +6,6 @@ import contextlib
 import json
 import os
 import pathlib
-import random
 import re
 import shutil
 import signal
@@ -17,84 +16,14 @@ import apache_beam as beam
 import pytest
 
 from beamtrove.cli import main
+from beamtrove.fs import file_sha256
 from beamtrove.layout import STAGED_JOB_DIR
 from beamtrove.pipelines import dedup as dedup_pipeline
-from tests.conftest import beamtrove, beamtrove_here, jsonl_rows, near_copy, run_worker_array, wait_for
+from tests.conftest import beamtrove, beamtrove_here, run_worker_array, wait_for
 from tests.execution.conftest import processes_mentioning
 from tests.execution.elastic.conftest import start_worker
-
-#: The dedup steps most runs use. The input's near duplicates are pairs: a few connected-components rounds
-#: converge (the test checks none is left unconverged), and each unrolled round costs a task seconds.
-EVERY_STEP = [
-    "--dedup", "exact,url,minhash,sentence", "--cluster_map", "--minhash_threshold", "0.8", "--max_cc_rounds", "4"
-]  # fmt: skip
-EXACT = ["--dedup", "exact", "--cluster_map"]
-#: Bytes one task holds: with about 1.3 MB of reviews, 4 partitions or more.
-MEMORY = str(2 << 20)
-
-
-@pytest.fixture(scope="module")
-def corpus(movie_reviews, tmp_path_factory) -> pathlib.Path:
-    """352 real reviews in two plain JSONL files: 300 originals, 20 exact copies, 12 URL copies, 20 2 % near copies.
-
-    The rows are shuffled, so copies and what they copy fall in either file and before or after each other.
-    """
-    texts = list(movie_reviews.values())
-    rows = [
-        {"id": f"review-{n:03d}", "text": texts[n], "metadata": {"url": f"https://reviews.example/{n:03d}"}}
-        for n in range(300)
-    ]
-    rows += [
-        {"id": f"review-{n:03d}-exact", "text": texts[n], "metadata": {"url": f"https://mirror.example/{n:03d}"}}
-        for n in range(0, 200, 10)
-    ]
-    # The same page as an original, spelled otherwise, with a review of its own.
-    rows += [
-        {
-            "id": f"review-{n:03d}-url",
-            "text": texts[300 + k],
-            "metadata": {"url": f"https://www.REVIEWS.example/{n:03d}/"},
-        }
-        for k, n in enumerate(range(5, 125, 10))
-    ]
-    rows += [
-        {
-            "id": f"review-{n:03d}-near",
-            "text": near_copy(texts[n], 0.02, seed=n),
-            "metadata": {"url": f"https://near.example/{n:03d}"},
-        }
-        for n in range(3, 203, 10)
-    ]
-    random.Random(7).shuffle(rows)
-    folder = tmp_path_factory.mktemp("staged-input")
-    for part in range(2):
-        with (folder / f"part-{part}.jsonl").open("w", encoding="utf-8") as out:
-            out.writelines(json.dumps(row) + "\n" for row in rows[part::2])
-    return folder
-
-
-def dedup_argv(corpus: pathlib.Path, output: pathlib.Path, *options: str) -> list[str]:
-    return ["run", "dedup", "--input", str(corpus), "--output", str(output), "--progress_interval", "0", *options]
-
-
-def staged(workers: int) -> list[str]:
-    return ["--staged", "--workers", str(workers), "--memory", MEMORY]
-
-
-@pytest.fixture(scope="module")
-def one_pipeline(corpus, tmp_path_factory) -> pathlib.Path:
-    """Every step in one pipeline."""
-    output = tmp_path_factory.mktemp("one") / "out"
-    assert main(dedup_argv(corpus, output, *EVERY_STEP)) == 0
-    return output
-
-
-@pytest.fixture(scope="module")
-def one_pipeline_exact(corpus, tmp_path_factory) -> pathlib.Path:
-    """Exact dedup alone in one pipeline."""
-    output = tmp_path_factory.mktemp("one-exact") / "out"
-    assert main(dedup_argv(corpus, output, *EXACT)) == 0
-    return output
+from tests.execution.staged.conftest import EVERY_STEP, EXACT, assert_same_run, dedup_argv, run_rows, staged, step_stats
+from tests.execution.staged.test_records import pickle_frame
 
 
 @pytest.fixture(scope="module")
@@ -103,38 +32,6 @@ def staged_run(corpus, tmp_path_factory) -> pathlib.Path:
     output = tmp_path_factory.mktemp("staged") / "out"
     assert main(dedup_argv(corpus, output, *EVERY_STEP, *staged(2))) == 0
     return output
-
-
-def run_rows(folder: pathlib.Path) -> dict[str, list[str]]:
-    """Every row of a run folder (whole, as sorted JSON) by part: documents, each step's exclusions and clusters."""
-    parts = {"documents": folder / "documents"}
-    for kind in ("excluded", "clusters"):
-        parts |= {f"{kind}/{step.name}": step for step in sorted((folder / kind).glob("*")) if step.is_dir()}
-    return {name: sorted(json.dumps(row, sort_keys=True) for row in jsonl_rows(path)) for name, path in parts.items()}
-
-
-def step_stats(folder: pathlib.Path) -> dict[str, dict]:
-    """Each step's counters and distributions in ``stats.json``, without what is laid out otherwise.
-
-    Writers make other files (so other bytes) in another layout.
-    """
-    steps = json.loads((folder / "stats.json").read_text())["steps"]
-    return {
-        step: {
-            "counters": {
-                name: value
-                for name, value in entry["counters"].items()
-                if not (name in ("bytes", "files") and step.lower().startswith("write"))
-            },
-            "distributions": entry["distributions"],
-        }
-        for step, entry in steps.items()
-    }
-
-
-def assert_same_run(folder: pathlib.Path, expected: pathlib.Path) -> None:
-    assert run_rows(folder) == run_rows(expected)
-    assert step_stats(folder) == step_stats(expected)
 
 
 def test_staged_every_step_gives_the_one_pipeline_run(staged_run, one_pipeline):
@@ -273,6 +170,24 @@ def test_elastic_retry_redoes_a_partition_file_verify_finds_changed(elastic_job,
     assert_same_run(merged, one_pipeline_exact)
 
 
+def test_the_files_laid_out_for_the_run_are_verified_before_a_merge(elastic_job, one_pipeline_exact, tmp_path, capsys):
+    job = tmp_path / "job"
+    shutil.copytree(elastic_job, job)
+    # The write task's documents cut to their first rows, as by a disk that filled up.
+    (documents,) = job.glob("attempts/write-*/*/output/documents/*.jsonl.gz")
+    documents.write_bytes(documents.read_bytes()[:200])
+    capsys.readouterr()
+    assert main(["elastic", "verify", "--job-dir", str(job)]) == 2
+    assert f"damaged: write-00000: {documents} is 200 B, its done record says " in capsys.readouterr().out
+    assert main(["elastic", "merge", "--job-dir", str(job), "--output", str(tmp_path / "refused")]) == 2
+    assert "damaged: write-00000" in capsys.readouterr().err and not (tmp_path / "refused").exists()
+    assert main(["elastic", "retry", "--job-dir", str(job), "--all-damaged"]) == 0
+    assert start_worker(job, "node-d").wait(timeout=300) == 0
+    merged = tmp_path / "merged"
+    assert main(["elastic", "merge", "--job-dir", str(job), "--output", str(merged)]) == 0
+    assert_same_run(merged, one_pipeline_exact)
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [
@@ -327,3 +242,29 @@ def test_a_slurm_array_runs_a_staged_job_to_the_one_pipeline_run(slurm, corpus, 
     assert beamtrove_here("elastic", "merge", "--job-dir", str(job), "--output", str(merged)).returncode == 0
     assert run_rows(merged) == run_rows(one_pipeline_exact)
     assert step_stats(merged) == step_stats(one_pipeline_exact)
+
+
+def test_a_partition_file_rewritten_as_a_pickle_runs_no_code_on_the_workers(elastic_job, tmp_path):
+    # Whoever can write to a job directory on a shared file system can rewrite a done task's partition file, and
+    # its done record to match: the workers that read it must not run what it holds.
+    job = tmp_path / "job"
+    shutil.copytree(elastic_job, job)
+    marker = tmp_path / "ran"
+    rewritten = next(path for path in sorted(job.glob("attempts/read*/*/data/**/*.rec")) if "keyed" in str(path))
+    rewritten.write_bytes(pickle_frame(marker))
+    done_path = job / "done" / f"{rewritten.relative_to(job / 'attempts').parts[0]}.json"
+    done = json.loads(done_path.read_text())
+    for files in done["outputs"].values():
+        for entries in files.values():
+            for entry in entries:
+                if job / done["attempt"] / "data" / entry["path"] == rewritten:
+                    entry.update(records=1, bytes=rewritten.stat().st_size, sha256=file_sha256(rewritten))
+    done_path.write_text(json.dumps(done))
+    # The stages after the read are still to run.
+    for later in (job / "done").glob("*.json"):
+        if not later.name.startswith("read"):
+            later.unlink()
+    start_worker(job, "node-d").wait(timeout=300)
+    assert not marker.exists()
+    log = (tmp_path / "worker-node-d.log").read_text()
+    assert f"{rewritten} holds no record at byte 0 (unknown tag 128): the file was changed or damaged." in log

@@ -10,6 +10,9 @@ inaugural addresses) as ``hq`` against the gold text of real web articles
 from __future__ import annotations
 
 import math
+import pathlib
+import subprocess
+import sys
 
 import apache_beam as beam
 import pytest
@@ -143,3 +146,19 @@ def test_the_filter_pipeline_builds_the_classifier_with_the_labels_given(model, 
     assert keeping.steps[0].fn._rule.keep_labels == (("hq", 0.5), ("lq", 0.0))
     removing = filter_pipeline.flow(parse(filter_pipeline, [*argv, "--classifier_remove_labels=lq:1"]))
     assert (removing.steps[0].fn._rule.keep_labels, removing.steps[0].fn._rule.remove_labels) == ((), (("lq", 1.0),))
+
+
+def test_a_classifier_model_cut_short_fails_the_run_in_one_line_naming_it(model, review_jsonl, tmp_path):
+    # fastText loaded the cut model, its missing rows as garbage, and the run went on classifying with it.
+    whole = pathlib.Path(model).read_bytes()
+    cut = tmp_path / "speeches.bin"
+    cut.write_bytes(whole[: len(whole) // 2])
+    command = [sys.executable, "-m", "beamtrove", "run", "filter", "--steps", "classifier", "--classifier_model",
+               str(cut), "--input", str(review_jsonl), "--output", str(tmp_path / "out")]  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    assert (result.returncode, result.stderr) == (
+        2,
+        f"beamtrove: error: The classifier model {cut} (--classifier_model) is not a whole fastText model: the file "
+        f"ends at byte {len(whole) // 2}, inside its input matrix (a copy cut short?); replace it.\n",
+    )
+    assert not (tmp_path / "out").exists()

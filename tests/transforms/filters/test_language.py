@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import pathlib
 import re
+import subprocess
+import sys
 import zipfile
 
 import apache_beam as beam
 import pytest
 from apache_beam.testing.util import assert_that, equal_to
 
+from beamtrove.assets import fetch_assets
 from beamtrove.cli import main
 from beamtrove.document import Document
 from beamtrove.transforms.filters import Drop, Filter, LanguageFilter
@@ -122,6 +127,50 @@ def test_a_language_name_instead_of_a_code_fails_the_fineweb_run_before_any_work
 def test_missing_model_is_reported(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"lid\.176"):
         LanguageFilter(str(tmp_path / "lid.176.ftz"))
+
+
+# Where lid.176.ftz's parts end: header 8, arguments 64, dictionary (7,411 entries and 42,765 pruned pairs), the
+# quantized input matrix, the output matrix (176 x 16 floats, the last 11,265 bytes).
+@pytest.mark.parametrize(
+    ("size", "part"),
+    [(0, "header"), (7, "header"), (40, "arguments"), (70_000, "dictionary"), (500_000, "input matrix"),
+     (938_012, "output matrix")],
+)  # fmt: skip
+def test_a_model_cut_short_is_refused_naming_the_part_the_file_and_the_option(model_path, tmp_path, size, part):
+    # fastText's loader loops for ever on a dictionary cut short, and loads a cut matrix as garbage.
+    cut = tmp_path / "lid.176.ftz"
+    cut.write_bytes(pathlib.Path(model_path).read_bytes()[:size])
+    message = (
+        f"The language-ID model {cut} (--lid_model) is not a whole fastText model: the file ends at byte {size}, "
+        f"inside its {part} (a copy cut short?); replace it."
+    )
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        LanguageFilter(str(cut))
+
+
+def test_a_file_that_is_no_fasttext_model_is_refused(data_dir, tmp_path):
+    not_a_model = require(data_dir / "tokenizers" / "gpt2" / "tokenizer.json")
+    with pytest.raises(ValueError, match=r"is not a whole fastText model: it does not start as one \(magic \d+"):
+        LanguageFilter(str(not_a_model))
+
+
+def test_fineweb_with_a_cached_model_cut_short_fails_in_one_line_naming_it(model_path, data_dir, tmp_path):
+    # A cut lid.176.ftz in the assets cache was "present", and fineweb died of a segfault (139) in 2 runs of 3.
+    cache = tmp_path / "assets"
+    cached = fetch_assets(["lid176"], pathlib.Path(model_path).parent, cache)["lid176"]
+    cached.write_bytes(pathlib.Path(model_path).read_bytes()[:500_000])
+    warc = require(data_dir / "warc" / "cc-main-2024-22_whirlwind.warc.gz")
+    command = [sys.executable, "-m", "beamtrove", "run", "fineweb", "--input", str(warc), "--output",
+               str(tmp_path / "out"), "--url_blocklist", str(require(data_dir / "blocklists" / "ut1"))]  # fmt: skip
+    environment = {**os.environ, "BEAMTROVE_ASSETS": str(cache)}
+    result = subprocess.run(command, capture_output=True, text=True, env=environment, timeout=600, check=False)
+    assert (result.returncode, result.stderr) == (
+        2,
+        f"beamtrove: error: The language-ID model {cached} (--lid_model) is not a whole fastText model: the file "
+        "ends at byte 500000, inside its input matrix (a copy cut short?); replace it (`beamtrove assets fetch` "
+        "fetches it again).\n",
+    )
+    assert not (tmp_path / "out").exists()
 
 
 def read_declaration(code: str, zip_path: str) -> Document:

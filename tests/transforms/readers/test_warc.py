@@ -255,12 +255,16 @@ def test_files_warcio_rejects_are_dead_lettered_with_offsets(data_dir):
     }
 
 
-def test_a_corrupt_gzip_member_costs_one_record_and_reading_resumes(data_dir, tmp_path):
+# Damage within the first block warcio reads of a member, and past it: there warcio printed the error and ended
+# the file, losing the 32 records after it and calling the damaged one truncated.
+@pytest.mark.parametrize("into_member", [300, 1679])
+def test_a_corrupt_gzip_member_costs_one_record_and_reading_resumes(data_dir, tmp_path, into_member):
     source = require(data_dir / "warc" / "cc-main-2020-34_resiliparse_warcfile.warc.gz")
     damaged = tmp_path / "damaged.warc.gz"
     data = bytearray(source.read_bytes())
     # The response of http://044545.com/... is the gzip member at 48321; spoil its deflate stream.
-    data[48321 + 300 : 48321 + 340] = b"\xff" * 40
+    spoiled = slice(48321 + into_member, 48321 + into_member + 40)
+    data[spoiled] = bytes(byte ^ 0xFF for byte in data[spoiled])
     damaged.write_bytes(bytes(data))
     intact_urls = sorted(r.url for r in expected_documents(warcio_records(source)))
     lost = "http://044545.com/topic/20200207/015849.html"
