@@ -23,6 +23,8 @@ from apache_beam.options.pipeline_options import (
 )
 
 from beamtrove.configuration import ConfigurationError, SuggestingParser, did_you_mean
+from beamtrove.execution.direct_workers import DEFAULT_DIRECT_WORKERS, direct_workers_given
+from beamtrove.execution.runner_parts import runner_kind
 
 if TYPE_CHECKING:
     from beamtrove.pipelines.spec import PipelineSpec
@@ -84,6 +86,10 @@ def _owners_elsewhere(spec: PipelineSpec) -> dict[str, list[str]]:
 def parse(spec: PipelineSpec, argv: Sequence[str]) -> PipelineOptions:
     """The pipeline options ``argv`` sets for the pipeline ``spec``, after checking every argument.
 
+    On the DirectRunner, arguments that name neither its running mode nor
+    its worker count run the pipeline in worker processes, as many as the
+    machine and the input allow (:mod:`beamtrove.execution.direct_workers`).
+
     Args:
         spec: The pipeline the options are for.
         argv: Its arguments, as ``beamtrove run NAME`` takes them: the
@@ -111,6 +117,10 @@ def parse(spec: PipelineSpec, argv: Sequence[str]) -> PipelineOptions:
             f"(see beamtrove run {spec.name} --help)."
         )
     options = PipelineOptions(argv)
+    runner = options.view_as(StandardOptions).runner or "DirectRunner"
+    if isinstance(runner, str) and runner_kind(runner) == "direct" and not direct_workers_given(argv):
+        direct = options.view_as(DirectOptions)
+        direct.direct_running_mode, direct.direct_num_workers = "multi_processing", DEFAULT_DIRECT_WORKERS
     if spec.output_formats:
         spec.output_format(options)
     worker = options.view_as(WorkerOptions)

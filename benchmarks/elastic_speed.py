@@ -3,10 +3,11 @@
 Builds a WARC set with make_warc.py (unless it exists), then measures, one
 after the other on this machine:
 
-* DataTrove 0.10.1's FineWeb stack on LocalPipelineExecutor(tasks=4,
-  workers=2), in its venv (``benchmarks.fineweb_runs``);
-* ``beamtrove run fineweb`` once over the whole input (DirectRunner,
-  multi_processing, 2 workers);
+* DataTrove 0.10.1's FineWeb stack on LocalPipelineExecutor(tasks=4) with
+  the workers a plain beamtrove run forks here, in its venv
+  (``benchmarks.fineweb_runs``);
+* ``beamtrove run fineweb`` once over the whole input, as a user types it
+  (the DirectRunner's workers are those beamtrove picks for the machine);
 * ``beamtrove elastic``: prepare (scan, hash, cut shards), ``--workers``
   worker processes started together (each runs every shard it claims with
   its own in-memory DirectRunner), then merge (verify and concatenate);
@@ -44,8 +45,8 @@ from benchmarks.common import (
     warc_set_of,
 )
 from benchmarks.fineweb_runs import (
-    TWO_WORKERS,
     beamtrove_counts,
+    default_run_workers,
     fineweb_prerequisites,
     run_beamtrove_fineweb,
     run_datatrove_fineweb,
@@ -67,12 +68,13 @@ def main() -> None:
 
     print("running DataTrove's FineWeb stack", file=sys.stderr)
     run = run_datatrove_fineweb(python, warc_dir, workdir / "datatrove", workdir / "datatrove.log")
-    table["DataTrove 0.10.1 (4 tasks, 2 workers)"] = (run.docs_read, run.wall, run.monitor.peak_pss)
+    workers = default_run_workers(warc_dir)
+    table[f"DataTrove 0.10.1 (4 tasks, {workers} workers)"] = (run.docs_read, run.wall, run.monitor.peak_pss)
 
     print("running beamtrove fineweb once over the whole input", file=sys.stderr)
     single = workdir / "single"
-    run = run_beamtrove_fineweb(beamtrove, warc_dir, single, workdir / "single.log", *TWO_WORKERS)
-    table["beamtrove run (multi_processing, 2 workers)"] = (run.docs_read, run.wall, run.monitor.peak_pss)
+    run = run_beamtrove_fineweb(beamtrove, warc_dir, single, workdir / "single.log")
+    table[f"beamtrove run ({workers} workers)"] = (run.docs_read, run.wall, run.monitor.peak_pss)
 
     print(f"running beamtrove elastic: prepare, {args.workers} workers, merge", file=sys.stderr)
     out = workdir / "elastic"

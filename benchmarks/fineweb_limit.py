@@ -8,14 +8,16 @@ the other on this machine:
   makes (the WARC parser, the URL filter, the language screen when screened,
   trafilatura, the language filter and the Gopher, C4 and FineWeb quality
   filters, each built from the pipeline's own parsed options) on the same
-  pages, in a plain pool of 2 forked processes taking a WARC file each: no
-  Beam, no extraction sandbox, nothing written, nothing counted, its
-  process tree sampled for memory as the runs' are;
-* ``beamtrove run fineweb`` the ordinary way and with ``--language_screen``
-  (the default threshold unless told), DirectRunner multi_processing with 2
-  workers;
+  pages, in a plain pool of forked processes taking a WARC file each, as many
+  as the workers a plain ``beamtrove run fineweb`` forks here (2 on a 2-core
+  machine): no Beam, no extraction sandbox, nothing written, nothing counted,
+  its process tree sampled for memory as the runs' are;
+* ``beamtrove run fineweb`` as a user types it, the language screen on at
+  its default (or with ``--language_screen`` when ``--screen`` names another
+  threshold), and with ``--no_language_screen``: no runner option, so the
+  DirectRunner's workers are the ones beamtrove picks for the machine;
 * DataTrove 0.10.1's FineWeb stack as its FineWeb example sets it, on
-  LocalPipelineExecutor(tasks=4, workers=2), in its venv.
+  LocalPipelineExecutor(tasks=4) with as many workers, in its venv.
 
 Prints each run's wall, beamtrove's wall as a multiple of its limit's, the
 speed of each beamtrove run as a multiple of DataTrove's, and the kept-set
@@ -24,8 +26,8 @@ is a page whose extraction timed out in the sandbox) and against DataTrove's
 English documents. Then where beamtrove's time goes: per stage, the CPU
 seconds the limit's workers spent on it beside the seconds the runner measured
 in beamtrove's step, and what no step accounts for (Beam's start-up and the
-moves between steps, over 2 workers). Run nothing else meanwhile: 2 cores are
-shared.
+moves between steps, over the workers). Run nothing else meanwhile: the
+cores are shared.
 
 Each seed's runs are made ``--rounds`` times over, one round after the
 other; in a round each limit runs right before its beamtrove run, then
@@ -85,7 +87,7 @@ from benchmarks.common import (
 )
 from benchmarks.fineweb_parity import datatrove_reader
 from benchmarks.fineweb_runs import (
-    TWO_WORKERS,
+    default_run_workers,
     fineweb_prerequisites,
     read_outcome,
     run_beamtrove_fineweb,
@@ -99,16 +101,17 @@ _LANGUAGE = "language_filter"
 # Filters of one document at a time (batch size 1): beamtrove's fused steps pass each document through them in turn.
 _QUALITY = ("gopher_repetition", "gopher_quality", "c4_quality", "fineweb_quality")
 _STAGES = (_READ, *_BEFORE_EXTRACTION, _EXTRACT, _LANGUAGE, *_QUALITY)
-_WORKERS = 2
 
 
 @dataclasses.dataclass
 class _Limit:
-    """One run of the work limit: its wall, the CPU seconds of each stage over the workers, the ids it kept."""
+    """One run of the work limit: its wall, the CPU seconds of each stage over the workers, the ids it kept, and how
+    many workers it had."""
 
     wall: float
     cpu: dict[str, float]
     kept: set[str]
+    workers: int
 
 
 def _rules(screen: float | None) -> tuple[WarcParser, dict, Trafilatura]:
@@ -193,13 +196,14 @@ def _passes_quality(filters: dict, document: Document, cpu: dict[str, float]) ->
 
 
 def _run_limit(warc_dir: pathlib.Path, screen: float | None) -> _Limit:
-    # The largest files first, so that the two workers end about together.
+    # The largest files first, so that the workers end about together.
     files = sorted(match_files(str(warc_dir / "*.warc.gz"), WarcParser()), key=lambda file: -file.size)
+    workers = default_run_workers(warc_dir)
     started = time.perf_counter()
     # Sampled as beamtrove's and DataTrove's runs are (run_measured): the sampling costs each run alike.
     with (
         TreeMonitor(os.getpid()),
-        multiprocessing.get_context("fork").Pool(_WORKERS, initializer=_set_up, initargs=(screen,)) as pool,
+        multiprocessing.get_context("fork").Pool(workers, initializer=_set_up, initargs=(screen,)) as pool,
     ):
         done = pool.map(_work, files, chunksize=1)
     wall = time.perf_counter() - started
@@ -209,7 +213,7 @@ def _run_limit(warc_dir: pathlib.Path, screen: float | None) -> _Limit:
         for name, value in seconds.items():
             cpu[name] += value
         kept.update(ids)
-    return _Limit(wall, dict(cpu), kept)
+    return _Limit(wall, dict(cpu), kept, workers)
 
 
 def _kept(output: pathlib.Path) -> set[str]:
@@ -240,8 +244,8 @@ def _breakdown(limit: _Limit, steps: dict, wall: float) -> list[list]:
         )
     writing = sum(entry.get("seconds", 0.0) for name, entry in steps.items() if name not in _STAGES)
     rows.append(["writing and summary statistics", "0.0", f"{writing:.1f}", f"{writing:+.1f}"])
-    rest = _WORKERS * wall - measured - writing
-    rows.append([f"in no step ({_WORKERS} x wall - the steps)", "", f"{rest:.1f}", f"{rest:+.1f}"])
+    rest = limit.workers * wall - measured - writing
+    rows.append([f"in no step ({limit.workers} x wall - the steps)", "", f"{rest:.1f}", f"{rest:+.1f}"])
     return rows
 
 
@@ -252,11 +256,13 @@ def _round(beamtrove: str, python, warcs: pathlib.Path, runs: pathlib.Path, scre
     and ``datatrove``: its wall (None when left out).
     """
     measured = {}
-    for name, options in (("ordinary", ("--no_language_screen",)), ("screened", ("--language_screen", str(screen)))):
+    # The screened run is the default run, unless another threshold is asked for.
+    screened = () if screen == DEFAULT_SCREEN_THRESHOLD else ("--language_screen", str(screen))
+    for name, options in (("ordinary", ("--no_language_screen",)), ("screened", screened)):
         # The pair a ratio compares runs back to back: the machine's speed drifts less within one pair.
         limit = _run_limit(warcs, screen if name == "screened" else None)
         output = runs / f"beamtrove-{name}"
-        run = run_beamtrove_fineweb(beamtrove, warcs, output, runs / f"beamtrove-{name}.log", *TWO_WORKERS, *options)
+        run = run_beamtrove_fineweb(beamtrove, warcs, output, runs / f"beamtrove-{name}.log", *options)
         measured[name] = (limit, run.wall, _kept(output), read_stats(str(output))["steps"])
     datatrove = None if python is None else run_datatrove_fineweb(python, warcs, runs / "datatrove", runs / "dt.log")
     measured["datatrove"] = None if datatrove is None else datatrove.wall
@@ -332,7 +338,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             "kept Jaccard vs limit",
             "vs DataTrove's English (records both read)",
         ]
-        title = f"seed {seed}: {args.records} records, {args.rounds} rounds"
+        workers = rounds[-1]["ordinary"][0].workers
+        title = f"seed {seed}: {args.records} records, {args.rounds} rounds, {workers} workers each"
         if python is not None:
             title += ", DataTrove " + " / ".join(f"{measured['datatrove']:.1f}" for measured in rounds) + " s"
         print(f"\n{title}\n{results.table(title, columns, rows)}")

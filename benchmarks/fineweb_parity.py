@@ -8,9 +8,10 @@ Builds a WARC set with make_warc.py (unless it exists), then in the same run:
 * runs DataTrove's FineWeb stack (WarcReader → URLFilter → Trafilatura →
   LanguageFilter → GopherRepetition → GopherQuality → C4Quality →
   FineWebQuality → JsonlWriter, one exclusion writer per filter) on
-  LocalPipelineExecutor(tasks=4, workers=2), in DataTrove's venv;
-* runs ``beamtrove run fineweb`` on the DirectRunner (multi_processing,
-  2 workers) with the same settings: ``--languages all``, since the
+  LocalPipelineExecutor(tasks=4) with the workers a plain beamtrove run forks
+  here (2 on a 2-core machine), in DataTrove's venv;
+* runs ``beamtrove run fineweb`` with no runner option (the DirectRunner's
+  workers are those beamtrove picks) and the same settings: ``--languages all``, since the
   example's ``LanguageFilter()`` keeps any language scored over 0.65 in
   DataTrove 0.10.1 (beamtrove's default, English, is FineWeb's release),
   and ``--word_splitter`` as told (``spacy``: DataTrove's words, which decide
@@ -64,7 +65,6 @@ from benchmarks.common import (
 )
 from benchmarks.fineweb_runs import (
     FATE_STEPS,
-    TWO_WORKERS,
     Outcome,
     Run,
     fineweb_prerequisites,
@@ -338,7 +338,12 @@ def main() -> None:
         print("running DataTrove's FineWeb stack", file=sys.stderr)
         dt_run = run_datatrove_fineweb(python, warc_dir, dt_out, workdir / "datatrove.log")
         print("running beamtrove's fineweb pipeline", file=sys.stderr)
-        options = ["--languages", "all", "--word_splitter", args.word_splitter, *TWO_WORKERS]
+        options = [
+            "--languages",
+            "all",
+            "--word_splitter",
+            args.word_splitter,
+        ]
         bt_run = run_beamtrove_fineweb(beamtrove, warc_dir, bt_out, workdir / "beamtrove.log", *options)
         outcomes = read_outcome(dt_out, dead_letters=False), read_outcome(bt_out, dead_letters=True)
     except (RuntimeError, subprocess.CalledProcessError, OSError, KeyError) as exc:

@@ -3,8 +3,11 @@
 DataTrove's run is its own FineWeb example (WarcReader → URLFilter →
 Trafilatura → LanguageFilter → GopherRepetition → GopherQuality → C4Quality →
 FineWebQuality → JsonlWriter, one exclusion writer per filter) on
-LocalPipelineExecutor(tasks=4, workers=2), in its venv; beamtrove's is
-``beamtrove run fineweb`` with the same blocklist and language model.
+LocalPipelineExecutor(tasks=4), in its venv, with as many workers as a plain
+beamtrove run forks on this machine for the same input
+(:func:`default_run_workers`: 2 on a 2-core machine); beamtrove's is
+``beamtrove run fineweb`` with the same blocklist and language model, as a
+user types it unless a benchmark adds runner options.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import pathlib
 import shutil
 import sys
 
+from beamtrove.execution.direct_workers import default_workers
 from beamtrove.stats import read_stats
 from benchmarks.common import LID_MODEL, MAKE_WARC, URL_BLOCKLIST, TreeMonitor, jsonl_rows, run_measured
 
@@ -22,10 +26,10 @@ __all__ = [
     "DATATROVE_FINEWEB_SCRIPT",
     "FATE_STEPS",
     "FILTER_STEPS",
-    "TWO_WORKERS",
     "Outcome",
     "Run",
     "beamtrove_counts",
+    "default_run_workers",
     "fineweb_prerequisites",
     "read_outcome",
     "run_beamtrove_fineweb",
@@ -44,10 +48,7 @@ FILTER_STEPS = (
 #: Every way a document can end, in pipeline order.
 FATE_STEPS = ("url_filter", "extract", *FILTER_STEPS[1:], "kept")
 
-#: The DirectRunner options of every beamtrove FineWeb run that is compared with DataTrove's 2 workers.
-TWO_WORKERS = ("--direct_running_mode", "multi_processing", "--direct_num_workers", "2")
-
-# Runs in DataTrove's venv: argv = WARC folder, output folder, lid model.
+# Runs in DataTrove's venv: argv = WARC folder, output folder, lid model, workers.
 DATATROVE_FINEWEB_SCRIPT = """
 import sys
 
@@ -72,7 +73,7 @@ from datatrove.pipeline.writers import JsonlWriter
 import trafilatura  # noqa: F401
 
 
-def main(warc_dir, output, lid_model):
+def main(warc_dir, output, lid_model, workers):
     def excluded(step):
         return JsonlWriter(f"{output}/excluded/{step}")
 
@@ -93,7 +94,7 @@ def main(warc_dir, output, lid_model):
         FineWebQualityFilter(exclusion_writer=excluded("fineweb_quality")),
         JsonlWriter(f"{output}/documents"),
     ]
-    LocalPipelineExecutor(pipeline=pipeline, tasks=4, workers=2, logging_dir=f"{output}/logs").run()
+    LocalPipelineExecutor(pipeline=pipeline, tasks=4, workers=int(workers), logging_dir=f"{output}/logs").run()
 
 
 if __name__ == "__main__":
@@ -141,8 +142,15 @@ def _fresh(folder: pathlib.Path) -> None:
     folder.mkdir(parents=True)
 
 
+def default_run_workers(warc_dir: pathlib.Path) -> int:
+    """The SDK workers a plain ``beamtrove run fineweb`` over the WARC files of ``warc_dir`` forks on this machine."""
+    files = list(warc_dir.glob("*.warc.gz"))
+    return default_workers(len(files), sum(path.stat().st_size for path in files))
+
+
 def run_datatrove_fineweb(python: pathlib.Path, warc_dir: pathlib.Path, output: pathlib.Path, log: pathlib.Path) -> Run:
-    """DataTrove's FineWeb stack on ``warc_dir`` into a fresh ``output``, its script written beside ``output``.
+    """DataTrove's FineWeb stack on ``warc_dir`` into a fresh ``output``, its script written beside ``output``, with
+    the workers a plain beamtrove run would have.
 
     Raises:
         RuntimeError: The run failed or left no reader and extractor stats.
@@ -150,7 +158,7 @@ def run_datatrove_fineweb(python: pathlib.Path, warc_dir: pathlib.Path, output: 
     _fresh(output)
     script = output.parent / "datatrove_fineweb.py"
     script.write_text(DATATROVE_FINEWEB_SCRIPT)
-    wall, monitor = run_measured([python, script, warc_dir, output, LID_MODEL], log)
+    wall, monitor = run_measured([python, script, warc_dir, output, LID_MODEL, default_run_workers(warc_dir)], log)
     stats = json.loads((output / "logs" / "stats.json").read_text())
     read = timeouts = None
     for step in stats:

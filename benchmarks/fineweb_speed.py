@@ -6,11 +6,14 @@ the other on this machine:
 
 * DataTrove 0.10.1's FineWeb stack, its own FineWeb example as
   ``benchmarks.fineweb_runs`` runs it (``LanguageFilter()`` keeps any
-  language over 0.65), on LocalPipelineExecutor(tasks=4, workers=2), in its venv;
+  language over 0.65), on LocalPipelineExecutor(tasks=4) with as many
+  workers as a plain beamtrove run forks here, in its venv;
 * ``beamtrove run fineweb`` the ordinary way (English, FineWeb's release),
-  DirectRunner multi_processing with 2 workers;
-* the same with ``--language_screen T`` for each T of ``--thresholds`` (the
-  default threshold is always among them).
+  ``--no_language_screen``, with no runner option: the DirectRunner's workers
+  are the ones beamtrove picks for the machine;
+* the same with the screen at each T of ``--thresholds``: at the default
+  threshold (always among them) the plain command, as a user types it;
+  ``--language_screen T`` otherwise.
 
 Every docs/s figure has the same denominator: the WARC response records of
 the input (make_warc.py's manifest), whatever each tool's reader passes on
@@ -23,7 +26,7 @@ kept by one run only for that reason: the table counts those apart. Then the
 curve of threshold against speed and Jaccard over the seeds, and the verdict
 against the goals at the default threshold: at least 2x DataTrove's docs/s and
 a Jaccard of at least 0.995, on every seed. Exits non-zero only when a run
-fails. Run nothing else meanwhile: 2 cores are shared.
+fails. Run nothing else meanwhile: the cores are shared.
 
 Usage:
     python -m benchmarks.fineweb_speed [--seeds 1 2] [--thresholds 0.02 0.05 0.1 0.2 0.3 0.5]
@@ -51,7 +54,6 @@ from benchmarks.common import (
     warc_set,
 )
 from benchmarks.fineweb_runs import (
-    TWO_WORKERS,
     fineweb_prerequisites,
     read_outcome,
     run_beamtrove_fineweb,
@@ -105,12 +107,13 @@ def run_datatrove(python: pathlib.Path, warc_dir: pathlib.Path, workdir: pathlib
 
 
 def run_beamtrove(beamtrove: str, warc_dir: pathlib.Path, workdir: pathlib.Path, screen: float | None) -> Measured:
-    """``beamtrove run fineweb`` with ``--language_screen screen``; None: with the screen off."""
-    screened = ["--language_screen", str(screen)]
+    """``beamtrove run fineweb`` with ``--language_screen screen`` (none at the default threshold); None: with the
+    screen off."""
+    screened = [] if screen == DEFAULT_SCREEN_THRESHOLD else ["--language_screen", str(screen)]
     folder, extra = ("ordinary", ["--no_language_screen"]) if screen is None else (f"screen-{screen}", screened)
     name = "beamtrove ordinary" if screen is None else f"beamtrove --language_screen {screen}"
     out = workdir / folder
-    run = run_beamtrove_fineweb(beamtrove, warc_dir, out, workdir / f"{folder}.log", *TWO_WORKERS, *extra)
+    run = run_beamtrove_fineweb(beamtrove, warc_dir, out, workdir / f"{folder}.log", *extra)
     outcome = read_outcome(out, dead_letters=True)
     kept = {i: outcome.texts[i] for i, (step, _) in outcome.fates.items() if step == "kept"}
     timed_out = frozenset(

@@ -1,9 +1,10 @@
 """Whether speed work changed what fineweb keeps: this checkout's screen-off run against an earlier checkout's.
 
 Builds a make_warc.py set (3000 records in 4 files, seed 1 unless told
-otherwise; reused when present), then runs ``beamtrove run fineweb`` on it,
-DirectRunner multi_processing with 2 workers and the shared assets, three
-times one after the other:
+otherwise; reused when present), then runs ``beamtrove run fineweb`` on it
+with the shared assets and no runner option (the DirectRunner's workers are
+those each checkout picks for the machine: a checkout before 0.15 runs one
+process), three times one after the other:
 
 * with the earlier checkout ``--before`` (a worktree, e.g. ``git worktree
   add /tmp/before 083d178`` for 0.12.1, whose fineweb had no language screen)
@@ -43,7 +44,7 @@ from benchmarks.common import (
     run_measured,
     warc_set,
 )
-from benchmarks.fineweb_runs import TWO_WORKERS, fineweb_prerequisites
+from benchmarks.fineweb_runs import fineweb_prerequisites
 
 
 @contextlib.contextmanager
@@ -62,7 +63,7 @@ def _fineweb(command: Sequence[str], warcs: pathlib.Path, output: pathlib.Path, 
     """A fineweb run of ``command`` (a beamtrove command line) into a fresh ``output``; its wall seconds."""
     shutil.rmtree(output, ignore_errors=True)
     arguments = ["run", "fineweb", "--input", str(warcs / "*.warc.gz"), "--output", str(output)]
-    arguments += ["--lid_model", str(LID_MODEL), "--url_blocklist", str(URL_BLOCKLIST), *TWO_WORKERS, *options]
+    arguments += ["--lid_model", str(LID_MODEL), "--url_blocklist", str(URL_BLOCKLIST), *options]
     wall, _ = run_measured([*command, *arguments], output.with_suffix(".log"))
     return wall
 

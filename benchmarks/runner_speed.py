@@ -3,10 +3,12 @@
 Builds a WARC set with make_warc.py (unless it exists), then measures, one
 after the other on this machine:
 
-* DataTrove 0.10.1's FineWeb stack on LocalPipelineExecutor(tasks=4,
-  workers=2), in its venv (``benchmarks.fineweb_runs``);
-* ``beamtrove run fineweb`` on the DirectRunner, multi_processing with 2
-  workers, the ordinary way and with ``--resumable``;
+* DataTrove 0.10.1's FineWeb stack on LocalPipelineExecutor(tasks=4) with
+  the workers a plain beamtrove run forks here, in its venv
+  (``benchmarks.fineweb_runs``);
+* ``beamtrove run fineweb`` on the DirectRunner as a user types it (the
+  workers beamtrove picks for the machine), the ordinary way and with
+  ``--resumable``;
 * the same on the PrismRunner (the Prism binary ``beamtrove runners setup``
   built), LOOPBACK: Prism starts a single Python SDK worker for the job, so
   this run has one worker process whatever the machine has;
@@ -40,14 +42,19 @@ from benchmarks.common import (
     verdict,
     warc_set_of,
 )
-from benchmarks.fineweb_runs import TWO_WORKERS, fineweb_prerequisites, run_beamtrove_fineweb, run_datatrove_fineweb
+from benchmarks.fineweb_runs import (
+    default_run_workers,
+    fineweb_prerequisites,
+    run_beamtrove_fineweb,
+    run_datatrove_fineweb,
+)
 
 
-def _runs(prism: str | None, flink_jar: str | None) -> tuple[dict[str, list[str]], dict[str, str]]:
+def _runs(prism: str | None, flink_jar: str | None, workers: int) -> tuple[dict[str, list[str]], dict[str, str]]:
     """The runner options of each beamtrove run, and why the runners left out were not run."""
     runs = {
-        "DirectRunner (multi_processing, 2 workers)": [*TWO_WORKERS],
-        "DirectRunner --resumable (multi_processing, 2 workers)": [*TWO_WORKERS, "--resumable"],
+        f"DirectRunner (the plain command: {workers} workers)": [],
+        f"DirectRunner --resumable ({workers} workers)": ["--resumable"],
     }
     not_run = {}
     if prism:
@@ -97,11 +104,12 @@ def main() -> None:
         str(part_path("flink-job-server")) if part_present("flink-job-server") else None
     )
     workdir, warc_dir = warc_set_of(args)
-    runs, not_run = _runs(prism, flink_jar)
+    workers = default_run_workers(warc_dir)
+    runs, not_run = _runs(prism, flink_jar, workers)
 
     print("running DataTrove's FineWeb stack", file=sys.stderr)
     datatrove = run_datatrove_fineweb(python, warc_dir, workdir / "datatrove", workdir / "datatrove.log")
-    table = {"DataTrove 0.10.1 LocalPipelineExecutor (4 tasks, 2 workers)": datatrove}
+    table = {f"DataTrove 0.10.1 LocalPipelineExecutor (4 tasks, {workers} workers)": datatrove}
     documents = {}
     for number, (name, runner_args) in enumerate(runs.items()):
         print(f"running beamtrove fineweb on {name}", file=sys.stderr)

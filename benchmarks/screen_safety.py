@@ -3,8 +3,10 @@
 Inputs: make_warc.py sets of ``--records`` records in ``--files`` files for each
 seed of ``--seeds`` (reused when present), and the real WARC files of
 ``../shared/data/warc``. On each, runs ``beamtrove run fineweb`` with the
-screen off and with ``--language_screen`` (the default threshold unless told;
-DirectRunner multi_processing, 2 workers), and compares their kept sets: per
+screen off and with the screen (the plain command at the default threshold,
+``--language_screen T`` for another; no runner option: the DirectRunner's
+workers are those beamtrove picks for the machine), and compares their kept
+sets: per
 input and pooled over every input (documents keyed by input and id), the
 pages read, the pages screened out, the kept-set Jaccard, the documents lost
 and gained (those whose extraction timed out in one of the runs counted

@@ -52,7 +52,10 @@ def _run(args: argparse.Namespace, pipeline_argv: list[str]) -> int:
 
 
 def _forks_sdk_workers(pipeline_argv: list[str]) -> bool:
-    """Whether the arguments ask for a DirectRunner run with SDK worker processes, which the zygote forks."""
+    """Whether the arguments ask for a DirectRunner run with SDK worker processes, which the zygote forks: one
+    that names multi_processing, or names neither the running mode nor the worker count on a machine that
+    allows several workers (the input, not matched yet, may still leave one)."""
+    from beamtrove.execution.direct_workers import default_workers, direct_workers_given  # noqa: PLC0415
     from beamtrove.execution.runner_parts import runner_kind  # noqa: PLC0415
 
     options = {}
@@ -60,10 +63,11 @@ def _forks_sdk_workers(pipeline_argv: list[str]) -> bool:
         flag, equals, value = argument.partition("=")
         if flag in ("--runner", "--direct_running_mode"):
             options[flag] = value if equals else next(iter(pipeline_argv[at + 1 : at + 2]), "")
-    return (
-        runner_kind(options.get("--runner", "DirectRunner")) == "direct"
-        and options.get("--direct_running_mode") == "multi_processing"
-    )
+    if runner_kind(options.get("--runner", "DirectRunner")) != "direct" or "--staged" in pipeline_argv:
+        return False
+    if direct_workers_given(pipeline_argv):
+        return options.get("--direct_running_mode") == "multi_processing"
+    return default_workers() > 1
 
 
 def _start_zygote(pipeline: str) -> None:

@@ -27,7 +27,7 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beamtrove.configuration import ConfigurationError
-from beamtrove.execution.direct_runner import pipeline_runner
+from beamtrove.execution.direct_runner import pipeline_runner, settle_direct_workers
 from beamtrove.execution.output import OutputPlan, Publish, check_auxiliary_inputs, check_separate, plan_output
 from beamtrove.execution.resume import configuration, pending_inputs, read_digests
 from beamtrove.execution.runner_checks import check_runner_options
@@ -104,6 +104,9 @@ def build(
             offers_resumable=spec.resumable,
         )
         flow = spec.flow(options, plan.write_to)
+        # In the options the pipeline runs with (its own copy), before the steps are applied: the runner preloads
+        # their models for the workers it will fork.
+        settle_direct_workers(pipeline.options, flow.reader.files, flow.reader.units_of_work)
         if inspect_output:
             check_separate(flow.reader.patterns, flow.reader.files, flow.output)
             check_auxiliary_inputs(paths_read(options, spec.option_classes), flow.output)

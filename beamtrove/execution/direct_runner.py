@@ -11,6 +11,12 @@ FnApiRunner, the runner Beam falls back to, with ``--direct_running_mode``
 and ``--direct_num_workers`` as given.
 ``--runner PrismRunner`` still runs on Prism.
 
+A run whose options leave the worker count to beamtrove
+(``--direct_num_workers 0``, what ``beamtrove run`` gives when the command
+line names neither the running mode nor the count) gets as many SDK workers as
+:func:`~beamtrove.execution.direct_workers.default_workers` allows for its
+input (:func:`settle_direct_workers`); one runs in memory.
+
 With ``--direct_running_mode multi_processing``, its SDK workers are forked
 from a process that has imported Beam already
 (:mod:`~beamtrove.execution.worker_zygote`) instead of started as new
@@ -24,6 +30,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from collections.abc import Sequence
 
 import apache_beam as beam
 import grpc
@@ -44,11 +51,13 @@ from apache_beam.runners.runner import PipelineResult, PipelineRunner
 from apache_beam.utils import thread_pool_executor
 from google.protobuf import json_format, text_format
 
+from beamtrove.execution.direct_workers import DEFAULT_DIRECT_WORKERS, default_workers
 from beamtrove.execution.runner_parts import runner_kind
 from beamtrove.execution.worker_zygote import SDK_WORKER_MODULE, shared_zygote
+from beamtrove.fs import InputFile
 from beamtrove.resources import Preloading
 
-__all__ = ["FORKED_WORKER_URN", "pipeline_runner"]
+__all__ = ["FORKED_WORKER_URN", "pipeline_runner", "settle_direct_workers"]
 
 #: The environment of SDK workers forked from the zygote.
 FORKED_WORKER_URN = "beamtrove:environment:forked_sdk_worker:v1"
@@ -173,10 +182,30 @@ def _descriptor(url: str) -> str:
     return text_format.MessageToString(endpoints_pb2.ApiServiceDescriptor(url=url))
 
 
+def _runs_direct(options: PipelineOptions) -> bool:
+    """Whether ``options`` run on the DirectRunner, named or by default."""
+    runner = options.view_as(StandardOptions).runner or "DirectRunner"
+    return isinstance(runner, str) and runner_kind(runner) == "direct"
+
+
 def pipeline_runner(options: PipelineOptions) -> PipelineRunner | None:
     """The runner to build a pipeline of ``options`` for: beamtrove's DirectRunner for the DirectRunner (named or
     by default), else None (the runner the options name, made by Beam)."""
-    runner = options.view_as(StandardOptions).runner or "DirectRunner"
-    if not isinstance(runner, str) or runner_kind(runner) != "direct":
-        return None
-    return _FnApiDirectRunner()
+    return _FnApiDirectRunner() if _runs_direct(options) else None
+
+
+def settle_direct_workers(options: PipelineOptions, inputs: Sequence[InputFile], units_of_work: int) -> None:
+    """Sets the worker count of a DirectRunner run that leaves it to beamtrove, before its graph is built.
+
+    A multi_processing run with ``--direct_num_workers 0`` gets
+    :func:`~beamtrove.execution.direct_workers.default_workers` workers for
+    ``inputs`` read in ``units_of_work`` units; with one, it runs in memory,
+    in this process. Other options are left as they are.
+    """
+    direct = options.view_as(DirectOptions)
+    if not _runs_direct(options) or direct.direct_running_mode != "multi_processing":
+        return
+    if direct.direct_num_workers == DEFAULT_DIRECT_WORKERS:
+        direct.direct_num_workers = default_workers(units_of_work, sum(file.size for file in inputs))
+        if direct.direct_num_workers == 1:
+            direct.direct_running_mode = "in_memory"

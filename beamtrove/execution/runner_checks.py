@@ -16,6 +16,6 @@ def check_runner_options(options: PipelineOptions) -> None:
     """
     if options.view_as(DirectOptions).direct_running_mode == "multi_threading":
         raise ValueError(
-            "--direct_running_mode=multi_threading silently drops elements on Beam 2.77: use in_memory "
-            "(the default, one process) or multi_processing (with --direct_num_workers)."
+            "--direct_running_mode=multi_threading silently drops elements on Beam 2.77: use in_memory (one "
+            "process) or multi_processing (with --direct_num_workers), or leave both out for one worker per core."
         )

@@ -81,9 +81,10 @@ class LanguageScreenOptions(PipelineOptions):
     _add_argparse_args = declared(
         Option(
             "language_screen",
-            "Before extraction, drop as language_screen the pages whose whole text, read cheaply with Resiliparse, "
-            "scores below this for each of --languages, so that trafilatura spends no time on pages clearly in "
-            "another language (the kept documents are the same: see docs/filters.md). Above 0 and at most "
+            "Before extraction, drop as language_screen the pages in which no part of the text, read cheaply with "
+            "Resiliparse (the page's main text, and every 1000-character window of all its text), scores this for "
+            "one of --languages, so that trafilatura spends no time on pages clearly in another language (the kept "
+            "documents are the same: see docs/filters.md). Above 0 and at most "
             f"--language_threshold. Default: {DEFAULT_SCREEN_THRESHOLD} (or --language_threshold, if lower) "
             "whenever --languages names languages; with 'all' there is no screen.",
             float,

@@ -11,6 +11,7 @@ import pytest
 from beamtrove import __version__
 from beamtrove.cli import main
 from beamtrove.cli.pipelines import _forks_sdk_workers
+from beamtrove.execution.direct_workers import default_workers
 
 
 def test_run_convert_writes_documents_dead_letters_and_stats(faults_set, tmp_path, capsys):
@@ -102,11 +103,16 @@ def test_console_script_is_installed():
         (["--direct_running_mode", "multi_processing", "--direct_num_workers", "2"], True),
         (["--direct_running_mode=multi_processing", "--runner=DirectRunner"], True),
         (["--runner", "direct", "--direct_running_mode", "multi_processing"], True),
-        ([], False),
+        (["--direct_num_workers", "1"], False),
         (["--direct_running_mode", "in_memory"], False),
+        (["--staged"], False),
         (["--runner", "PrismRunner", "--direct_running_mode", "multi_processing"], False),
         (["--direct_running_mode"], False),
     ],
 )
 def test_run_starts_the_worker_zygote_only_for_direct_runs_with_worker_processes(argv, forks):
     assert _forks_sdk_workers(["--input", "x", *argv]) is forks
+
+
+def test_a_run_that_names_no_workers_starts_the_zygote_when_the_machine_allows_several():
+    assert _forks_sdk_workers(["--input", "x"]) is (default_workers() > 1)

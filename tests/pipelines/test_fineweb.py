@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import collections
+import gzip
+import html
+import io
+import itertools
 import json
 import os
+import random
+import re
 import shlex
 import signal
 import subprocess
 import sys
 
 import pytest
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
 
 from beamtrove.cli import main
 from beamtrove.execution.runner_parts import part_present
@@ -94,15 +102,15 @@ def test_the_language_screen_spares_extraction_the_pages_the_language_filter_dro
     screened, _, steps = screened_run
     # With --no_language_screen there is none.
     assert "language_screen" not in ordinary_steps and not (ordinary / "excluded" / "language_screen").exists()
-    assert steps["language_screen"]["counters"] == {"in": 160, "out": 49, "dropped.language_screen": 111}
-    assert steps["extract"]["counters"]["in"] == 49
+    assert steps["language_screen"]["counters"] == {"in": 160, "out": 60, "dropped.language_screen": 100}
+    assert steps["extract"]["counters"]["in"] == 60
     # The same documents are kept, texts and metadata alike, but for pages that ran out of extraction time in one
     # of the runs (that depends on the machine's load).
     timed_out = _timed_out(screened, ordinary)
     assert len(timed_out) <= 3, timed_out
     kept = _lines(screened / "documents", timed_out)
     assert kept == _lines(ordinary / "documents", timed_out) and len(kept) >= 25
-    # What the screen dropped, the ordinary run dropped too: 110 pages at the language filter, 1 at Gopher quality.
+    # What the screen dropped, the ordinary run dropped too, at the language filter.
     screened_out = {row["id"]: row for row in jsonl_rows(screened / "excluded" / "language_screen")}
     assert all(row["metadata"]["language_screen_score"] < 0.1 for row in screened_out.values())
     fates = {
@@ -111,15 +119,146 @@ def test_the_language_screen_spares_extraction_the_pages_the_language_filter_dro
         if (ordinary / "excluded" / step).exists()
         for row in jsonl_rows(ordinary / "excluded" / step)
     }
-    assert collections.Counter(fates.get(page, "not dropped") for page in screened_out) == {
-        "language_filter": 110,
-        "gopher_quality": 1,
-    }
+    assert collections.Counter(fates.get(page, "not dropped") for page in screened_out) == {"language_filter": 100}
     # Every other page met the same fate in both runs.
     for step in FILTERS:
         leaving_out = timed_out | screened_out.keys()
         assert _lines(screened / "excluded" / step, leaving_out) == _lines(ordinary / "excluded" / step, leaving_out)
     assert _lines(screened / "dead_letters", timed_out) == _lines(ordinary / "dead_letters", timed_out)
+
+
+# Languages of the navigation and sidebars put before English articles, from the UDHR's translations.
+_OTHER_LANGUAGES = ("deu", "fra", "spa", "rus", "cmn_hans", "jpn", "arb", "por_BR", "ita", "pol", "tur", "kor")
+_BODY = re.compile(r"<body[^>]*>", re.IGNORECASE)
+
+
+def _after_body(page: str, block: str) -> str:
+    """``page`` with ``block`` right after its ``<body>`` tag (first, if it has none)."""
+    body = _BODY.search(page)
+    return page[: body.end()] + block + page[body.end() :] if body else block + page
+
+
+def _price_table(rows: int, rng: random.Random) -> str:
+    items = ("Widget", "Adapter", "Cable", "Filter", "Valve", "Bolt", "Pump", "Sensor")
+    cells = [
+        f"<tr><td>{rng.randint(10000, 99999)}</td><td>{rng.choice(items)} {rng.randint(1, 99)}</td>"
+        f"<td>${rng.randint(1, 999)}.{rng.randint(0, 99):02d}</td>"
+        f"<td>{rng.choice('+-')}{rng.random() * 5:.2f}%</td></tr>"
+        for _ in range(rows)
+    ]
+    return "<table><tr><th>SKU</th><th>Item</th><th>Price</th><th>Change</th></tr>" + "".join(cells) + "</table>"
+
+
+def _data_table(chars: int, rng: random.Random) -> str:
+    rows, written = [], 0
+    while written < chars:
+        numbers = [f"{rng.uniform(0, 10000):.2f}" for _ in range(6)]
+        rows.append("<tr>" + "".join(f"<td>{number}</td>" for number in numbers) + "</tr>")
+        written += sum(map(len, numbers)) + 6
+    return "<table>" + "".join(rows) + "</table>"
+
+
+def _navigation(text: str, chars: int) -> str:
+    """A menu of links labelled with ``text``'s words (its characters, for a script without spaces)."""
+    words = text.split() if len(text.split()) > 200 else list(text.replace(" ", ""))
+    labels, written = [], 0
+    for start in itertools.count(0, 2):
+        label = " ".join(words[start % (len(words) - 2) :][:2])
+        labels.append(f"<li><a href='/section/{start}'>{html.escape(label)}</a></li>")
+        written += len(label) + 1
+        if written >= chars:
+            return "<nav><ul>" + "".join(labels) + "</ul></nav>"
+
+
+def _sidebar(text: str, chars: int) -> str:
+    """An aside of ``text``'s paragraphs."""
+    paragraphs = [line.strip() for line in text.splitlines() if len(line.strip()) > 40]
+    kept = list(itertools.accumulate(map(len, paragraphs)))
+    count = next(at for at, written in enumerate(kept, 1) if written >= chars)
+    return "<aside>" + "".join(f"<p>{html.escape(p)}</p>" for p in paragraphs[:count]) + "</aside>"
+
+
+def _adversarial_page(index: int, page: str, rng: random.Random, udhr: dict[str, str]) -> str:
+    """A real article page behind at least 3,000 characters of what a cheap read of the whole page meets first:
+    navigation or a sidebar in another language, a data table, or all three."""
+    other = udhr[_OTHER_LANGUAGES[index % len(_OTHER_LANGUAGES)]]
+    kinds = (
+        lambda: _navigation(other, 3000),
+        lambda: _sidebar(other, 3000),
+        lambda: _data_table(3000, rng),
+        lambda: _navigation(other, 3000) + _data_table(1500, rng) + _sidebar(other, 3000),
+    )
+    return _after_body(page, kinds[index % len(kinds)]())
+
+
+def _write_warc(path, pages: list[tuple[str, str]]) -> None:
+    with open(path, "wb") as out:
+        writer = WARCWriter(out, gzip=True)
+        for url, page in pages:
+            body = page.encode("utf-8")
+            headers = [("Content-Type", "text/html; charset=utf-8"), ("Content-Length", str(len(body)))]
+            http = StatusAndHeaders("200 OK", headers, protocol="HTTP/1.1")
+            writer.write_record(writer.create_warc_record(url, "response", payload=io.BytesIO(body), http_headers=http))
+
+
+def _article_pages(data_dir) -> list[tuple[str, str]]:
+    """The 181 pages of the article-extraction-benchmark, by URL, in their files' order."""
+    truth = json.loads(require(data_dir / "article-extraction-benchmark" / "ground-truth.json").read_text())
+    paths = sorted((data_dir / "article-extraction-benchmark" / "html").glob("*.html.gz"))
+    return [
+        (truth[path.name.split(".")[0]]["url"], gzip.decompress(path.read_bytes()).decode("utf-8", "replace"))
+        for path in paths
+    ]
+
+
+def _screened_and_not(warc, out) -> tuple[dict, list[bytes], list[bytes]]:
+    """The default fineweb run and the one with --no_language_screen over ``warc``: the default run's steps, and the
+    documents each kept. Without an extraction time limit, what is kept does not depend on the machine's load."""
+    argv = ["run", "fineweb", "--input", str(warc), "--extract_timeout", "0", *_assets()]
+    assert main([*argv, "--output", str(out / "screened")]) == 0
+    assert main([*argv, "--output", str(out / "unscreened"), "--no_language_screen"]) == 0
+    steps = json.loads((out / "screened" / "stats.json").read_text())["steps"]
+    return steps, _lines(out / "screened" / "documents"), _lines(out / "unscreened" / "documents")
+
+
+@pytest.fixture(scope="module")
+def adversarial_runs(data_dir, udhr_texts, tmp_path_factory):
+    """60 real article pages with a 400-row price table right after <body>, and 60 more behind other languages'
+    navigation or sidebars or a data table: the default run and the screen-off run over them."""
+    rng = random.Random(48)
+    articles = _article_pages(data_dir)
+    pages = [(f"{url}#prices", _after_body(page, _price_table(400, rng))) for url, page in articles[:60]]
+    pages += [
+        (f"{url}#prefixed", _adversarial_page(index, page, rng, udhr_texts))
+        for index, (url, page) in enumerate(articles[60:120])
+    ]
+    out = tmp_path_factory.mktemp("adversarial")
+    _write_warc(out / "pages.warc.gz", pages)
+    return _screened_and_not(out / "pages.warc.gz", out)
+
+
+def test_the_screen_keeps_english_articles_behind_tables_and_other_languages(adversarial_runs):
+    steps, screened, unscreened = adversarial_runs
+    # The default run kept what the run without the screen kept, byte for byte: ids, texts, metadata.
+    assert screened == unscreened
+    assert len(unscreened) >= 60
+    # The screen still spared extraction the pages in other languages.
+    assert steps["language_screen"]["counters"]["dropped.language_screen"] > 0
+
+
+@pytest.mark.slow
+def test_the_screen_keeps_every_article_behind_every_layout(data_dir, udhr_texts, tmp_path):
+    rng = random.Random(4848)
+    pages = []
+    for index, (url, page) in enumerate(_article_pages(data_dir)):
+        pages.append((f"{url}#prices", _after_body(page, _price_table(400, rng))))
+        for kind in range(4):
+            pages.append((f"{url}#layout{kind}", _adversarial_page(index * 4 + kind, page, rng, udhr_texts)))
+    _write_warc(tmp_path / "pages.warc.gz", pages)
+    steps, screened, unscreened = _screened_and_not(tmp_path / "pages.warc.gz", tmp_path)
+    assert screened == unscreened
+    assert len(unscreened) >= 400
+    assert steps["language_screen"]["counters"]["dropped.language_screen"] > 0
 
 
 def test_dump_layout_and_metadata(data_dir, tmp_path):

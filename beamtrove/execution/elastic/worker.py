@@ -23,6 +23,7 @@ from typing import Any
 
 import orjson
 
+from beamtrove.execution.direct_workers import direct_workers_given
 from beamtrove.execution.elastic.jobdir import (
     ATTEMPT_FILE,
     ElasticError,
@@ -196,7 +197,11 @@ class _Worker:
         output = attempt_dir / "output"
         log = attempt_dir / "log.txt"
         write_input_ranges(shard_inputs(self.manifest, shard), str(inputs))
-        args = [*self.manifest["pipeline"]["args"], *self.manifest["runner_args"]]
+        runner_args = self.manifest["runner_args"]
+        if not direct_workers_given(runner_args):
+            # One process per attempt, as many attempts as workers: a node's workers share its cores.
+            runner_args = [*runner_args, "--direct_running_mode=in_memory"]
+        args = [*self.manifest["pipeline"]["args"], *runner_args]
         argv = ["run", self.manifest["pipeline"]["name"], *args, "--input_ranges", str(inputs), "--output", str(output)]
         started = time.time()
         record = {

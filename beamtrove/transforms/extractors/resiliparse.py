@@ -72,4 +72,6 @@ class Resiliparse(Extractor):
         self._extract = extract_plain_text
 
     def extract(self, html: str) -> str:
+        """The text of ``html``, or of the ``resiliparse.parse.html.HTMLTree`` parsed from it: one parse then
+        serves several extractors."""
         return self._extract(html, **self.options).strip()

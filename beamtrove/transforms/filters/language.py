@@ -282,6 +282,12 @@ class LanguageFilter(DocumentFilter):
             )
         return found
 
+    def reach(self, texts: list[str], threshold: float) -> list[bool]:
+        """For each text, whether one of ``languages`` (which must be set) scores ``threshold`` or more: what
+        :meth:`language_scores` tells at less cost, the model reporting only the labels that do."""
+        wanted = {_LABEL_PREFIX + language for language in self.languages}
+        return [not wanted.isdisjoint(labels) for labels in self._predict(texts, k=-1, threshold=threshold)[0]]
+
     def filter(self, document: Document) -> Verdict:
         return self.filter_batch([document])[0]
 
@@ -291,9 +297,9 @@ class LanguageFilter(DocumentFilter):
         labels, scores = self._predict([document.text for document in documents], k=-1 if everything else 1)
         return [self._verdict(*result) for result in zip(documents, labels, scores, strict=True)]
 
-    def _predict(self, texts: list[str], k: int):
+    def _predict(self, texts: list[str], k: int, threshold: float = 0.0):
         # fastText predicts one line per text.
-        return self._model.predict([text.replace("\n", " ") for text in texts], k=k)
+        return self._model.predict([text.replace("\n", " ") for text in texts], k=k, threshold=threshold)
 
     def _verdict(self, document: Document, labels, scores) -> Verdict:
         languages = [label[len(_LABEL_PREFIX) :] for label in labels]

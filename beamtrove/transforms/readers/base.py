@@ -176,6 +176,16 @@ class FileReader(beam.PTransform):
         self._dead_letters = True
         return self
 
+    @property
+    def units_of_work(self) -> int:
+        """How many units the reading is spread over the workers in: one per file, or one for all of them when they
+        are read one after the other (``skip``, ``limit``)."""
+        return 1 if self._in_order else len(self.files)
+
+    @property
+    def _in_order(self) -> bool:
+        return self._reader.skip > 0 or self._reader.limit is not None
+
     def read_file(self, file: InputFile) -> Iterator[Any]:
         """The records and dead letters of one of :attr:`files`, counted as the transform counts them."""
         return self._reader.read_file(file, self.label, StepMetrics(self.label))
@@ -184,12 +194,7 @@ class FileReader(beam.PTransform):
         # The graph holds the patterns, not the files they match: its size does not grow with the input. (Matched
         # InputFile entries, as --input_ranges and Hugging Face datasets give them, are a list by nature.)
         reader = self._reader
-        match = _MatchFiles(
-            reader.parser.suffixes,
-            self.label,
-            reader.storage_options,
-            in_order=reader.skip > 0 or reader.limit is not None,
-        )
+        match = _MatchFiles(reader.parser.suffixes, self.label, reader.storage_options, in_order=self._in_order)
         outputs = (
             pbegin
             | "Inputs" >> beam.Create([self.patterns])

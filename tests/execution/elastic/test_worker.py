@@ -65,6 +65,8 @@ def test_racing_workers_do_every_shard_once_and_merge_to_the_single_run(review_j
     assert all(len(runs) == 1 and runs[0]["status"] == "succeeded" for runs in attempts.values())
     # A worker of the command line forks each attempt from itself rather than starting Python and Beam again.
     assert all(runs[0]["forked"] for runs in attempts.values())
+    # Each attempt runs in memory, in that one process: a node's workers share its cores.
+    assert all(runs[0]["command"][-5:-4] == ["--direct_running_mode=in_memory"] for runs in attempts.values())
     assert len(list((job / "done").glob("*.json"))) == 6
     assert not list((job / "locks").iterdir())
     merged = _merge(job, tmp_path / "merged")

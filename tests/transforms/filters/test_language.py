@@ -70,6 +70,16 @@ def test_threshold_and_wanted_languages(model_path, udhr_texts):
     assert isinstance(language_rule(model_path, language_threshold=0.2).filter(mapudungun), Drop)
 
 
+def test_reach_tells_what_the_scores_tell_at_a_threshold(model_path, udhr_texts):
+    # Every declaration, cut into paragraphs: some in no language the model is sure of.
+    texts = [paragraph for text in udhr_texts.values() for paragraph in text.split("\n") if paragraph.strip()][::7]
+    rule = language_rule(model_path, languages=("en", "tr"))
+    scores = [score.wanted for score in rule.language_scores(texts)]
+    for threshold in (0.05, 0.1, 0.18, 0.5):
+        assert rule.reach(texts, threshold) == [score >= threshold for score in scores]
+    assert 0 < sum(rule.reach(texts, 0.1)) < len(texts)
+
+
 def test_any_language_and_label_only(model_path, udhr_texts):
     any_language = language_rule(model_path, languages=None)
     assert any_language.filter(doc(udhr_texts, "fra")).metadata["language"] == "fr"

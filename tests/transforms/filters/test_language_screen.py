@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import html
 import math
 import pathlib
 import re
@@ -49,7 +50,7 @@ def screen(model_path, **options) -> LanguageScreen:
     return rule
 
 
-def test_drops_the_pages_whose_article_is_not_english_and_keeps_the_others(model_path, article_pages):
+def test_keeps_every_page_whose_article_is_english_and_drops_most_others(model_path, article_pages):
     # The judge is the language filter on each page's gold article text: 161 English articles, 20 in Japanese,
     # Korean, Portuguese, ...
     gold = LanguageFilter(model_path)
@@ -59,14 +60,17 @@ def test_drops_the_pages_whose_article_is_not_english_and_keeps_the_others(model
     visible_text = Resiliparse(main_content=False, preserve_formatting=False)
     visible_text.setup()
     kept = [not isinstance(verdict, Drop) for verdict in verdicts]
-    assert (sum(kept), len(kept)) == (161, 181)
-    assert kept == [score > 0.65 for score in english]
+    assert sum(score > 0.65 for score in english) == 161
+    assert all(keep for keep, score in zip(kept, english, strict=True) if score > 0.65)
+    # 4 of the others hold English somewhere, which extraction and the language filter then judge: a table of
+    # drivers' names, English comment forms below Indonesian articles, English product titles.
+    assert (sum(kept), len(kept)) == (165, 181)
     for (page, _), verdict in zip(article_pages, verdicts, strict=True):
         if isinstance(verdict, Drop):
-            # What is set aside is what the decision was made on: the page's visible text scored, not its HTML.
+            # What is set aside is what the decision was made on: the page's visible text, not its HTML.
             assert verdict.reason == "language_screen"
-            assert verdict.document.text == visible_text.extract(page.text)[:5000]
-            assert len(verdict.document.text) < len(page.text) / 3
+            assert verdict.document.text == visible_text.extract(page.text)
+            assert len(verdict.document.text) < len(page.text) / 2
             metadata = verdict.document.metadata
             assert metadata["url"] == page.metadata["url"]
             assert metadata["language_screen_score"] < DEFAULT_SCREEN_THRESHOLD
@@ -76,9 +80,28 @@ def test_drops_the_pages_whose_article_is_not_english_and_keeps_the_others(model
             assert verdict is page
 
 
+def test_english_anywhere_in_the_text_keeps_a_page(model_path, udhr_texts):
+    rule = screen(model_path)
+    chinese, russian, english = udhr_texts["cmn_hans"], udhr_texts["rus"], udhr_texts["eng"]
+    # 1,400 characters of English, between the 4,676 of the Chinese declaration and the 13,493 of the Russian one.
+    paragraph = html.escape(english[:1400])
+    page = f"<html><body><div>{chinese}</div><div>{paragraph}</div><div>{russian}</div></body></html>"
+    assert rule.filter(Document(page, "inside")).text == page
+    # Without it, the page is dropped, judged on all of its text.
+    dropped = rule.filter(Document(page.replace(paragraph, ""), "without"))
+    assert isinstance(dropped, Drop)
+    assert dropped.document.text.startswith("世界人权宣言") and dropped.document.text.endswith("настоящей Декларации.")
+    assert dropped.document.metadata["language_screen_score"] < 0.1
+    # A short article amid long navigation and sidebars in another language, found as the page's main text.
+    menu = "".join(f"<li><a href='/{at}'>{word}</a></li>" for at, word in enumerate(russian.split()[:500]))
+    short = " ".join(english.split()[:60])
+    page = f"<html><body><nav><ul>{menu}</ul></nav><main><article><p>{short}</p></article></main></body></html>"
+    assert rule.filter(Document(page, "short")).text == page
+
+
 def test_the_best_of_the_wanted_languages_counts(model_path, article_pages):
-    # The Portuguese motor-racing page.
-    (page,) = [page for page, _ in article_pages if page.id.startswith("11ea381ad92b")]
+    # A Portuguese page.
+    (page,) = [page for page, _ in article_pages if page.id.startswith("23aaecd14171")]
     assert isinstance(screen(model_path).filter(page), Drop)
     assert screen(model_path, languages=("en", "pt")).filter(page) is page
     # A threshold at 1 drops even the English pages.
@@ -130,4 +153,4 @@ def test_through_a_pipeline_every_page_is_kept_or_excluded_with_its_reason(model
         )
 
     counters = run_and_collect(build)["language_screen"]["counters"]
-    assert counters == {"in": 181, "out": 161, "dropped.language_screen": 20}
+    assert counters == {"in": 181, "out": 165, "dropped.language_screen": 16}

@@ -1,0 +1,61 @@
+"""How many worker processes a DirectRunner run gets when its command line does not say.
+
+``beamtrove run`` on the DirectRunner, with neither ``--direct_running_mode``
+nor ``--direct_num_workers`` given, runs its pipeline in Beam's
+multi_processing mode with ``--direct_num_workers 0``, which beamtrove reads
+as: one SDK worker process per core this process may run on, no more than the
+memory available holds at :data:`WORKER_MEMORY` each
+(:func:`~beamtrove.processes.machine_workers`), no more than the input's units
+of work (its files: one file is read by one worker), and one per
+:data:`INPUT_PER_WORKER` bytes of input (a worker's start, about a second of
+CPU, and the moves of data between processes pay only on enough work). When
+that leaves one worker, the pipeline runs in memory in the command's own
+process, as Beam's default does. ``--direct_num_workers 0`` given by hand is
+bounded the same way; any other ``--direct_running_mode`` or
+``--direct_num_workers`` is used as given.
+
+This module imports no Beam: the command line asks it whether a run will fork
+SDK workers before it imports Beam, to start their zygote early.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from beamtrove.processes import machine_workers
+
+__all__ = ["DEFAULT_DIRECT_WORKERS", "INPUT_PER_WORKER", "WORKER_MEMORY", "default_workers", "direct_workers_given"]
+
+#: The ``--direct_num_workers`` of a run that named no worker count: as many as the machine and the input allow.
+DEFAULT_DIRECT_WORKERS = 0
+
+#: Memory set aside for each SDK worker, bytes: about three times what a fineweb worker held at its peak (0.28 GiB
+#: of PSS, its URL lists and language model shared with the other workers, on make_warc.py 1200 records; the whole
+#: run, 2 workers, 0.79 GiB), leaving room for the runner's process and bundles of larger documents.
+WORKER_MEMORY = 1 << 30
+
+#: Bytes of input each worker of a run that left the count to beamtrove gets at least.
+INPUT_PER_WORKER = 8 << 20
+
+_WORKER_OPTIONS = ("direct_running_mode", "direct_num_workers")
+
+
+def direct_workers_given(argv: Sequence[str]) -> bool:
+    """Whether ``argv`` names the DirectRunner's running mode or worker count (``--direct_num_workers`` or
+    ``--direct-num-workers``, with its value after ``=`` or apart)."""
+    return any(
+        argument.startswith("--") and argument[2:].split("=", 1)[0].replace("-", "_") in _WORKER_OPTIONS
+        for argument in argv
+    )
+
+
+def default_workers(units_of_work: int | None = None, input_bytes: int | None = None) -> int:
+    """How many SDK workers a run gets by default: as many as :func:`~beamtrove.processes.machine_workers` allows at
+    :data:`WORKER_MEMORY` each, no more than ``units_of_work``, one per :data:`INPUT_PER_WORKER` of
+    ``input_bytes``; at least one. What is not known (None) does not bound it."""
+    bounds = [machine_workers(WORKER_MEMORY)[0]]
+    if units_of_work is not None:
+        bounds.append(units_of_work)
+    if input_bytes is not None:
+        bounds.append(input_bytes // INPUT_PER_WORKER)
+    return max(1, min(bounds))
