@@ -260,17 +260,24 @@ def test_a_command_reading_a_folder_a_publish_was_stopped_in_finishes_it_first(s
         assert json.loads((tmp_path / "next" / "stats.json").read_text())["steps"]["read"]["counters"]["out"] == 200
 
 
-def test_a_command_reading_a_folder_a_live_run_is_publishing_into_says_so(review_jsonl, stopped, tmp_path):
-    folder = tmp_path / "out"
+def _frozen_mid_publish(review_jsonl, stopped, folder: pathlib.Path) -> subprocess.Popen:
+    """An overwrite of a copy of the old output into ``folder``, stopped (state T) in the middle of its publish with
+    its lock held: a live run, as one that is slow would be, or a suspended machine."""
     shutil.copytree(stopped["old"], folder)
     run = _stopped_overwrite(
         review_jsonl / "reviews-1.jsonl", folder, "moved_aside part-00000.jsonl.gz noted", "SIGSTOP"
     )
+    while pathlib.Path(f"/proc/{run.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "T":
+        if run.poll() is not None:
+            pytest.fail(run.stderr.read().decode())
+        time.sleep(0.05)
+    return run
+
+
+def test_a_command_reading_a_folder_a_live_run_is_publishing_into_says_so(review_jsonl, stopped, tmp_path):
+    folder = tmp_path / "out"
+    run = _frozen_mid_publish(review_jsonl, stopped, folder)
     try:
-        # Stopped (state T) in the middle of its publish, its lock held: a live run, as one that is slow would be.
-        while pathlib.Path(f"/proc/{run.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "T":
-            assert run.poll() is None, run.stderr.read()
-            time.sleep(0.05)
         claim = json.loads((folder / ".beamtrove-lock" / "owner.json").read_text())
         held = _data(folder)
         for argv in (["stats", str(folder)], ["report", str(folder)], ["inspect", str(folder)]):
@@ -295,14 +302,8 @@ def test_a_run_frozen_mid_publish_past_its_lock_timeout_leaves_the_publish_to_wh
     review_jsonl, stopped, tmp_path
 ):
     folder = tmp_path / "out"
-    shutil.copytree(stopped["old"], folder)
-    run = _stopped_overwrite(
-        review_jsonl / "reviews-1.jsonl", folder, "moved_aside part-00000.jsonl.gz noted", "SIGSTOP"
-    )
+    run = _frozen_mid_publish(review_jsonl, stopped, folder)
     try:
-        while pathlib.Path(f"/proc/{run.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "T":
-            assert run.poll() is None, run.stderr.read()
-            time.sleep(0.05)
         # Frozen as a suspended machine is, past the lock's timeout: its heartbeat is as old as that.
         owner = folder / ".beamtrove-lock" / "owner.json"
         claim = json.loads(owner.read_text())
