@@ -53,9 +53,9 @@ def _run(args: argparse.Namespace, pipeline_argv: list[str]) -> int:
 
 def _forks_sdk_workers(pipeline_argv: list[str]) -> bool:
     """Whether the arguments ask for a DirectRunner run with SDK worker processes, which the zygote forks: one
-    that names multi_processing, or names neither the running mode nor the worker count on a machine that
-    allows several workers (the input, not matched yet, may still leave one)."""
-    from beamtrove.execution.direct_workers import default_workers, direct_workers_given  # noqa: PLC0415
+    that names multi_processing, or names neither the running mode nor the worker count and is foreseen to get
+    several workers (a small local input runs in memory: no zygote to start for it)."""
+    from beamtrove.execution.direct_workers import direct_workers_given, workers_foreseen  # noqa: PLC0415
     from beamtrove.execution.runner_parts import runner_kind  # noqa: PLC0415
 
     options = {}
@@ -67,7 +67,7 @@ def _forks_sdk_workers(pipeline_argv: list[str]) -> bool:
         return False
     if direct_workers_given(pipeline_argv):
         return options.get("--direct_running_mode") == "multi_processing"
-    return default_workers() > 1
+    return workers_foreseen(pipeline_argv) > 1
 
 
 def _start_zygote(pipeline: str) -> None:

@@ -15,16 +15,26 @@ bounded the same way; any other ``--direct_running_mode`` or
 ``--direct_num_workers`` is used as given.
 
 This module imports no Beam: the command line asks it whether a run will fork
-SDK workers before it imports Beam, to start their zygote early.
+SDK workers before it imports Beam, to start their zygote early
+(:func:`workers_foreseen`).
 """
 
 from __future__ import annotations
 
+import glob
+import os
 from collections.abc import Sequence
 
 from beamtrove.processes import machine_workers
 
-__all__ = ["DEFAULT_DIRECT_WORKERS", "INPUT_PER_WORKER", "WORKER_MEMORY", "default_workers", "direct_workers_given"]
+__all__ = [
+    "DEFAULT_DIRECT_WORKERS",
+    "INPUT_PER_WORKER",
+    "WORKER_MEMORY",
+    "default_workers",
+    "direct_workers_given",
+    "workers_foreseen",
+]
 
 #: The ``--direct_num_workers`` of a run that named no worker count: as many as the machine and the input allow.
 DEFAULT_DIRECT_WORKERS = 0
@@ -59,3 +69,36 @@ def default_workers(units_of_work: int | None = None, input_bytes: int | None = 
     if input_bytes is not None:
         bounds.append(input_bytes // INPUT_PER_WORKER)
     return max(1, min(bounds))
+
+
+def _inputs(argv: Sequence[str]) -> list[str]:
+    """The values of every ``--input`` of ``argv`` (``--input X`` or ``--input=X``)."""
+    found = []
+    for at, argument in enumerate(argv):
+        flag, equals, value = argument.partition("=")
+        if flag == "--input":
+            found.extend([value] if equals else argv[at + 1 : at + 2])
+    return found
+
+
+def _local_files(pattern: str) -> list[str]:
+    """The files a local input names: itself, those below it (a directory), or those its glob matches."""
+    files = []
+    for path in glob.glob(pattern, recursive=True) if glob.has_magic(pattern) else [pattern]:
+        if os.path.isdir(path):
+            files += [os.path.join(folder, name) for folder, _, names in os.walk(path) for name in names]
+        elif os.path.isfile(path):
+            files.append(path)
+    return files
+
+
+def workers_foreseen(argv: Sequence[str]) -> int:
+    """The SDK workers a run of ``argv`` that leaves the count to beamtrove will likely get, known before Beam is
+    imported: bounded by its input when every ``--input`` is a local path (its files and their bytes, without
+    the reader's choice of files), else by the machine alone. The count is settled once the input is matched.
+    """
+    inputs = _inputs(argv)
+    if not inputs or any("://" in pattern for pattern in inputs):
+        return default_workers()
+    files = [file for pattern in inputs for file in _local_files(pattern)]
+    return default_workers(len(files), sum(os.path.getsize(file) for file in files))

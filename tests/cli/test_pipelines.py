@@ -11,7 +11,7 @@ import pytest
 from beamtrove import __version__
 from beamtrove.cli import main
 from beamtrove.cli.pipelines import _forks_sdk_workers
-from beamtrove.execution.direct_workers import default_workers
+from beamtrove.execution.direct_workers import INPUT_PER_WORKER, default_workers
 
 
 def test_run_convert_writes_documents_dead_letters_and_stats(faults_set, tmp_path, capsys):
@@ -114,5 +114,23 @@ def test_run_starts_the_worker_zygote_only_for_direct_runs_with_worker_processes
     assert _forks_sdk_workers(["--input", "x", *argv]) is forks
 
 
-def test_a_run_that_names_no_workers_starts_the_zygote_when_the_machine_allows_several():
-    assert _forks_sdk_workers(["--input", "x"]) is (default_workers() > 1)
+def test_a_run_that_names_no_workers_starts_the_zygote_when_its_input_is_foreseen_to_take_several(tmp_path):
+    several = default_workers() > 1
+    # A remote input is not listed before Beam is imported: the machine alone decides.
+    assert _forks_sdk_workers(["--input", "gs://bucket/crawl/*.warc.gz"]) is several
+    # A small local input runs in memory, in the command's process: no zygote to start.
+    small = tmp_path / "small"
+    small.mkdir()
+    for name in ("a.warc.gz", "b.warc.gz"):
+        (small / name).write_bytes(b"x" * 1000)
+    assert _forks_sdk_workers(["--input", str(small / "*.warc.gz")]) is False
+    assert _forks_sdk_workers([f"--input={small}"]) is False
+    # Two files of INPUT_PER_WORKER bytes each (sparse): two workers, where the machine allows them.
+    large = tmp_path / "large"
+    large.mkdir()
+    for name in ("a.jsonl", "b.jsonl"):
+        with open(large / name, "wb") as file:
+            file.truncate(INPUT_PER_WORKER)
+    assert _forks_sdk_workers(["--input", str(large)]) is several
+    assert _forks_sdk_workers(["--input", str(large / "a.jsonl"), "--input", str(large / "b.jsonl")]) is several
+    assert _forks_sdk_workers(["--input", str(large / "a.jsonl")]) is False
