@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import contextlib
 import gzip
 import json
 import os
@@ -274,12 +275,23 @@ def test_ctrl_c_is_one_line_and_exit_130_with_extraction_processes_running(data_
     output = tmp_path / "out"
     command = [sys.executable, "-m", "beamtrove", "run", "fineweb", "--input", str(require(data_dir / "warc")),
                "--output", str(output), "--no_language_screen"]  # fmt: skip
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    # With Python's fault handler on, SIGABRT makes a run that does not end print where each of its threads is.
+    environment = {**os.environ, "PYTHONFAULTHANDLER": "1"}
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, env=environment
+    )
     while not ((output / ".beamtrove-staging").exists() and child_processes(process.pid)):
         assert process.poll() is None, process.communicate()
         time.sleep(0.05)
     os.killpg(process.pid, signal.SIGINT)
-    _, err = process.communicate(timeout=120)
+    try:
+        _, err = process.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGABRT)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(10)
+        os.killpg(process.pid, signal.SIGKILL)  # and whatever of its group holds its pipes
+        pytest.fail(f"the run did not end within 120 s of Ctrl-C; its threads:\n{process.communicate()[1].decode()}")
     assert process.returncode == 130, err.decode()
     assert "Traceback" not in err.decode()
     assert err.decode().strip().splitlines()[-1] == (
