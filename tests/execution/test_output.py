@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import datetime
 import contextlib
+import datetime
 import gzip
 import json
 import os
