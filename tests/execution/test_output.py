@@ -216,7 +216,7 @@ def _interrupt_then_rerun(pattern, output, extra, signum, delay) -> subprocess.C
         assert process.returncode == 130, err.decode()
         last = err.decode().strip().splitlines()[-1]
         assert last.startswith("beamtrove: interrupted"), err.decode()
-        assert "Traceback" not in err.decode()
+        assert "Traceback" not in err.decode(), err.decode()
     return subprocess.run(_command(pattern, output, *extra), capture_output=True, text=True, timeout=600, check=False)
 
 
