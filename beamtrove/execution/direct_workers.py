@@ -101,4 +101,12 @@ def workers_foreseen(argv: Sequence[str]) -> int:
     if not inputs or any("://" in pattern for pattern in inputs):
         return default_workers()
     files = [file for pattern in inputs for file in _local_files(pattern)]
-    return default_workers(len(files), sum(os.path.getsize(file) for file in files))
+    return default_workers(len(files), sum(map(_size, files)))
+
+
+def _size(path: str) -> int:
+    # A file gone since it was listed counts for nothing: the run that follows says what became of it.
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
