@@ -223,14 +223,15 @@ def _screened_and_not(warc, out) -> tuple[dict, list[bytes], list[bytes]]:
 
 @pytest.fixture(scope="module")
 def adversarial_runs(data_dir, udhr_texts, tmp_path_factory):
-    """60 real article pages with a 400-row price table right after <body>, and 60 more behind other languages'
-    navigation or sidebars or a data table: the default run and the screen-off run over them."""
+    """20 real article pages with a 400-row price table right after <body>, and 20 more behind other languages'
+    navigation or sidebars or a data table: the default run and the screen-off run over them (0.15.0's screen
+    kept 16 of their 25 documents; every article in every layout is the slow test's)."""
     rng = random.Random(48)
     articles = _article_pages(data_dir)
-    pages = [(f"{url}#prices", _after_body(page, _price_table(400, rng))) for url, page in articles[:60]]
+    pages = [(f"{url}#prices", _after_body(page, _price_table(400, rng))) for url, page in articles[:20]]
     pages += [
         (f"{url}#prefixed", _adversarial_page(index, page, rng, udhr_texts))
-        for index, (url, page) in enumerate(articles[60:120])
+        for index, (url, page) in enumerate(articles[20:40])
     ]
     out = tmp_path_factory.mktemp("adversarial")
     _write_warc(out / "pages.warc.gz", pages)
@@ -241,7 +242,7 @@ def test_the_screen_keeps_english_articles_behind_tables_and_other_languages(adv
     steps, screened, unscreened = adversarial_runs
     # The default run kept what the run without the screen kept, byte for byte: ids, texts, metadata.
     assert screened == unscreened
-    assert len(unscreened) >= 60
+    assert len(unscreened) >= 20
     # The screen still spared extraction the pages in other languages.
     assert steps["language_screen"]["counters"]["dropped.language_screen"] > 0
 

@@ -72,6 +72,7 @@ def test_a_staged_publish_stopped_at_any_step_leaves_the_old_or_new_output_whole
     _check_stop(step, corpus, one_pipeline, one_pipeline_exact, tmp_path)
 
 
+@pytest.mark.slow  # the default suite checks the same files before an elastic merge (test_staged.py)
 def test_files_damaged_before_the_publish_are_redone(corpus, one_pipeline_exact, tmp_path):
     output = tmp_path / "out"
     argv = dedup_argv(corpus, output, *EXACT, *staged(2))
