@@ -55,18 +55,16 @@ def _forks_sdk_workers(pipeline_argv: list[str]) -> bool:
     """Whether the arguments ask for a DirectRunner run with SDK worker processes, which the zygote forks: one
     that names multi_processing, or names neither the running mode nor the worker count and is foreseen to get
     several workers (a small local input runs in memory: no zygote to start for it)."""
-    from beamtrove.execution.direct_workers import direct_workers_given, workers_foreseen  # noqa: PLC0415
+    from beamtrove.execution.direct_workers import direct_workers_given, option_values, workers_foreseen  # noqa: PLC0415
     from beamtrove.execution.runner_parts import runner_kind  # noqa: PLC0415
 
-    options = {}
-    for at, argument in enumerate(pipeline_argv):
-        flag, equals, value = argument.partition("=")
-        if flag in ("--runner", "--direct_running_mode"):
-            options[flag] = value if equals else next(iter(pipeline_argv[at + 1 : at + 2]), "")
-    if runner_kind(options.get("--runner", "DirectRunner")) != "direct" or "--staged" in pipeline_argv:
+    # The last value of an option given twice is the one that counts, as for Beam's parser.
+    runner = (option_values(pipeline_argv, "--runner") or ["DirectRunner"])[-1]
+    running_mode = (option_values(pipeline_argv, "--direct_running_mode") or [None])[-1]
+    if runner_kind(runner) != "direct" or "--staged" in pipeline_argv:
         return False
     if direct_workers_given(pipeline_argv):
-        return options.get("--direct_running_mode") == "multi_processing"
+        return running_mode == "multi_processing"
     return workers_foreseen(pipeline_argv) > 1
 
 

@@ -33,6 +33,7 @@ __all__ = [
     "WORKER_MEMORY",
     "default_workers",
     "direct_workers_given",
+    "option_values",
     "workers_foreseen",
 ]
 
@@ -71,12 +72,12 @@ def default_workers(units_of_work: int | None = None, input_bytes: int | None = 
     return max(1, min(bounds))
 
 
-def _inputs(argv: Sequence[str]) -> list[str]:
-    """The values of every ``--input`` of ``argv`` (``--input X`` or ``--input=X``)."""
+def option_values(argv: Sequence[str], option: str) -> list[str]:
+    """The values ``argv`` gives ``option`` (such as ``--input``), in order: ``--input X`` or ``--input=X``."""
     found = []
     for at, argument in enumerate(argv):
         flag, equals, value = argument.partition("=")
-        if flag == "--input":
+        if flag == option:
             found.extend([value] if equals else argv[at + 1 : at + 2])
     return found
 
@@ -97,7 +98,7 @@ def workers_foreseen(argv: Sequence[str]) -> int:
     imported: bounded by its input when every ``--input`` is a local path (its files and their bytes, without
     the reader's choice of files), else by the machine alone. The count is settled once the input is matched.
     """
-    inputs = _inputs(argv)
+    inputs = option_values(argv, "--input")
     if not inputs or any("://" in pattern for pattern in inputs):
         return default_workers()
     files = [file for pattern in inputs for file in _local_files(pattern)]
