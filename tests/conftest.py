@@ -28,6 +28,7 @@ from beamtrove.document import Document
 from beamtrove.execution.elastic import JobDir, prepare_job
 from beamtrove.execution.elastic.jobdir import publish_once
 from beamtrove.metrics import collect_stats
+from tests.cc_server import lay_out_common_crawl
 
 SHARED = pathlib.Path(__file__).resolve().parents[1].parent / "shared"
 DATA = SHARED / "data"
@@ -307,3 +308,16 @@ def shard_states_job(review_jsonl, tmp_path):
     publish_once(job.failed_path("shard-00002"), {"shard": "shard-00002", "host": "b", "error": "exit code 1\nboom"})
     publish_once(job.done_path("shard-00003"), {"shard": "shard-00003", "host": "c", "pid": 7, "records": 120})
     return job
+
+
+@pytest.fixture(scope="session")
+def cc_dump(tmp_path_factory) -> tuple[pathlib.Path, list[str], list[dict]]:
+    """A Common Crawl tree of dump CC-MAIN-TEST for tests/cc_server.py: 12 make_warc.py files, 48 responses.
+
+    Returns the folder to serve, the WARC paths as its ``warc.paths.gz`` lists them (the i-th holds make_warc.py's
+    ``part-0000i.warc.gz``), and make_warc.py's manifest rows.
+    """
+    warcs = tmp_path_factory.mktemp("cc-warcs")
+    manifest = make_warc_set(warcs, "--records", "48", "--files", "12", "--seed", "11")
+    root = tmp_path_factory.mktemp("cc-root")
+    return root, lay_out_common_crawl(warcs, root), manifest
