@@ -5,7 +5,8 @@ only, so that it runs as a script with any Python: ``python tests/cc_server.py R
 ``python -m tests.cc_server`` from the checkout). Tests start it through :class:`CCServer` and lay out its tree
 with :func:`lay_out_common_crawl`.
 
-The schedule (JSON, ``--schedule FILE`` or inline) is a list of rules tried in order on every GET of a file::
+The schedule (JSON, ``--schedule FILE`` or inline) is a list of rules tried in order on every GET of a file, the
+first that fires giving the fault (HEAD is never faulted; a rule's path has no leading ``/``)::
 
     {"seed": 7, "retry_after": 1, "trickle_seconds": 5,
      "rules": [{"path": "crawl-data/*.warc.gz", "probability": 0.2, "faults": ["http_503", "reset"]},
