@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import io
 import json
 import logging
 import os
@@ -19,16 +20,20 @@ import pathlib
 import posixpath
 import shutil
 import tempfile
+import urllib.error
+import urllib.request
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from beamtrove.layout import RUN_MARKS, SET_ASIDE_NAMES
+from beamtrove.network import Opened, ResumingStream, RetryPolicy, with_retries
 
 if TYPE_CHECKING:
     import fsspec
 
 __all__ = [
+    "FileListing",
     "InputFile",
     "compression_of",
     "file_sha256",
@@ -41,6 +46,8 @@ __all__ = [
     "join",
     "match_inputs",
     "move",
+    "open_at",
+    "open_resuming",
     "open_url",
     "path_sha256",
     "read_json",
@@ -55,6 +62,7 @@ __all__ = [
 ]
 
 _GLOB_CHARS = "*?["
+_HTTP = ("http", "https")
 # The extras of beamtrove that install a protocol's file system.
 _EXTRAS = {"s3": "s3", "s3a": "s3"}
 _LOGGER = logging.getLogger(__name__)
@@ -85,6 +93,19 @@ class InputFile:
     start: int = 0
     end: int | None = None
     first_index: int = 0
+
+
+@runtime_checkable
+class FileListing(Protocol):
+    """Input named by a list of files rather than a pattern (a Common Crawl dump's paths file).
+
+    An input pattern of its own: readers hold it, not its files, and list
+    them when they are built and when the run starts.
+    """
+
+    def list_files(self, storage_options: Mapping[str, Any] | None = None) -> list[InputFile]:
+        """The files listed, in their list's order."""
+        ...
 
 
 def file_sha256(path: str | os.PathLike, storage_options: Mapping[str, Any] | None = None) -> str:
@@ -322,7 +343,10 @@ def _match_one(pattern: str, suffixes: tuple[str, ...], storage_options, warn: b
         )
     fs, path = filesystem(pattern, storage_options)
     try:
-        base, entries = _listed(fs, path, pattern, suffixes, warn)
+        if is_local(pattern):
+            base, entries = _listed(fs, path, pattern, suffixes, warn)
+        else:
+            base, entries = with_retries(lambda: _listed(fs, path, pattern, suffixes, warn), f"list {pattern}")
     except OSError:
         raise
     except Exception as failure:  # a remote file system's own: no credentials, no connection, ...
@@ -368,7 +392,8 @@ def match_inputs(
     Args:
         patterns: One or more files, directories (searched recursively for
             names ending in ``suffixes``) or glob patterns (:func:`is_glob`),
-            as paths or URLs; entries found in directories or by patterns
+            as paths or URLs, or lists of files (:class:`FileListing`, such
+            as a Common Crawl dump's); entries found in directories or by patterns
             are skipped when :func:`is_hidden`, and so is what a beamtrove
             run's output folder found in a directory holds besides the
             documents it kept; or already matched :class:`InputFile`
@@ -388,16 +413,17 @@ def match_inputs(
             nothing, or a path does not exist; raised at pipeline
             construction, before any work starts.
     """
-    patterns = [patterns] if isinstance(patterns, (str, InputFile)) else list(patterns)
+    patterns = [patterns] if isinstance(patterns, (str, InputFile, FileListing)) else list(patterns)
     if not patterns:
         raise FileNotFoundError("No input patterns were given.")
     found: dict[tuple[str, int], InputFile] = {}
     for pattern in patterns:
-        matched = (
-            [pattern]
-            if isinstance(pattern, InputFile)
-            else _match_one(pattern, suffixes, storage_options, warn_empty_runs)
-        )
+        if isinstance(pattern, InputFile):
+            matched = [pattern]
+        elif isinstance(pattern, FileListing):
+            matched = pattern.list_files(storage_options)
+        else:
+            matched = _match_one(pattern, suffixes, storage_options, warn_empty_runs)
         for file in matched:
             found.setdefault((file.url, file.start), file)
     return sorted(found.values())
@@ -495,3 +521,79 @@ def read_lines(url: str, storage_options: Mapping[str, Any] | None = None) -> li
     """The lines of a UTF-8 text file (undecodable bytes replaced), without line ends."""
     with open_url(url, "rb", storage_options) as raw:
         return raw.read().decode("utf-8", "replace").splitlines()
+
+
+def open_at(url: str, offset: int, storage_options: Mapping[str, Any] | None = None, timeout: float = 60.0) -> Opened:
+    """Opens the file ``url`` for reading from byte ``offset`` on, streamed: nothing is read ahead of the reader.
+
+    HTTP(S) is read as one ``GET`` (a ``Range: bytes=offset-`` request past
+    the start) whose body is the stream; a server that ignores the range
+    sends the file from its start (``Opened.start`` is 0). Other files are
+    opened through their fsspec file system, which reads ranges on object
+    stores.
+
+    Args:
+        url: The file.
+        offset: The byte to start at.
+        storage_options: fsspec options; over HTTP(S), its ``headers`` are sent.
+        timeout: Seconds an HTTP(S) connection may stay silent before the read fails.
+
+    Raises:
+        FileNotFoundError: The file does not exist (HTTP 404, 410).
+        PermissionError: The server refuses it (HTTP 401, 403).
+    """
+    from fsspec.utils import get_protocol  # noqa: PLC0415 (imported when first needed, as in filesystem)
+
+    if get_protocol(url) not in _HTTP:
+        fs, path = filesystem(url, storage_options)
+        stream = fs.open(path, "rb")
+        size = getattr(stream, "size", None)
+        if offset:
+            stream.seek(offset)
+        return Opened(stream, offset, size)
+    headers = dict((storage_options or {}).get("headers") or {})
+    if offset:
+        headers["Range"] = f"bytes={offset}-"
+    try:
+        response = urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=timeout)
+    except urllib.error.HTTPError as answer:
+        if answer.code == 416:  # the range starts at the end of the file: nothing is left to read
+            return Opened(io.BytesIO(), offset, offset)
+        if answer.code in (404, 410):
+            raise FileNotFoundError(f"{url} is not found (HTTP {answer.code})") from None
+        if answer.code in (401, 403):
+            raise PermissionError(f"{url} is refused (HTTP {answer.code} {answer.reason})") from None
+        raise
+    if response.status == 206:
+        total = response.headers.get("Content-Range", "").rpartition("/")[2]
+        return Opened(response, offset, int(total) if total.isdigit() else None)
+    length = response.headers.get("Content-Length")
+    return Opened(response, 0, int(length) if length and length.isdigit() else None)
+
+
+def open_resuming(
+    url: str,
+    storage_options: Mapping[str, Any] | None = None,
+    policy: RetryPolicy | None = None,
+    on_retry=None,
+    *,
+    wait_out_refusals: bool = True,
+) -> ResumingStream:
+    """The file ``url`` as a :class:`~beamtrove.network.ResumingStream`: read through transient faults.
+
+    Args:
+        url: The file (any URL :func:`open_at` opens).
+        storage_options: fsspec options.
+        policy: How faults are waited out; the default policy when None.
+        on_retry: Called with each fault's name before the file is reopened.
+        wait_out_refusals: Whether a connection refused is waited out (see
+            :class:`~beamtrove.network.ResumingStream`).
+    """
+    policy = policy or RetryPolicy()
+    return ResumingStream(
+        url,
+        lambda offset: open_at(url, offset, storage_options, policy.read_timeout),
+        policy,
+        on_retry,
+        wait_out_refusals=wait_out_refusals,
+    )

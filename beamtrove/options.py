@@ -305,6 +305,30 @@ class BeamtroveOptions(PipelineOptions):
             10.0,
             range=Range(0),
         ),
+        Option(
+            "read_attempts",
+            "Attempts in a row without progress to read an input file over a network or from an object store "
+            "(answers 429 or 5xx, connections reset, bodies cut short, silent connections) before the file is "
+            "given up as a dead letter and the run goes on; a read continues from the byte reached. Default: 8.",
+            int,
+            8,
+            range=Range(1),
+        ),
+        Option(
+            "retry_wait",
+            "Seconds before an input file's second attempt; each further one waits twice as long, up to 60 s, or "
+            "as long as the server's Retry-After asks (up to 60 s). Default: 1.",
+            float,
+            1.0,
+            range=Range(0),
+        ),
+        Option(
+            "read_timeout",
+            "Seconds a connection reading an input file may stay silent before it is reopened. Default: 60.",
+            float,
+            60.0,
+            range=Range(0, exclusive_minimum=True),
+        ),
         Option("skip", "Documents to skip at the start of the input.", int, 0, range=Range(0)),
         Option("limit", "Read at most this many documents.", int, range=Range(0)),
         Option("max_file_size", "Start a new output file past this many bytes.", int, range=Range(1)),

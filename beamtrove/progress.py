@@ -326,12 +326,14 @@ class ProgressBoard:
         now = time.monotonic() if now is None else now
         totals = self.totals()
         elapsed = now - self._started
-        done = min(totals.bytes / self._total_bytes, 1.0) if self._total_bytes else 0.0
-        parts = [
-            f"{self._name}: {totals.files:,}/{self._total_files:,} inputs",
-            f"{_megabytes(totals.bytes)}/{_megabytes(self._total_bytes)} MB ({done:.0%})",
-            f"{totals.read:,} documents read",
-        ]
+        if self._total_bytes:
+            done = min(totals.bytes / self._total_bytes, 1.0)
+            size = f"{_megabytes(totals.bytes)}/{_megabytes(self._total_bytes)} MB ({done:.0%})"
+        else:  # inputs listed with no size (a Common Crawl paths file): how many are done tells the progress
+            done = min(totals.files / self._total_files, 1.0) if self._total_files else 0.0
+            size = f"{_megabytes(totals.bytes)} MB ({done:.0%})"
+        parts = [f"{self._name}: {totals.files:,}/{self._total_files:,} inputs", size]
+        parts.append(f"{totals.read:,} documents read")
         if self._kept_step is not None:
             kept_share = f" ({totals.kept / totals.read:.1%})" if totals.read else ""
             parts.append(f"{totals.kept:,} kept{kept_share}")
@@ -340,10 +342,16 @@ class ProgressBoard:
         if elapsed >= 1:
             parts.append(f"{totals.read / elapsed:,.0f} documents/s")
         parts.append(f"{format_duration(elapsed)} elapsed")
-        eta = self._eta(now, totals.bytes)
+        eta = self._eta(now, totals.bytes) if self._total_bytes else self._eta_by_files(elapsed, totals.files)
         if eta is not None:
             parts.append(f"ETA {format_duration(eta)}")
         return " · ".join(parts)
+
+    def _eta_by_files(self, elapsed: float, files: int) -> float | None:
+        """Seconds left at the rate inputs were done so far, for inputs of unknown size."""
+        if not files or files >= self._total_files or elapsed < 2:
+            return None
+        return (self._total_files - files) * elapsed / files
 
     def _eta(self, now: float, size: int) -> float | None:
         """Seconds left at the rate input bytes were read since the first report of any.

@@ -234,16 +234,16 @@ def test_is_local_tells_by_the_protocol(url, local):
     assert is_local(url) is local
 
 
-# `beamtrove run fineweb --dump` reads s3://commoncrawl: each way its file system fails is one line, exit 2, and
-# the run leaves no output folder behind (it left an empty one).
-_DUMP = "s3://commoncrawl/crawl-data/CC-MAIN-2024-22/segments/*/warc/*.warc.gz"
+# `beamtrove run fineweb --dump ... --cc_base s3://commoncrawl` reads the dump's paths file on S3: each way its file
+# system fails is one line, exit 2, and the run leaves no output folder behind (it left an empty one).
+_DUMP = "s3://commoncrawl/crawl-data/CC-MAIN-2024-22/warc.paths.gz"
 # Run as a command: with s3fs taken away, as where the s3 extra is not installed.
 _COMMAND = """
 import sys
 if sys.argv[1] == "without-s3fs":
     sys.modules["s3fs"] = None
 from beamtrove.cli import main
-sys.exit(main(["run", "fineweb", "--dump", "CC-MAIN-2024-22", "--output", sys.argv[2]]))
+sys.exit(main(["run", "fineweb", "--dump", "CC-MAIN-2024-22", "--cc_base", "s3://commoncrawl", "--output", sys.argv[2]]))
 """
 
 
@@ -294,20 +294,22 @@ def test_dump_with_s3fs_that_cannot_reach_its_files_is_one_line(case, tmp_path, 
     # No credentials: 94 lines of traceback; connection refused: 165; an endpoint that is no S3: "No files match
     # ... check the path and the pattern", as if the dump had no files.
     pytest.importorskip("s3fs", reason="the s3 extra (pip install 'beamtrove[s3]') is not installed")
+    cannot_read = f"Cannot read {_DUMP}, the list of CC-MAIN-2024-22's files"
+    check = "Check --cc_base, the network and the credentials it needs."
     if case == "no credentials":
-        environment, message = {}, f"Cannot list {_DUMP}: NoCredentialsError: Unable to locate credentials"
+        environment, message = {}, f"{cannot_read}: NoCredentialsError: Unable to locate credentials. {check}"
     elif case == "connection refused":
         endpoint = f"http://127.0.0.1:{refused_port}"
         environment = {"AWS_ENDPOINT_URL": endpoint, **_CREDENTIALS}
         message = (
-            f'Cannot list {_DUMP}: EndpointConnectionError: Could not connect to the endpoint URL: "{endpoint}/'
-            'commoncrawl/crawl-data/CC-MAIN-2024-22/segments/%2A/warc/%2A.warc.gz"'
+            f'{cannot_read}: EndpointConnectionError: Could not connect to the endpoint URL: "{endpoint}/'
+            f'commoncrawl/crawl-data/CC-MAIN-2024-22/warc.paths.gz". {check}'
         )
     else:
         environment = {"AWS_ENDPOINT_URL": request.getfixturevalue("http_server"), **_CREDENTIALS}
         message = (
-            f"No files match {_DUMP!r}: s3://commoncrawl itself is not found; check the path, and the endpoint and "
-            "credentials its file system uses."
+            f"Common Crawl has no dump CC-MAIN-2024-22 under s3://commoncrawl: {_DUMP} is not found. Check --dump "
+            "(dump names are listed at https://data.commoncrawl.org/crawl-data/index.html) and --cc_base."
         )
     result = _dump_run(tmp_path, **environment)
     assert (result.returncode, result.stderr) == (2, f"beamtrove: error: {message}\n")

@@ -17,7 +17,7 @@ from typing import Any
 from fsspec.core import split_protocol
 
 from beamtrove.configuration import ConfigurationError
-from beamtrove.fs import InputFile, input_folder
+from beamtrove.fs import FileListing, InputFile, input_folder
 
 __all__ = ["check_auxiliary_inputs", "check_separate", "input_folders"]
 
@@ -49,7 +49,7 @@ def input_folders(patterns: Iterable[str], storage_options: Mapping[str, Any] | 
 
 
 def check_separate(
-    patterns: Iterable[str | InputFile],
+    patterns: Iterable[str | InputFile | FileListing],
     files: Iterable[InputFile],
     output: str,
     storage_options: Mapping[str, Any] | None = None,
@@ -70,7 +70,7 @@ def check_separate(
                 "another --output."
             )
     for pattern in patterns:
-        if isinstance(pattern, InputFile):
+        if not isinstance(pattern, str):  # files named one by one (listed, or given with ranges) read no folder
             continue
         pattern_protocol, _ = _location(pattern)
         folder = input_folder(pattern, storage_options) if pattern_protocol == protocol else None

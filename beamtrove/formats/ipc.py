@@ -12,6 +12,7 @@ from beamtrove.formats import SUFFIXES
 from beamtrove.formats.parquet import ParquetParser
 from beamtrove.formats.records import Outcome
 from beamtrove.fs import InputFile
+from beamtrove.network import ReadGaveUp
 
 __all__ = ["IpcParser"]
 
@@ -47,6 +48,8 @@ class IpcParser(ParquetParser):
                     for row in batch.slice(start, self._batch_size).to_pylist():
                         yield self._document(row, file, index, step)
                         index += 1
+        except ReadGaveUp:  # the network's failure, not damage: the reader makes it the file's one dead letter
+            raise
         except Exception as exc:  # pyarrow raises several types for damaged files
             yield DeadLetter(
                 step,

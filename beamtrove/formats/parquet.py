@@ -12,6 +12,7 @@ from beamtrove.formats import SUFFIXES
 from beamtrove.formats.records import Outcome, RecordParser
 from beamtrove.formats.rows import RowError, RowFields
 from beamtrove.fs import InputFile
+from beamtrove.network import ReadGaveUp
 
 __all__ = ["ParquetParser"]
 
@@ -44,6 +45,8 @@ class ParquetParser(RecordParser):
     def parse(self, file: InputFile, stream: BinaryIO, step: str) -> Iterator[Outcome]:
         try:
             parquet = pq.ParquetFile(stream)
+        except ReadGaveUp:  # the network's failure, not damage: the reader makes it the file's one dead letter
+            raise
         except Exception as exc:  # pyarrow raises several types for damaged files
             yield DeadLetter(step, "corrupt_parquet", f"{type(exc).__name__}: {exc}", file=file.url)
             return
@@ -56,6 +59,8 @@ class ParquetParser(RecordParser):
                     for row in batch.to_pylist():
                         yield self._document(row, file, index, step)
                         index += 1
+            except ReadGaveUp:  # the network's failure, not damage: the reader makes it the file's one dead letter
+                raise
             except Exception as exc:  # a damaged row group; the next one may be intact
                 yield DeadLetter(
                     step,

@@ -15,6 +15,7 @@ Beam imported.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import io
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, BinaryIO, Protocol
@@ -22,7 +23,8 @@ from typing import Any, BinaryIO, Protocol
 from beamtrove.dead_letter import DeadLetter
 from beamtrove.document import Document
 from beamtrove.formats.compression import CODECS, DamagedStream, Decompressed
-from beamtrove.fs import InputFile, compression_of, match_inputs, open_url
+from beamtrove.fs import FileListing, InputFile, compression_of, match_inputs, open_resuming, open_url
+from beamtrove.network import ReadGaveUp, RetryPolicy
 from beamtrove.progress import record_progress
 
 __all__ = ["Counts", "Outcome", "RecordParser", "RecordReader", "Skip", "match_files"]
@@ -98,7 +100,7 @@ class _Uncounted:
 
 
 def match_files(
-    paths: str | InputFile | Iterable[str | InputFile],
+    paths: str | InputFile | FileListing | Iterable[str | InputFile | FileListing],
     parser: RecordParser,
     storage_options: Mapping[str, Any] | None = None,
 ) -> tuple[InputFile, ...]:
@@ -115,7 +117,7 @@ def match_files(
         ValueError: A byte range is given for a parser or a file that cannot
             be read in part.
     """
-    patterns = (paths,) if isinstance(paths, (str, InputFile)) else tuple(paths)
+    patterns = (paths,) if isinstance(paths, (str, InputFile, FileListing)) else tuple(paths)
     files = tuple(match_inputs(patterns, parser.suffixes, storage_options))
     _check_byte_ranges(files, parser)
     return files
@@ -135,6 +137,7 @@ class RecordReader:
         limit: int | None = None,
         storage_options: Mapping[str, Any] | None = None,
         progress_interval: float | None = 10.0,
+        retries: RetryPolicy | None = None,
     ):
         """Checks the settings.
 
@@ -147,6 +150,8 @@ class RecordReader:
             progress_interval: Seconds between progress log lines; 0 turns
                 them off. None: what is read is no input of a run (a run
                 folder read back for its report), so it counts in no progress.
+            retries: How transient faults of a network or a store are waited
+                out; the default policy when None.
 
         Raises:
             ValueError: ``skip`` or ``limit`` is negative.
@@ -158,6 +163,7 @@ class RecordReader:
         self.limit = limit
         self.storage_options = dict(storage_options or {})
         self.progress_interval = progress_interval
+        self.retries = retries or RetryPolicy()
 
     def read(self, files: Sequence[InputFile], step: str, counts: Counts | None = None) -> Iterator[Outcome]:
         """The records and dead letters of ``files``, in order, each counted into ``counts``.
@@ -175,7 +181,7 @@ class RecordReader:
         for file in files:
             if remaining == 0:
                 return
-            for outcome in self._outcomes(file, step):
+            for outcome in self._outcomes(file, step, counts):
                 counts.received()
                 if isinstance(outcome, Skip):
                     counts.skipped(outcome.reason)
@@ -204,29 +210,37 @@ class RecordReader:
         """The records and dead letters of ``file``, as :meth:`read` reads them."""
         return self.read((file,), step, counts)
 
-    def _outcomes(self, file: InputFile, step: str) -> Iterator[Outcome]:
-        """The file's records, its bytes read reported as progress as they are read."""
+    def _outcomes(self, file: InputFile, step: str, counts: Counts) -> Iterator[Outcome]:
+        """The file's records, its bytes read reported as progress as they are read.
+
+        The file is read through transient faults of a network or a store,
+        each counted as ``retries.<fault>``; one that keeps failing is a dead
+        letter (``network_failed``) after the records read before it.
+        """
         reported = 0
         compression = self.parser.compression
         codec = compression_of(file.url) if compression == "infer" else compression
         try:
-            if file.end is None:
-                # Decompressed here, not by fsspec, so that damage costs only the records it holds.
-                opened = open_url(file.url, "rb", self.storage_options, None if codec in CODECS else compression)
-                with opened as stream:
-                    # The file as stored, under any decompression: its position is the input read so far.
-                    stored = opened.fobjects[0]
-                    # Unbuffered: a buffer would lose the bytes it holds when the damage is found.
-                    records = Decompressed(stream, codec) if codec in CODECS else stream
-                    for outcome in self.parser.parse(file, records, step):
-                        reported = self._progress(step, stored.tell(), reported)
-                        yield outcome
+            if codec is not None and codec not in CODECS:
+                # A codec only fsspec knows: it decompresses, and damage or a fault ends the file where it is found.
+                with open_url(file.url, "rb", self.storage_options, codec) as stream:
+                    yield from self.parser.parse(file, stream, step)
                 return
-            with open_url(file.url, "rb", self.storage_options) as stream:
-                stream.seek(file.start)
-                for outcome in self.parser.parse(file, _ByteRange(stream, file), step):
-                    reported = self._progress(step, stream.tell() - file.start, reported)
+            on_retry = functools.partial(_count_retry, counts)
+            with open_resuming(file.url, self.storage_options, self.retries, on_retry) as stored:
+                if file.end is None:
+                    # Decompressed here, not by fsspec, so that damage costs only the records it holds; unbuffered,
+                    # as a buffer would lose the bytes it holds when the damage is found.
+                    records = Decompressed(stored, codec) if codec else stored
+                else:
+                    stored.seek(file.start)
+                    records = _ByteRange(stored, file)
+                for outcome in self.parser.parse(file, records, step):
+                    # The file as stored, under any decompression: its position is the input read so far.
+                    reported = self._progress(step, stored.tell() - file.start, reported)
                     yield outcome
+        except ReadGaveUp as failure:
+            yield DeadLetter(step, "network_failed", failure.message, file=file.url, offset=failure.offset)
         except DamagedStream as damage:
             yield DeadLetter(step, damage.reason, damage.message, file=file.url, offset=damage.offset)
         except Exception as exc:  # an unopenable file or a parser's unforeseen failure must not end the run
@@ -242,6 +256,10 @@ class RecordReader:
             record_progress(step, size=position - reported, interval=self.progress_interval)
             return position
         return reported
+
+
+def _count_retry(counts: Counts, fault: str) -> None:
+    counts.inc(f"retries.{fault}")
 
 
 class _ByteRange(io.RawIOBase):

@@ -35,6 +35,7 @@ from beamtrove.formats.charset import decode_payload
 from beamtrove.formats.compression import DamagedStream
 from beamtrove.formats.records import Outcome, RecordParser, Skip
 from beamtrove.fs import InputFile
+from beamtrove.network import ReadGaveUp
 
 # warcio logs every URL with a space it repairs; at crawl scale that floods logs.
 logging.getLogger("warcio").setLevel(logging.ERROR)
@@ -220,6 +221,8 @@ class WarcParser(RecordParser):
                     damage = DamagedStream.truncated("gzip", stream.seek(0, io.SEEK_END))
                     yield DeadLetter(step, damage.reason, damage.message, file=file.url, offset=damage.offset)
                 return
+            except ReadGaveUp:  # the network's failure, not damage: the reader makes it the file's one dead letter
+                raise
             except Exception as exc:  # warcio and zlib raise many types on damaged input
                 # warcio's offset is meaningless inside a single-member gzip file.
                 failed_at = max(records.offset, position)

@@ -25,6 +25,7 @@ from beamtrove.layout import (
     PART_FILES,
     WRITE_DOCUMENTS,
 )
+from beamtrove.network import RetryPolicy
 from beamtrove.options import BeamtroveOptions, Option, Range, declared
 from beamtrove.pipelines.spec import Sink
 from beamtrove.run_output import documents_of_run
@@ -167,9 +168,15 @@ def required_inputs(options: PipelineOptions) -> list[str | InputFile]:
 
 
 def reader_settings(options: PipelineOptions) -> dict:
-    """The keyword arguments every reader takes from the common options: skip, limit, progress interval."""
+    """The keyword arguments every reader takes from the common options: skip, limit, progress interval, retries."""
     common = options.view_as(BeamtroveOptions)
-    return {"skip": common.skip, "limit": common.limit, "progress_interval": common.progress_interval}
+    retries = RetryPolicy(attempts=common.read_attempts, first_wait=common.retry_wait, read_timeout=common.read_timeout)
+    return {
+        "skip": common.skip,
+        "limit": common.limit,
+        "progress_interval": common.progress_interval,
+        "retries": retries,
+    }
 
 
 def document_reader(options: PipelineOptions, *, allow_warc: bool = True) -> FileReader:

@@ -14,15 +14,15 @@ under ``<output>/<dump>/`` with ``--dump``.
 from __future__ import annotations
 
 import dataclasses
-import re
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from beamtrove.commoncrawl import CC_BASE, DumpFiles, check_dump_name, parse_line_range
 from beamtrove.document import Document
 from beamtrove.fs import join
 from beamtrove.metrics import StepMetrics
-from beamtrove.options import BeamtroveOptions, Option, WordSplitterOptions, declared
+from beamtrove.options import BeamtroveOptions, Option, Range, WordSplitterOptions, declared
 from beamtrove.pipelines.common import ExtractionOptions, documents_sink, input_files, warc_reader
 from beamtrove.pipelines.spec import DocumentStep, PipelineSpec
 from beamtrove.pipelines.steps import (
@@ -49,21 +49,44 @@ __all__ = ["SPEC", "FineWebOptions"]
 _ADD_DUMP = "add_dump"
 
 
+def _check_line_range(value: str, flag: str) -> None:
+    try:
+        parse_line_range(value)
+    except ValueError as wrong:
+        raise ValueError(f"{flag}: {wrong}") from None
+
+
 class FineWebOptions(PipelineOptions):
     """Options of the fineweb pipeline."""
 
     _add_argparse_args = declared(
         Option(
             "dump",
-            "A Common Crawl dump such as CC-MAIN-2024-22: reads its WARC files under --cc_base unless --input "
-            "is given, writes under <output>/<dump>/ and records the dump in each document's metadata.",
+            "A Common Crawl dump such as CC-MAIN-2024-22: reads the WARC files its paths file lists under "
+            "--cc_base unless --input is given, writes under <output>/<dump>/ and records the dump in each "
+            "document's metadata.",
         ),
-        Option("cc_base", "Where Common Crawl lives. Default: s3://commoncrawl.", default="s3://commoncrawl"),
+        Option(
+            "cc_base",
+            f"Where Common Crawl is read from with --dump: {CC_BASE} (no credentials needed), s3://commoncrawl "
+            f"(AWS credentials), or any URL or folder laid out like them. Default: {CC_BASE}.",
+            default=CC_BASE,
+        ),
+        Option(
+            "cc_range",
+            "With --dump: read only lines START:END of the dump's paths file (0-based, END excluded, either left "
+            "out), e.g. 0:45000 and 45000: to split a dump across two launches.",
+            check=_check_line_range,
+        ),
+        Option(
+            "cc_files",
+            "With --dump: read this many of its files (of --cc_range's, when given), sampled with --cc_seed: the "
+            "same files on every runner, and a larger count reads them and more.",
+            int,
+            range=Range(1),
+        ),
+        Option("cc_seed", "With --cc_files: the seed of the sample. Default: 0.", int, 0, range=Range(0)),
     )
-
-
-# One folder name: the dump's folder must stay inside --output.
-_DUMP_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
 def _output(options: PipelineOptions) -> str | None:
@@ -73,19 +96,33 @@ def _output(options: PipelineOptions) -> str | None:
         ValueError: ``--dump`` is not one folder name.
     """
     output, dump = options.view_as(BeamtroveOptions).output, options.view_as(FineWebOptions).dump
-    if dump is not None and not _DUMP_NAME.fullmatch(dump):
-        raise ValueError(
-            f"--dump {dump!r} must be one folder name such as CC-MAIN-2024-22: letters, digits, '.', '_' and '-', "
-            "starting with a letter or digit."
-        )
+    if dump is not None:
+        check_dump_name(dump)
     return join(output, dump) if output and dump else output
 
 
-def _reader(options: PipelineOptions) -> ReadWarc:
+def _dump_files(options: PipelineOptions) -> DumpFiles | None:
+    """The files of ``--dump`` the options select; None when the input is ``--input``.
+
+    Raises:
+        ValueError: A selection of the dump's files is given without reading the dump.
+    """
     own = options.view_as(FineWebOptions)
-    inputs = input_files(options)
-    if not inputs and own.dump:
-        inputs = [join(own.cc_base, "crawl-data", own.dump, "segments", "*", "warc", "*.warc.gz")]
+    selection = [f"--{name}" for name in ("cc_range", "cc_files") if getattr(own, name) is not None]
+    if input_files(options) or not own.dump:
+        if selection:
+            raise ValueError(
+                f"{' and '.join(selection)} select files of --dump's paths file; with "
+                f"{'--input' if own.dump else 'no --dump'}, there is none to select from."
+            )
+        return None
+    start, end = parse_line_range(own.cc_range) if own.cc_range else (0, None)
+    return DumpFiles(own.dump, own.cc_base, "warc", start, end, own.cc_files, own.cc_seed)
+
+
+def _reader(options: PipelineOptions) -> ReadWarc:
+    dump_files = _dump_files(options)
+    inputs = [dump_files] if dump_files else input_files(options)
     if not inputs:
         raise ValueError("fineweb needs --input or --dump.")
     return warc_reader(options, inputs)

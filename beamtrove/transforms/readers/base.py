@@ -23,9 +23,10 @@ import apache_beam as beam
 from beamtrove.dead_letter import DeadLetter
 from beamtrove.document import Document
 from beamtrove.formats.records import Outcome, RecordParser, RecordReader, match_files
-from beamtrove.fs import InputFile, match_inputs
+from beamtrove.fs import FileListing, InputFile, match_inputs
 from beamtrove.layout import DEAD_LETTERS
 from beamtrove.metrics import StepMetrics
+from beamtrove.network import RetryPolicy
 
 __all__ = ["FileReader"]
 
@@ -62,7 +63,7 @@ class _MatchFiles(beam.DoFn):
             except FileNotFoundError as missing:
                 metrics.received()
                 metrics.errored("no_match")
-                yield DeadLetter(self._step, "no_match", str(missing), file=pattern)
+                yield DeadLetter(self._step, "no_match", str(missing), file=str(pattern))
         # Sorted and de-duplicated across the patterns, as the reader's files.
         files = tuple(match_inputs(matched)) if matched else ()
         _LOGGER.info("%s: %d input files match when the run starts.", self._step, len(files))
@@ -129,13 +130,14 @@ class FileReader(beam.PTransform):
 
     def __init__(
         self,
-        paths: str | InputFile | Iterable[str | InputFile],
+        paths: str | InputFile | FileListing | Iterable[str | InputFile | FileListing],
         parser: RecordParser,
         *,
         skip: int = 0,
         limit: int | None = None,
         storage_options: Mapping[str, Any] | None = None,
         progress_interval: float | None = 10.0,
+        retries: RetryPolicy | None = None,
     ):
         """Matches the input files now, so a wrong path fails before any work.
 
@@ -144,7 +146,9 @@ class FileReader(beam.PTransform):
 
         Args:
             paths: Files, directories or glob patterns (paths or fsspec URLs),
-                or matched :class:`~beamtrove.fs.InputFile` entries.
+                lists of files (:class:`~beamtrove.fs.FileListing`, such as
+                :class:`~beamtrove.commoncrawl.DumpFiles`), or matched
+                :class:`~beamtrove.fs.InputFile` entries.
             parser: Turns one file into records.
             skip: Documents to skip at the start of the input (in sorted file
                 order), counted as ``skipped.skip_option``.
@@ -155,6 +159,8 @@ class FileReader(beam.PTransform):
                 worker; 0 turns them off. None: what this reader reads is no
                 input of the run (a run folder read back for its report), so
                 it counts in no progress.
+            retries: How transient faults of a network or a store are waited
+                out while reading; the default policy when None.
 
         Raises:
             FileNotFoundError: A path does not exist or a pattern matches no file.
@@ -163,10 +169,15 @@ class FileReader(beam.PTransform):
         """
         super().__init__()
         self._reader = RecordReader(
-            parser, skip=skip, limit=limit, storage_options=storage_options, progress_interval=progress_interval
+            parser,
+            skip=skip,
+            limit=limit,
+            storage_options=storage_options,
+            progress_interval=progress_interval,
+            retries=retries,
         )
         #: What was asked for: the paths and patterns, as given.
-        self.patterns = (paths,) if isinstance(paths, (str, InputFile)) else tuple(paths)
+        self.patterns = (paths,) if isinstance(paths, (str, InputFile, FileListing)) else tuple(paths)
         #: The files matched now. A run matches the patterns again when it starts and reads what matches then.
         self.files = match_files(self.patterns, parser, storage_options)
         self._dead_letters = False
