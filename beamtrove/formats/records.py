@@ -204,7 +204,6 @@ class RecordReader:
             # A file cut into byte ranges is read in several pieces: the one that starts it counts it.
             if file.start == 0:
                 counts.inc("files")
-            counts.inc("bytes", file.size)
 
     def read_file(self, file: InputFile, step: str, counts: Counts | None = None) -> Iterator[Outcome]:
         """The records and dead letters of ``file``, as :meth:`read` reads them."""
@@ -246,6 +245,8 @@ class RecordReader:
         except Exception as exc:  # an unopenable file or a parser's unforeseen failure must not end the run
             yield DeadLetter(step, "read_failed", f"{type(exc).__name__}: {exc}", file=file.url)
         finally:
+            # A file listed without its size (a Common Crawl paths file's) counts the bytes read from it.
+            counts.inc("bytes", file.size or reported)
             if self.progress_interval is not None:
                 unreported = max(file.size - reported, 0)
                 record_progress(step, size=unreported, files=1, interval=self.progress_interval)
