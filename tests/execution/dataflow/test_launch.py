@@ -29,7 +29,12 @@ DATAFLOW_ARGS = [
 
 
 # Values of the parameters whose options take neither 0.5 nor 3 nor a path: ranges beyond what a regex says.
-_SAMPLES = {"unigram_threshold": "-8.5", "classifier_labels": "hq:0.5", "classifier_remove_labels": "lq:0.75"}
+_SAMPLES = {
+    "unigram_threshold": "-8.5",
+    "classifier_labels": "hq:0.5",
+    "classifier_remove_labels": "lq:0.75",
+    "cc_range": "0:3",
+}
 
 
 def _sample(parameter: dict) -> str:

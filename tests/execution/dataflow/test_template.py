@@ -71,7 +71,9 @@ def test_fineweb_parameters():
     for name in ("dump", "cc_base", "lid_model", "url_blocklist", "languages", "input", "output", "extractor"):
         assert name in parameters
     assert "input_ranges" not in parameters
-    assert parameters["dump"]["helpText"].startswith("A Common Crawl dump such as CC-MAIN-2024-22: reads its WARC")
+    assert parameters["dump"]["helpText"].startswith(
+        "A Common Crawl dump such as CC-MAIN-2024-22: reads the WARC files its paths file lists"
+    )
     assert parameters["dump"]["paramType"] == "TEXT"
     assert "regexes" not in parameters["dump"]
     assert parameters["output"]["isOptional"] is False
