@@ -359,10 +359,12 @@ class ResumingStream(io.RawIOBase):
             except Exception as error:
                 self._fault(error)
                 continue
-            if self._size is None:
-                raise OSError(
-                    f"{self.url}: the store does not tell the file's size, so it cannot be sought from its end"
-                )
+            if self._size is not None:
+                break
+            if not self._stream.seekable():
+                raise OSError(f"{self.url}: the server does not tell the file's size, so no seek from its end")
+            self._size = self._stream.seek(0, io.SEEK_END)
+            self._stream.seek(self._stream_position)
         return self._size
 
     def _stream_at_position(self) -> BinaryIO:

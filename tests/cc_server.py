@@ -247,9 +247,10 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         for name, value in (headers or {}).items():
             self.send_header(name, value)
-        self.end_headers()
+        # Logged before the headers leave: a client that gives up on this answer finds it in the log.
         entry.update(status=status, length=len(body), bytes_sent=0 if self.command == "HEAD" else len(body))
         self.server.log(entry)
+        self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
 
