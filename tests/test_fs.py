@@ -243,7 +243,8 @@ import sys
 if sys.argv[1] == "without-s3fs":
     sys.modules["s3fs"] = None
 from beamtrove.cli import main
-sys.exit(main(["run", "fineweb", "--dump", "CC-MAIN-2024-22", "--cc_base", "s3://commoncrawl", "--output", sys.argv[2]]))
+dump = ["--dump", "CC-MAIN-2024-22", "--cc_base", "s3://commoncrawl"]
+sys.exit(main(["run", "fineweb", *dump, "--output", sys.argv[2]]))
 """
 
 
