@@ -20,8 +20,8 @@ import pyarrow.parquet as pq
 import pytest
 import zstandard
 
+from beamtrove import fs
 from beamtrove.dead_letter import DeadLetter
-from beamtrove.formats import records as record_reading
 from beamtrove.fs import is_hidden
 from beamtrove.run_output import OutputRecord, RunOutput
 from beamtrove.transforms.dedup.keep import ClusterMember
@@ -154,13 +154,13 @@ def test_a_line_or_file_that_cannot_be_read_is_a_dead_letter_in_its_place(run, m
 
 def test_a_file_is_opened_only_once_the_records_before_it_were_taken(run, monkeypatch):
     opened = []
-    original = record_reading.open_url
+    original = fs.open_at
 
     def recording(url, *args, **kwargs):
         opened.append(pathlib.Path(url).name)
         return original(url, *args, **kwargs)
 
-    monkeypatch.setattr(record_reading, "open_url", recording)
+    monkeypatch.setattr(fs, "open_at", recording)
     records = iter(RunOutput(str(run)).documents())
     assert opened == []
     list(itertools.islice(records, 3))

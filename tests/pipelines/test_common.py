@@ -12,6 +12,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from beamtrove.cli import main
 from beamtrove.fs import InputFile
 from beamtrove.input_ranges import write_input_ranges
+from beamtrove.network import RetryPolicy
 from beamtrove.pipelines.common import (
     document_reader,
     documents_sink,
@@ -41,7 +42,12 @@ def test_the_input_is_the_patterns_or_the_listed_ranges_never_both(data_dir, tmp
 def test_readers_follow_the_input_format_and_the_common_options(data_dir):
     warc = str(require(data_dir / "warc" / "cc-main-2020-34_resiliparse_warcfile.warc.gz"))
     options = PipelineOptions(["--input", warc, "--skip", "2", "--limit", "5", "--progress_interval", "0"])
-    assert reader_settings(options) == {"skip": 2, "limit": 5, "progress_interval": 0.0}
+    assert reader_settings(options) == {
+        "skip": 2,
+        "limit": 5,
+        "progress_interval": 0.0,
+        "retries": RetryPolicy(attempts=8, first_wait=1.0, read_timeout=60.0),
+    }
     reader = document_reader(options)
     assert isinstance(reader, ReadWarc) and [file.url for file in reader.files] == [warc]
     assert isinstance(warc_reader(options), ReadWarc)

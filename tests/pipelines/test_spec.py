@@ -48,8 +48,8 @@ def test_the_dump_moves_a_fineweb_run_into_its_folder(data_dir, tmp_path):
     flow = fineweb.flow(PipelineOptions(["--input", warc, "--output", str(tmp_path), "--dump", "CC-MAIN-2020-34"]))
     assert flow.output == str(tmp_path / "CC-MAIN-2020-34")
     assert flow.steps[0].name == "add_dump"
-    # Without --input, the dump's WARC files are read from --cc_base (here a local folder without them).
-    with pytest.raises(FileNotFoundError, match=r"crawl-data/CC-MAIN-2020-34/segments/\*/warc/\*\.warc\.gz"):
+    # Without --input, the dump's paths file is read from --cc_base (here a local folder without it).
+    with pytest.raises(FileNotFoundError, match=r"Common Crawl has no dump CC-MAIN-2020-34 under .*warc\.paths\.gz"):
         fineweb.flow(PipelineOptions(["--output", str(tmp_path), "--dump", "CC-MAIN-2020-34", "--cc_base",
                                       str(tmp_path)]))  # fmt: skip
     with pytest.raises(ValueError, match="fineweb needs --input or --dump"):

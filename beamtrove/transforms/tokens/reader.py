@@ -11,6 +11,7 @@ import numpy as np
 from beamtrove.dead_letter import DeadLetter
 from beamtrove.formats.records import RecordParser
 from beamtrove.fs import InputFile, open_url
+from beamtrove.network import RetryPolicy
 from beamtrove.transforms.readers.base import FileReader
 from beamtrove.transforms.tokens.format import (
     INDEX_SUFFIX,
@@ -119,6 +120,7 @@ class ReadTokenShards(FileReader):
         limit: int | None = None,
         storage_options: Mapping[str, Any] | None = None,
         progress_interval: float = 10.0,
+        retries: RetryPolicy | None = None,
     ):
         """Matches the shards now.
 
@@ -129,6 +131,8 @@ class ReadTokenShards(FileReader):
             limit: Stop after this many documents.
             storage_options: fsspec filesystem options.
             progress_interval: Seconds between progress log lines; 0 for none.
+            retries: How transient faults of a network or a store are waited
+                out while reading; the default policy when None.
 
         Raises:
             FileNotFoundError: A path matches no ``.ds`` file.
@@ -141,4 +145,5 @@ class ReadTokenShards(FileReader):
             limit=limit,
             storage_options=storage_options,
             progress_interval=progress_interval,
+            retries=retries,
         )
