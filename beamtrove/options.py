@@ -324,7 +324,8 @@ class BeamtroveOptions(PipelineOptions):
         ),
         Option(
             "read_timeout",
-            "Seconds a connection reading an input file may stay silent before it is reopened. Default: 60.",
+            "Seconds a connection reading an input file over HTTP(S) may stay silent before it is reopened "
+            "(gs:// and s3:// keep their clients' own timeouts). Default: 60.",
             float,
             60.0,
             range=Range(0, exclusive_minimum=True),
