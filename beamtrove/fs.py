@@ -172,12 +172,28 @@ def filesystem(url: str, storage_options: Mapping[str, Any] | None = None):
     from fsspec.core import url_to_fs  # noqa: PLC0415
     from fsspec.utils import get_protocol  # noqa: PLC0415
 
+    _skip_gcs_bucket_probe_on_emulator()
     try:
         return url_to_fs(url, **dict(storage_options or {}))
     except ImportError as missing:
         extra = _EXTRAS.get(get_protocol(str(url)))
         install = f": pip install 'beamtrove[{extra}]'" if extra else ""
         raise ImportError(f"Reading {url} needs a file system that is not installed ({missing}){install}.") from None
+
+
+def _skip_gcs_bucket_probe_on_emulator() -> None:
+    """Reads ``gs://`` with gcsfs's plain JSON-API file system when a GCS emulator is the endpoint.
+
+    gcsfs (since 2025.x, on by default) first asks each bucket's type over gRPC with TLS; an emulator such as
+    fake-gcs-server (``STORAGE_EMULATOR_HOST``) speaks plain HTTP, so every ask waits 60 s for its TLS handshake
+    to time out before gcsfs falls back to the JSON API, and the failed answer is never cached. Real GCS answers
+    the ask at once, so only emulated endpoints are sent to the plain class, which is what the fallback uses.
+    """
+    from fsspec import register_implementation  # noqa: PLC0415 (imported when first needed, as in filesystem)
+
+    if os.environ.get("STORAGE_EMULATOR_HOST"):
+        for protocol in ("gs", "gcs"):
+            register_implementation(protocol, "gcsfs.core.GCSFileSystem", clobber=True)
 
 
 def is_local(url: str) -> bool:
@@ -488,6 +504,7 @@ def open_url(
     """
     import fsspec  # noqa: PLC0415 (imported when first needed, as in filesystem)
 
+    _skip_gcs_bucket_probe_on_emulator()
     return fsspec.open(url, mode, compression=compression, **dict(storage_options or {}))
 
 
