@@ -43,6 +43,7 @@ __all__ = [
     "move",
     "open_url",
     "path_sha256",
+    "put_file",
     "read_json",
     "read_json_record",
     "read_lines",
@@ -184,16 +185,20 @@ def filesystem(url: str, storage_options: Mapping[str, Any] | None = None):
 def _skip_gcs_bucket_probe_on_emulator() -> None:
     """Reads ``gs://`` with gcsfs's plain JSON-API file system when a GCS emulator is the endpoint.
 
-    gcsfs (since 2025.x, on by default) first asks each bucket's type over gRPC with TLS; an emulator such as
-    fake-gcs-server (``STORAGE_EMULATOR_HOST``) speaks plain HTTP, so every ask waits 60 s for its TLS handshake
-    to time out before gcsfs falls back to the JSON API, and the failed answer is never cached. Real GCS answers
-    the ask at once, so only emulated endpoints are sent to the plain class, which is what the fallback uses.
+    gcsfs's default file system (2026.x: ``GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT``, on unless set to false) first asks
+    each bucket's type over gRPC with TLS; an emulator such as fake-gcs-server (``STORAGE_EMULATOR_HOST``) speaks
+    plain HTTP, so every ask waits 60 s for its TLS handshake before gcsfs falls back to the JSON API, and the
+    failed answer is not cached: minutes per run. Real GCS serves that gRPC API, so only emulated endpoints are
+    sent to the plain class, the one the fallback uses.
     """
-    from fsspec import register_implementation  # noqa: PLC0415 (imported when first needed, as in filesystem)
-
     if os.environ.get("STORAGE_EMULATOR_HOST"):
+        # Imported only for an emulator, when its URLs are first reached (as fsspec does in filesystem).
+        from fsspec import register_implementation  # noqa: PLC0415
+        from gcsfs.core import GCSFileSystem  # noqa: PLC0415
+
+        # The class itself, not its name: it replaces the default class if that was imported already.
         for protocol in ("gs", "gcs"):
-            register_implementation(protocol, "gcsfs.core.GCSFileSystem", clobber=True)
+            register_implementation(protocol, GCSFileSystem, clobber=True)
 
 
 def is_local(url: str) -> bool:
@@ -429,6 +434,16 @@ def move(source: str, destination: str, storage_options: Mapping[str, Any] | Non
     _, destination_path = filesystem(destination, storage_options)
     fs.makedirs(posixpath.dirname(destination_path), exist_ok=True)
     fs.mv(source_path, destination_path)
+
+
+def put_file(source: str | os.PathLike, destination: str, storage_options: Mapping[str, Any] | None = None) -> None:
+    """Copies the local file ``source`` to ``destination``, a local path or a URL, making the folders it needs.
+
+    On an object store the object appears under its name once whole.
+    """
+    fs, path = filesystem(destination, storage_options)
+    fs.makedirs(posixpath.dirname(path), exist_ok=True)
+    fs.put_file(os.fspath(source), path)
 
 
 def _temporary_name(name: str) -> str:

@@ -91,13 +91,15 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-def _serve(command: list[str], endpoint: str, name: str) -> subprocess.Popen:
-    """Starts the server ``command`` and waits until ``endpoint`` answers HTTP."""
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+def _serve(command: list[str], endpoint: str, name: str, log: pathlib.Path) -> subprocess.Popen:
+    """Starts the server ``command``, its output into ``log``, and waits until ``endpoint`` answers HTTP."""
+    # A file, not a pipe: a server logs a line per request, and would stop once a pipe nobody reads is full.
+    with open(log, "wb") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + _READY_SECONDS
     while True:
         if process.poll() is not None:
-            raise RuntimeError(f"{name} exited with {process.returncode}: {process.stderr.read().decode()[-2000:]}")
+            raise RuntimeError(f"{name} exited with {process.returncode}: {log.read_text()[-2000:]}")
         try:
             with urllib.request.urlopen(endpoint, timeout=1):
                 return process
@@ -120,7 +122,7 @@ def _stop(process: subprocess.Popen) -> None:
 
 
 @pytest.fixture(scope="session")
-def gcs_server() -> Iterator[ObjectStore]:
+def gcs_server(tmp_path_factory) -> Iterator[ObjectStore]:
     """A fake-gcs-server (in memory, plain HTTP) for the session; skips when it is not installed."""
     binary = shutil.which("fake-gcs-server") or shutil.which("fake-gcs-server", path=str(_GO_BIN))
     if binary is None:
@@ -132,7 +134,8 @@ def gcs_server() -> Iterator[ObjectStore]:
     endpoint = f"http://127.0.0.1:{port}"
     command = [binary, "-scheme", "http", "-host", "127.0.0.1", "-port", str(port), "-backend", "memory",
                "-log-level", "error"]  # fmt: skip
-    process = _serve(command, f"{endpoint}/storage/v1/b", "fake-gcs-server")
+    log = tmp_path_factory.mktemp("gcs-server") / "server.log"
+    process = _serve(command, f"{endpoint}/storage/v1/b", "fake-gcs-server", log)
     try:
         yield ObjectStore("gs", endpoint, {"STORAGE_EMULATOR_HOST": endpoint}, process)
     finally:
@@ -140,14 +143,15 @@ def gcs_server() -> Iterator[ObjectStore]:
 
 
 @pytest.fixture(scope="session")
-def s3_server() -> Iterator[ObjectStore]:
+def s3_server(tmp_path_factory) -> Iterator[ObjectStore]:
     """A moto S3 server for the session; skips when it is not installed."""
     binary = shutil.which("moto_server")
     if binary is None:
         pytest.skip("moto_server is not installed: pip install 'moto[server]' (the dev extra has it)")
     port = _free_port()
     endpoint = f"http://127.0.0.1:{port}"
-    process = _serve([binary, "-H", "127.0.0.1", "-p", str(port)], endpoint, "moto_server")
+    log = tmp_path_factory.mktemp("s3-server") / "server.log"
+    process = _serve([binary, "-H", "127.0.0.1", "-p", str(port)], endpoint, "moto_server", log)
     env = {
         "AWS_ENDPOINT_URL_S3": endpoint,
         "AWS_ACCESS_KEY_ID": "test",
