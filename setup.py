@@ -67,10 +67,13 @@ setup(
             "dockerfile-parse==2.0.1",
             # The report's test reads chromium's screenshot of the page with its PNG reader.
             "matplotlib>=3.8",
+            # The S3 server the object store tests run against (moto_server), and the S3 file system.
+            "moto[server]>=5.2",
             "pytest>=8",
             "pytest-timeout>=2.3",
             "pytest-xdist>=3.6",
             "ruff==0.17.6",
+            "s3fs>=2024.2",
             "spacy>=3.7,<4",
             "wordfreq>=3.1,<4",
         ],

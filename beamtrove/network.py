@@ -144,6 +144,8 @@ _FAULT_NAMES = {
     "ServerTimeoutError": "timeout",
     "ReadTimeoutError": "timeout",
     "ConnectTimeoutError": "timeout",
+    # gcsfs raises requests' ProxyError, without the status, for a 502 answer.
+    "ProxyError": "http_502",
 }
 
 

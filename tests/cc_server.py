@@ -15,6 +15,20 @@ first that fires giving the fault (HEAD is never faulted; a rule's path has no l
 
 Whether a rule fires, and which of its faults, depends only on (seed, rule, path, the path's GET number), never
 on timing. Every request is logged as one JSON line; see :class:`Handler`.
+
+With ``--upstream http://HOST:PORT`` (and no root) it is instead a fault-injecting reverse proxy in front of that
+server, an object store such as fake-gcs-server or moto's: every request (any method, path, query, headers and
+body) is forwarded with http.client and its answer relayed, except that a GET a rule fires on gets its fault: an
+HTTP error answered without asking the upstream, or the upstream's body cut short, reset or trickled. A rule's path
+is matched against the request's path as sent, still URL-encoded, without its leading ``/`` or query. For an
+object ``warcs/a.warc.gz`` in bucket ``b``:
+
+* gcsfs (GCS JSON API) reads its bytes from ``download/storage/v1/b/b/o/warcs%2Fa.warc.gz`` (``?alt=media``, a
+  ranged GET per read) and its metadata from ``storage/v1/b/b/o/warcs%2Fa.warc.gz``: the rule
+  ``{"path": "download/storage/v1/b/b/o/warcs%2Fa.warc.gz"}`` faults the reads only
+  (``download/*.warc.gz``: those of every WARC file).
+* s3fs (S3, path-style) reads ``b/warcs/a.warc.gz`` (a ranged GET; its metadata is a HEAD, never faulted): the rule
+  ``{"path": "b/warcs/a.warc.gz"}``.
 """
 
 from __future__ import annotations
@@ -23,6 +37,8 @@ import argparse
 import datetime
 import fnmatch
 import gzip
+import http.client
+import io
 import json
 import os
 import pathlib
@@ -34,6 +50,7 @@ import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.parse
@@ -49,6 +66,11 @@ CUT_FAULTS = {"reset", "short_body", "trickle"}
 FAULTS = {*HTTP_FAULTS, *NO_RETRY_AFTER, *CUT_FAULTS}
 TRICKLE_BYTES = 16
 CHUNK = 1 << 16
+# Headers of one hop, not relayed by the proxy (RFC 9110 7.6.1); the length it sets itself, and Expect it answered.
+HOP_HEADERS = {
+    "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection", "te", "trailer",
+    "transfer-encoding", "upgrade", "content-length", "expect",
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -138,7 +160,8 @@ class Handler(BaseHTTPRequestHandler):
     GET number (null for HEAD), ``length`` the Content-Length sent (null when none), ``bytes_sent`` the body bytes
     written, ``error`` the exception when the client went away first (else null). A line is written before the
     client can see the response end (its last byte, the close, or the stall of a trickle), so it is in the log by
-    the time the client has finished with the request.
+    the time the client has finished with the request. As a proxy (``--upstream``) it logs every request so, with
+    ``path`` as sent (still URL-encoded) and ``request`` null for all but GETs.
     """
 
     protocol_version = "HTTP/1.1"
@@ -154,8 +177,23 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         self.respond(head=False)
 
+    def do_POST(self) -> None:
+        self.respond(head=False)
+
+    def do_PUT(self) -> None:
+        self.respond(head=False)
+
+    def do_PATCH(self) -> None:
+        self.respond(head=False)
+
+    def do_DELETE(self) -> None:
+        self.respond(head=False)
+
     def respond(self, head: bool) -> None:
-        """Answers a GET or HEAD: the file, a 404, a 416 or a scheduled fault."""
+        """Answers a request: the file, a 404, a 416 or a scheduled fault; as a proxy, the upstream's answer."""
+        if self.server.upstream is None and self.command not in ("GET", "HEAD"):
+            self.send_error(501, f"Unsupported method ({self.command!r})")
+            return
         path = urllib.parse.urlsplit(self.path).path
         entry: dict[str, Any] = {
             "time": time.time(),
@@ -170,7 +208,10 @@ class Handler(BaseHTTPRequestHandler):
             "error": None,
         }
         try:
-            self.serve(path, head, entry)
+            if self.server.upstream is None:
+                self.serve(path, head, entry)
+            else:
+                self.relay(path, entry)
         except (ConnectionError, TimeoutError) as error:  # the client went away
             self.close_connection = True
             if not entry.pop("logged", False):
@@ -215,6 +256,76 @@ class Handler(BaseHTTPRequestHandler):
             body.seek(start)
             self.send_body(body, end - start, fault, entry)
 
+    def relay(self, path: str, entry: dict[str, Any]) -> None:
+        """Forwards the request to the upstream and relays its answer, or the scheduled fault of a GET."""
+        fault = None
+        if self.command == "GET":
+            entry["request"], fault = self.server.schedule.next_get(path.lstrip("/"))
+            entry["fault"] = fault
+        body = self.read_request_body()
+        if fault in HTTP_FAULTS or fault in NO_RETRY_AFTER:  # answered here: the upstream never sees the request
+            status = HTTP_FAULTS.get(fault) or NO_RETRY_AFTER[fault]
+            extra = {"Retry-After": str(self.server.schedule.retry_after)} if fault in ("http_429", "http_503") else {}
+            self.send_small(status, f"injected {fault}\n".encode(), entry, extra)
+            return
+        upstream = http.client.HTTPConnection(self.server.upstream.hostname, self.server.upstream.port, timeout=60)
+        try:
+            headers = {name: value for name, value in self.headers.items() if name.lower() not in HOP_HEADERS}
+            # As the client sent it: the Host a request was signed for (S3) is the proxy's.
+            upstream.putrequest(self.command, self.path, skip_host=True, skip_accept_encoding=True)
+            for name, value in headers.items():
+                upstream.putheader(name, value)
+            if body or self.command in ("POST", "PUT", "PATCH"):
+                upstream.putheader("Content-Length", str(len(body)))
+            upstream.endheaders(body or None)
+            try:
+                answer = upstream.getresponse()
+            except (OSError, http.client.HTTPException) as error:
+                entry["error"] = f"upstream: {type(error).__name__}: {error}"
+                self.send_small(502, b"upstream failed\n", entry)
+                return
+            self.relay_answer(answer, fault, entry)
+        finally:
+            upstream.close()
+
+    def relay_answer(self, answer: http.client.HTTPResponse, fault: str | None, entry: dict[str, Any]) -> None:
+        """Sends the upstream's answer on: its status and headers, its body streamed (or cut as ``fault`` says)."""
+        self.send_response_only(answer.status, answer.reason)
+        entry["status"] = answer.status
+        for name, value in answer.getheaders():
+            if name.lower() not in HOP_HEADERS:
+                self.send_header(name, value)
+        length = answer.getheader("Content-Length")
+        if self.command == "HEAD" or answer.status in (204, 304) or answer.status < 200:
+            if length is not None:  # HEAD: the length of the body a GET would get
+                self.send_header("Content-Length", length)
+            entry["length"] = int(length) if length is not None else None
+            self.server.log(entry)
+            self.end_headers()
+            return
+        if length is None:  # chunked, or ended by the close: sent on de-chunked, with its length
+            data = answer.read()
+            body: BinaryIO = io.BytesIO(data)
+            count = len(data)
+        else:
+            body, count = answer, int(length)
+        self.send_header("Content-Length", str(count))
+        entry["length"] = count
+        self.end_headers()
+        self.send_body(body, count, fault, entry)
+
+    def read_request_body(self) -> bytes:
+        """The request's body, whole: by its Content-Length, or de-chunked."""
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            parts = []
+            while size := int(self.rfile.readline().split(b";")[0].strip() or b"0", 16):
+                parts.append(self.rfile.read(size))
+                self.rfile.readline()  # the CRLF after a chunk
+            while self.rfile.readline().strip():  # trailers, up to the empty line
+                pass
+            return b"".join(parts)
+        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
     def send_body(self, body: BinaryIO, count: int, fault: str | None, entry: dict[str, Any]) -> None:
         """Sends ``count`` bytes of ``body``, or the part of them a fault lets through, then ends as it says."""
         sent = {None: count, "short_body": count // 2, "reset": count // 2}.get(fault, min(TRICKLE_BYTES, count))
@@ -256,20 +367,23 @@ class Handler(BaseHTTPRequestHandler):
 
 
 class CommonCrawlServer(ThreadingHTTPServer):
-    """The server: its root, its schedule, whether it honours Range, and its JSON-lines log."""
+    """The server: its root (or the upstream it proxies), its schedule, whether it honours Range, and its log."""
 
     daemon_threads = True  # a trickling thread must not hold the process at exit
 
     def __init__(
         self,
         address: tuple[str, int],
-        root: pathlib.Path,
+        root: pathlib.Path | None,
         schedule: Schedule,
         log_path: pathlib.Path | None,
         ranges: bool,
+        upstream: str | None = None,
     ):
         super().__init__(address, Handler)
-        self.root = root.resolve()
+        self.root = root.resolve() if root is not None else None
+        # The server proxied to, ``http://HOST:PORT``; None serves the root.
+        self.upstream = urllib.parse.urlsplit(upstream) if upstream else None
         self.schedule = schedule
         self.ranges = ranges
         self.log_file = log_path.open("a", encoding="utf-8") if log_path else None
@@ -299,15 +413,23 @@ def load_schedule(value: str | None) -> Schedule:
 def main(argv: list[str] | None = None) -> int:
     """Serves until SIGTERM or SIGINT. Prints ``http://HOST:PORT`` on its first stdout line once it answers."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("root", type=pathlib.Path, help="the folder served, holding crawl-data/")
+    parser.add_argument("root", type=pathlib.Path, nargs="?", help="the folder served, holding crawl-data/")
+    parser.add_argument("--upstream", help="proxy to this server, http://HOST:PORT, instead of serving a root")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 (default): a free port, printed on start")
     parser.add_argument("--schedule", help="the fault schedule: a JSON file, or JSON inline")
     parser.add_argument("--log", type=pathlib.Path, help="appends one JSON line per request here")
     parser.add_argument("--no-ranges", action="store_true", help="ignore Range: always 200, no Accept-Ranges")
     args = parser.parse_args(argv)
+    if (args.root is None) == (args.upstream is None):
+        parser.error("give either a root to serve or --upstream to proxy, not both")
     server = CommonCrawlServer(
-        (args.host, args.port), args.root, load_schedule(args.schedule), args.log, ranges=not args.no_ranges
+        (args.host, args.port),
+        args.root,
+        load_schedule(args.schedule),
+        args.log,
+        ranges=not args.no_ranges,
+        upstream=args.upstream,
     )
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -339,27 +461,32 @@ class CCServer:
     @classmethod
     def start(
         cls,
-        root: pathlib.Path,
+        root: pathlib.Path | None = None,
         log_path: pathlib.Path | None = None,
         schedule: dict[str, Any] | None = None,
         ranges: bool = True,
         timeout: float = 10.0,
+        upstream: str | None = None,
     ) -> CCServer:
         """Starts the server on a free loopback port and returns once it answers.
 
         Args:
-            root: The folder served.
-            log_path: Where the request log goes; default ``<root>/../cc-server-<pid>.jsonl`` beside the root.
+            root: The folder served; None with ``upstream``.
+            log_path: Where the request log goes; default ``<root>/../cc-server-<pid>.jsonl`` beside the root (in
+                the temporary folder for a proxy).
             schedule: The fault schedule's JSON object (see the module's docstring); None: no faults.
             ranges: False starts it with ``--no-ranges``.
             timeout: Seconds to wait for it to answer.
+            upstream: ``http://HOST:PORT``: a proxy to that server (see the module's docstring), not a file server.
 
         Raises:
             RuntimeError: It exited or stayed silent for ``timeout`` seconds.
         """
-        root = pathlib.Path(root)
-        log_path = pathlib.Path(log_path or root.parent / f"cc-server-{os.getpid()}-{time.monotonic_ns()}.jsonl")
-        command = [sys.executable, str(pathlib.Path(__file__).resolve()), str(root), "--log", str(log_path)]
+        beside = pathlib.Path(root).parent if root is not None else pathlib.Path(tempfile.gettempdir())
+        log_path = pathlib.Path(log_path or beside / f"cc-server-{os.getpid()}-{time.monotonic_ns()}.jsonl")
+        command = [sys.executable, str(pathlib.Path(__file__).resolve()), "--log", str(log_path)]
+        command += [str(root)] if root is not None else []
+        command += ["--upstream", upstream] if upstream else []
         if schedule is not None:
             command += ["--schedule", json.dumps(schedule)]
         if not ranges:

@@ -192,3 +192,55 @@ def test_the_seeded_schedule_faults_the_same_requests_every_run(cc_dump, tmp_pat
     assert len({fault for _, _, fault in first}) > 1
     assert faulted_requests(root, paths, tmp_path / "second.jsonl", seed=5) == first
     assert faulted_requests(root, paths, tmp_path / "other.jsonl", seed=6) != first
+
+
+def test_a_proxy_relays_the_upstream_and_faults_as_scheduled(cc_dump, tmp_path):
+    root, paths, _ = cc_dump
+    data = (root / paths[0]).read_bytes()
+    rules = [{"path": paths[0], "requests": [2], "fault": "http_503"}]
+    rules.append({"path": paths[0], "requests": [3], "fault": "short_body"})
+    with (
+        CCServer.start(root, tmp_path / "upstream.jsonl") as upstream,
+        CCServer.start(log_path=tmp_path / "proxy.jsonl", schedule={"rules": rules}, upstream=upstream.url) as proxy,
+    ):
+        status, headers, body = get(proxy, paths[0], {"Range": "bytes=10-"})
+        assert (status, headers["Content-Range"], body) == (206, f"bytes 10-{len(data) - 1}/{len(data)}", data[10:])
+        status, headers, body = get(proxy, paths[0], method="HEAD")
+        assert (status, headers["Content-Length"], body) == (200, str(len(data)), b"")
+        assert get(proxy, "crawl-data/absent.warc.gz")[0] == 404
+        assert get(proxy, paths[0])[0] == 503
+        connection = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=5)
+        connection.request("GET", f"/{paths[0]}")
+        response = connection.getresponse()
+        with pytest.raises(http.client.IncompleteRead) as cut:
+            response.read()
+        connection.close()
+        assert cut.value.partial == data[: len(data) // 2]
+        # A PUT is relayed too, body and all: the file server answers it 501.
+        assert get(proxy, paths[0], method="PUT")[0] == 501
+        proxied, upstream_saw = proxy.records(), upstream.records()
+    assert [(entry["method"], entry["status"], entry["fault"]) for entry in proxied] == [
+        ("GET", 206, None), ("HEAD", 200, None), ("GET", 404, None), ("GET", 503, "http_503"),
+        ("GET", 200, "short_body"), ("PUT", 501, None),
+    ]  # fmt: skip
+    # The 503 was the proxy's own answer; everything else reached the upstream.
+    assert [entry["method"] for entry in upstream_saw] == ["GET", "HEAD", "GET", "GET"]
+    assert proxied[4]["bytes_sent"] == len(data) // 2
+
+
+@pytest.mark.parametrize("store_fixture", ["gcs_server", "s3_server"], ids=["gs", "s3"])
+def test_a_proxy_relays_writes_to_an_object_store(store_fixture, request, tmp_path):
+    from beamtrove.fs import filesystem  # noqa: PLC0415 (fsspec is for this test only)
+
+    store = request.getfixturevalue(store_fixture)
+    bucket = store.bucket()
+    with CCServer.start(log_path=tmp_path / "proxy.jsonl", upstream=store.endpoint) as proxy, store.environment():
+        options = (
+            {"endpoint_url": proxy.url} if store.protocol == "gs" else {"client_kwargs": {"endpoint_url": proxy.url}}
+        )
+        through_proxy, path = filesystem(f"{bucket}/a/b.txt", options)
+        through_proxy.pipe_file(path, b"written through the proxy\n")
+        methods = {entry["method"] for entry in proxy.records()}
+        direct, _ = filesystem(bucket)
+        assert direct.cat_file(path) == b"written through the proxy\n"
+    assert methods & {"POST", "PUT"}

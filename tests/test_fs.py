@@ -315,3 +315,18 @@ def test_dump_with_s3fs_that_cannot_reach_its_files_is_one_line(case, tmp_path, 
     result = _dump_run(tmp_path, **environment)
     assert (result.returncode, result.stderr) == (2, f"beamtrove: error: {message}\n")
     assert not (tmp_path / "out").exists()
+
+
+def test_gs_urls_on_a_gcs_emulator_skip_gcsfs_s_grpc_bucket_probe(gcs_server):
+    # gcsfs's default file system first asks each bucket's type over gRPC with TLS; a plain-HTTP emulator never
+    # answers, and each call waited 60 s for it.
+    probe = (
+        "import fsspec; from beamtrove.fs import filesystem, open_url; "
+        "print(fsspec.get_filesystem_class('gs').__module__); "
+        "print(type(filesystem('gs://bucket')[0]).__module__, type(open_url('gs://bucket/file').fs).__module__)"
+    )
+    env = {name: value for name, value in os.environ.items() if name != "GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT"}
+    emulated = subprocess.run(
+        [sys.executable, "-c", probe], env={**env, **gcs_server.env}, capture_output=True, text=True, check=True
+    )
+    assert emulated.stdout.split() == ["gcsfs.extended_gcsfs", "gcsfs.core", "gcsfs.core"]

@@ -187,6 +187,10 @@ def lock_holder(
 def _create_claim(fs, owner: str, claim: dict[str, Any]) -> None:
     """Creates the claim ``owner`` only if absent, or leaves nothing when its writing fails (a full disk).
 
+    A local disk makes the file when it is opened; an object store makes the object, whole, when it is closed,
+    with a conditional write (GCS ``ifGenerationMatch=0``, S3 ``If-None-Match: *``), so there it is the close
+    that finds another run's claim.
+
     Raises:
         FileExistsError: Another run's claim is there.
     """
@@ -194,6 +198,8 @@ def _create_claim(fs, owner: str, claim: dict[str, Any]) -> None:
     try:
         with created as out:
             out.write(json.dumps({**claim, "heartbeat": time.time()}).encode())
+    except FileExistsError:
+        raise  # refused by the store at the close: the claim there is the other run's, and stays
     except BaseException:
         with contextlib.suppress(OSError):
             fs.rm(owner)

@@ -19,7 +19,7 @@ import uuid
 from typing import Any
 
 from beamtrove import __version__
-from beamtrove.fs import read_json_record, staging_file
+from beamtrove.fs import is_local, read_json_record, staging_file
 
 __all__ = [
     "ATTEMPT_FILE",
@@ -28,6 +28,7 @@ __all__ = [
     "JobDir",
     "ShardLock",
     "attempt_status",
+    "check_job_dir_is_posix",
     "config_sha256",
     "is_staged",
     "publish_once",
@@ -134,10 +135,39 @@ class ShardLock:
                 self.path.unlink()
 
 
+def check_job_dir_is_posix(path: str | os.PathLike, named: str | None = None, instead: str | None = None) -> None:
+    """Refuses a job directory on an object store, before anything is made there.
+
+    Its locks and records rely on ``O_EXCL`` creates, hard links and renames, which ``gs://`` and ``s3://`` do
+    not have; taken as a local path, ``gs://b/job`` would be made in a folder named ``gs:`` on this machine.
+
+    Args:
+        path: The job directory.
+        named: How the message names it; default ``--job-dir PATH``.
+        instead: What the message says to do; default: put it on a POSIX file system.
+
+    Raises:
+        ElasticError: ``path`` is a URL of another file system than the local one; the message says what to use.
+    """
+    # A pathlib path is local; a string is a URL only if it holds "://" (checked first: fsspec is not imported
+    # for a local job's status).
+    if isinstance(path, str) and "://" in path and not is_local(path):
+        raise ElasticError(
+            f"{named or f'--job-dir {path}'} is on an object store, and a job directory needs a POSIX file system "
+            "every worker shares (a local disk, NFS, Lustre) for its locks, links and renames: "
+            f"{instead or 'put it on one; the inputs may stay on the object store'}."
+        )
+
+
 class JobDir:
-    """Paths and operations of one job directory."""
+    """Paths and operations of one job directory.
+
+    Raises:
+        ElasticError: ``path`` is on an object store (:func:`check_job_dir_is_posix`).
+    """
 
     def __init__(self, path: str | os.PathLike):
+        check_job_dir_is_posix(path)
         self.path = pathlib.Path(path).absolute()
 
     def lock_path(self, shard_id: str) -> pathlib.Path:

@@ -6,7 +6,6 @@ import gzip
 import json
 import os
 import posixpath
-import shutil
 import time
 from typing import Any
 
@@ -16,7 +15,7 @@ from beamtrove.execution.elastic.status import DamagedRecord, output_damage, rea
 from beamtrove.execution.output import check_auxiliary_inputs, check_separate, plan_output
 from beamtrove.execution.output_merge import publish_merged
 from beamtrove.execution.resume import configuration
-from beamtrove.fs import InputFile, join, read_json_record
+from beamtrove.fs import InputFile, join, put_file, read_json_record
 from beamtrove.layout import (
     CLUSTERS_DIR,
     DEAD_LETTERS_DIR,
@@ -240,13 +239,12 @@ def _lay_out(job: JobDir, dones: list[dict[str, Any]], folder: str) -> None:
             parts.setdefault(join(CLUSTERS_DIR, step), []).extend(file.url for file in run.clusters(step).files)
         parts.setdefault(DEAD_LETTERS_DIR, []).extend(file.url for file in run.dead_letters().files)
     for where, files in parts.items():
-        if files:
-            os.makedirs(join(folder, where))
         for number, source in enumerate(files):
             # The parts of a shard's run end as its writer named them (.jsonl.gz, .jsonl, ...).
             extension = posixpath.basename(source).split(".", 1)[1]
             name = FilenameTemplate.with_shard(f"part-${{{SHARD}}}.{extension}", number)
-            shutil.copyfile(source, join(folder, where, name))
+            # The output may be on an object store; the job directory is on a POSIX file system.
+            put_file(source, join(folder, where, name))
     summaries = [run.path(SUMMARY_STATS_DIR) for run in runs if run.holds(SUMMARY_STATS_DIR)]
     if summaries:
         merge_summary_stats(summaries, join(folder, SUMMARY_STATS_DIR))

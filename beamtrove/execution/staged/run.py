@@ -36,6 +36,7 @@ from beamtrove.execution.elastic.jobdir import (
     STAGED_KIND,
     ElasticError,
     JobDir,
+    check_job_dir_is_posix,
     config_sha256,
 )
 from beamtrove.execution.elastic.prepare import publish_job
@@ -360,6 +361,15 @@ def run_staged(spec: PipelineSpec, options: PipelineOptions) -> RunResult:
     memory = staged.memory or DEFAULT_MEMORY
     started = time.monotonic()
     output = spec.run_output(options)
+    try:
+        check_job_dir_is_posix(
+            join(output, STAGED_JOB_DIR),
+            f"--output {output}, where --staged keeps its job directory,",
+            "give an --output on one, or drop --staged to run the pipeline in one piece, which writes to the object "
+            "store",
+        )
+    except ElasticError as exc:
+        raise ConfigurationError(str(exc)) from None
     plan = plan_output(output, overwrite=options.view_as(BeamtroveOptions).overwrite)
     job_path = pathlib.Path(join(output, STAGED_JOB_DIR))
     try:

@@ -20,6 +20,7 @@ from beamtrove.execution.elastic.jobdir import ElasticError, JobDir
 from beamtrove.execution.elastic.status import STATES, DamagedRecord, read_failed
 from beamtrove.execution.staged.plan import JobPlan
 from beamtrove.execution.staged.tasks import CURRENT, OUTDATED, UNREADABLE, StagedTasks, file_damage
+from beamtrove.fs import filesystem, is_local, join, put_file
 from beamtrove.stats import merge_stats, order_steps
 
 __all__ = [
@@ -168,6 +169,15 @@ def lay_out_run_outputs(job: JobDir, plan: JobPlan, folder: str, *, link: bool) 
         ElasticError: Two tasks laid out the same file.
     """
     tasks = StagedTasks(job, plan)
+    if not is_local(folder):  # `elastic merge --output gs://...`: the job directory is local, the output is not
+        fs, root = filesystem(folder)
+        for _, done in tasks.done_records():
+            for source, entry in tasks.laid_out(done):
+                target = join(folder, entry["path"])
+                if fs.exists(join(root, entry["path"])):
+                    raise ElasticError(f"{target} is laid out by two tasks (the second: {source}).")
+                put_file(source, target)
+        return
     for _, done in tasks.done_records():
         for source, entry in tasks.laid_out(done):
             target = pathlib.Path(folder) / entry["path"]
