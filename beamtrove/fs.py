@@ -64,6 +64,8 @@ __all__ = [
 
 _GLOB_CHARS = "*?["
 _HTTP = ("http", "https")
+# Bytes an object store is asked for at once when a file is read in order.
+_STORE_READ_AHEAD = 8 << 20
 # The extras of beamtrove that install a protocol's file system.
 _EXTRAS = {"s3": "s3", "s3a": "s3"}
 _LOGGER = logging.getLogger(__name__)
@@ -578,7 +580,10 @@ def open_at(url: str, offset: int, storage_options: Mapping[str, Any] | None = N
 
     if get_protocol(url) not in _HTTP:
         fs, path = filesystem(url, storage_options)
-        stream = fs.open(path, "rb")
+        # On a store, a request per _STORE_READ_AHEAD bytes read in order: gcsfs's default cache asks for each
+        # 8-16 KiB read on its own (1,285 requests for 20 MB), s3fs's for 50 MiB at once.
+        ahead = {} if is_local(url) else {"block_size": _STORE_READ_AHEAD, "cache_type": "readahead"}
+        stream = fs.open(path, "rb", **ahead)
         size = getattr(stream, "size", None)
         if offset:
             stream.seek(offset)
