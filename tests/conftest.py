@@ -29,7 +29,7 @@ from beamtrove.execution.elastic import JobDir, prepare_job
 from beamtrove.execution.elastic.jobdir import publish_once
 from beamtrove.metrics import collect_stats
 from tests.cc_server import lay_out_common_crawl
-from tests.servers import gcs_server, s3_server  # noqa: F401 (session fixtures: object store servers)
+from tests.servers import gcs_server, s3_server, store  # noqa: F401 (fixtures: object store servers)
 
 SHARED = pathlib.Path(__file__).resolve().parents[1].parent / "shared"
 DATA = SHARED / "data"

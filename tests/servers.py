@@ -33,7 +33,7 @@ import pytest
 
 from beamtrove.fs import filesystem
 
-__all__ = ["ObjectStore", "gcs_server", "s3_server"]
+__all__ = ["ObjectStore", "gcs_server", "s3_server", "store"]
 
 _READY_SECONDS = 30.0
 _GO_BIN = pathlib.Path.home() / "go" / "bin"
@@ -162,3 +162,12 @@ def s3_server(tmp_path_factory) -> Iterator[ObjectStore]:
         yield ObjectStore("s3", endpoint, env, process)
     finally:
         _stop(process)
+
+
+@pytest.fixture(params=["gcs_server", "s3_server"])
+def store(request, monkeypatch) -> ObjectStore:
+    """Each object store server in turn, which this process and the commands it starts reach during the test."""
+    server = request.getfixturevalue(request.param)
+    for name, value in server.env.items():
+        monkeypatch.setenv(name, value)
+    return server

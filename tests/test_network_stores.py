@@ -126,23 +126,6 @@ def test_faults_that_outlast_the_s3_client_are_waited_out_by_beamtrove(s3_server
     _assert_each_fault_was_read_again_whole(requests, object_path)
 
 
-@pytest.mark.slow
-def test_a_502_that_outlasts_gcsfs_is_waited_out_by_beamtrove(gcs_server, cc_dump, tmp_path):
-    # Slow: gcsfs's six attempts take some 33 s of its waits before it gives up.
-    root, paths, _ = cc_dump
-    local = root / paths[2]
-    url, object_path = _stored(gcs_server, local, "warcs/c.warc.gz")
-    rules = [{"path": object_path, "requests": [1, 2, 3, 4, 5, 6], "fault": "http_502"}]
-    with CCServer.start(log_path=tmp_path / "log.jsonl", schedule={"rules": rules}, upstream=gcs_server.endpoint) as p:
-        data, faults = _read(gcs_server, url, _through(gcs_server, p))
-        requests = p.records()
-    assert data == local.read_bytes()
-    # gcsfs raised requests' ProxyError, without the status, after its sixth 502.
-    assert faults == ["http_502"]
-    assert [entry["fault"] for entry in requests if entry["fault"]] == ["http_502"] * 6
-    _assert_each_fault_was_read_again_whole(requests, object_path)
-
-
 def _run(store: ObjectStore, input_url: str, output: pathlib.Path, endpoint: str) -> subprocess.CompletedProcess:
     """``beamtrove run fineweb`` in a new process whose ``protocol://`` URLs go to ``endpoint``."""
     env = {**os.environ, **store.env}

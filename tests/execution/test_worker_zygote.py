@@ -210,7 +210,10 @@ def test_a_run_leaves_no_zygote_or_worker_behind(data_dir, tmp_path):
     _assert_all_end("finished")
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "SIGKILL"])
+@pytest.mark.parametrize(
+    "signum",
+    [pytest.param(signal.SIGINT, id="ctrl-c"), pytest.param(signal.SIGKILL, id="SIGKILL", marks=pytest.mark.slow)],
+)
 def test_a_stopped_run_leaves_no_zygote_or_worker_behind(data_dir, tmp_path, signum):
     output = tmp_path / "out"
     process = _fineweb(data_dir, output, f"stopped-{signum}")

@@ -8,7 +8,8 @@ import pytest
 
 from tests.conftest import beamtrove, jsonl_lines, run_worker_array
 
-pytestmark = pytest.mark.slurm
+# Slow: a Slurm array of staged workers stays in the default suite (tests/execution/staged/test_staged.py).
+pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
 
 def test_an_array_of_workers_completes_the_job(slurm, review_jsonl, single_convert, tmp_path):

@@ -151,6 +151,7 @@ def test_staged_is_an_option_of_the_pipelines_that_run_staged_only(corpus, tmp_p
     )
 
 
+@pytest.mark.slow
 def test_an_empty_input_gives_what_the_one_pipeline_gives(tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
