@@ -299,8 +299,27 @@ def test_an_overwrite_on_a_store_stopped_at_each_kind_of_step_of_its_publish_is_
 # --- a resumable rerun skips the inputs it finished ---
 
 
+def _document_lines(files: dict[str, bytes], input_root: str) -> list[bytes]:
+    return sorted(
+        line
+        for name, data in seen(files, input_root).items()
+        if name.startswith("documents/")
+        for line in data.splitlines()
+    )
+
+
+@pytest.fixture(scope="module")
+def local_resumable(fineweb_local, tmp_path_factory) -> list[bytes]:
+    """The documents of a resumable run over both WARC files on a local disk, which each store's must equal."""
+    warcs, _ = fineweb_local
+    output = tmp_path_factory.mktemp("resumable-local") / "out"
+    ok(command("run", "fineweb", "--input", str(warcs), "--output", str(output), "--resumable", "--progress_interval",
+               "0"))  # fmt: skip
+    return _document_lines(files_in(None, output), str(warcs))
+
+
 @pytest.mark.slow
-def test_a_resumable_rerun_on_a_store_skips_the_inputs_it_finished(fineweb_local, store, tmp_path):
+def test_a_resumable_rerun_on_a_store_skips_the_inputs_it_finished(fineweb_local, local_resumable, store):
     warcs, _ = fineweb_local
     bucket = store.bucket()
     names = sorted(path.name for path in warcs.iterdir())
@@ -319,13 +338,7 @@ def test_a_resumable_rerun_on_a_store_skips_the_inputs_it_finished(fineweb_local
     assert written_first and all(then[name] == data for name, data in written_first.items())
     assert len(then) > len(first)
     # The same as a resumable run over both inputs on a local disk, document for document.
-    local = tmp_path / "out"
-    ok(command(*resumable[:3], str(warcs), "--output", str(local), *resumable[6:]))
-    documents = [
-        sorted(line for name, data in seen(files, root).items() if name.startswith("documents/")
-               for line in data.splitlines())
-        for files, root in ((then, f"{bucket}/warcs"), (files_in(None, local), str(warcs)))
-    ]  # fmt: skip
-    assert documents[0] == documents[1] and len(documents[0]) == 15
+    assert _document_lines(then, f"{bucket}/warcs") == local_resumable
+    assert len(local_resumable) == 15
     rerun = ok(command(*resumable))
     assert f"resuming {output}: 2 of 2 inputs were completed before and are skipped" in rerun.stderr
