@@ -248,10 +248,11 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Accept-Ranges", "bytes")
         if wanted:
             self.send_header("Content-Range", f"bytes {start}-{end - 1}/{size}")
-        self.end_headers()
-        if head:
+        if head:  # logged before the answer leaves, as every answer is
             self.server.log(entry)
+            self.end_headers()
             return
+        self.end_headers()
         with file.open("rb") as body:
             body.seek(start)
             self.send_body(body, end - start, fault, entry)
@@ -311,6 +312,10 @@ class Handler(BaseHTTPRequestHandler):
             body, count = answer, int(length)
         self.send_header("Content-Length", str(count))
         entry["length"] = count
+        if not count:  # the headers end the answer: logged before they leave
+            self.server.log(entry)
+            self.end_headers()
+            return
         self.end_headers()
         self.send_body(body, count, fault, entry)
 
