@@ -23,7 +23,7 @@ import tempfile
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from beamtrove.layout import RUN_MARKS, SET_ASIDE_NAMES
@@ -558,13 +558,13 @@ def read_lines(url: str, storage_options: Mapping[str, Any] | None = None) -> li
 
 
 def open_at(url: str, offset: int, storage_options: Mapping[str, Any] | None = None, timeout: float = 60.0) -> Opened:
-    """Opens the file ``url`` for reading from byte ``offset`` on, streamed: nothing is read ahead of the reader.
+    """Opens the file ``url`` for reading from byte ``offset`` on, streamed: never held whole in memory.
 
     HTTP(S) is read as one ``GET`` (a ``Range: bytes=offset-`` request past
     the start) whose body is the stream; a server that ignores the range
     sends the file from its start (``Opened.start`` is 0). Other files are
-    opened through their fsspec file system, which reads ranges on object
-    stores.
+    opened through their fsspec file system, which on an object store asks
+    for 8 MiB ranges ahead of the reader.
 
     Args:
         url: The file.
@@ -612,7 +612,7 @@ def open_resuming(
     url: str,
     storage_options: Mapping[str, Any] | None = None,
     policy: RetryPolicy | None = None,
-    on_retry=None,
+    on_retry: Callable[[str], None] | None = None,
     *,
     wait_out_refusals: bool = True,
 ) -> ResumingStream:

@@ -216,22 +216,53 @@ def with_retries(
         policy: How to wait; the default policy when None.
         on_retry: Called with the fault's name before each new attempt.
     """
-    policy = policy or RetryPolicy()
-    rng = random.Random()
-    failures = 0
+    backoff = _Backoff(policy or RetryPolicy(), on_retry, wait_out_refusals=False)
     while True:
         try:
             return call()
         except Exception as error:
-            fault = transient_fault(error)
-            failures += 1
-            if fault in (None, "refused") or failures >= policy.attempts:
+            if not backoff.wait_out(error, what):
                 raise
-            wait = policy.wait(failures, error, rng)
-            _LOGGER.info("%s: %s (attempt %d of %d); again in %.1f s.", what, fault, failures, policy.attempts, wait)
-            if on_retry is not None:
-                on_retry(fault)
-            time.sleep(wait)
+
+
+class _Backoff:
+    """The faults in a row of one file or request, and the wait before each next attempt.
+
+    Attributes:
+        failures: Faults since the last progress.
+        fault: The last fault's name; None when it was final.
+    """
+
+    def __init__(self, policy: RetryPolicy, on_retry: Callable[[str], None] | None, *, wait_out_refusals: bool):
+        self.policy = policy
+        self._on_retry = on_retry
+        self._wait_out_refusals = wait_out_refusals
+        self._rng = random.Random()
+        self.failures = 0
+        self.fault: str | None = None
+
+    def progressed(self) -> None:
+        """Some bytes came: the next fault is the first in a row."""
+        self.failures = 0
+
+    def wait_out(self, error: BaseException, where: str) -> bool:
+        """Counts the fault ``error``, says so and waits before the next attempt; False, without waiting, when
+        ``error`` is final or the policy's attempts in a row are spent."""
+        self.fault = transient_fault(error)
+        if self.fault is None or (self.fault == "refused" and not self._wait_out_refusals):
+            self.fault = None
+            return False
+        self.failures += 1
+        if self.failures >= self.policy.attempts:
+            return False
+        wait = self.policy.wait(self.failures, error, self._rng)
+        _LOGGER.info(
+            "%s: %s (attempt %d of %d); again in %.1f s.", where, self.fault, self.failures, self.policy.attempts, wait
+        )
+        if self._on_retry is not None:
+            self._on_retry(self.fault)
+        time.sleep(wait)
+        return True
 
 
 class Opened(NamedTuple):
@@ -277,17 +308,13 @@ class ResumingStream(io.RawIOBase):
         wait_out_refusals: bool = True,
     ):
         self.url = url
-        self._wait_out_refusals = wait_out_refusals
         self._open_at = open_at
-        self._policy = policy or RetryPolicy()
-        self._on_retry = on_retry
-        self._rng = random.Random()
+        self._backoff = _Backoff(policy or RetryPolicy(), on_retry, wait_out_refusals=wait_out_refusals)
         self._stream: BinaryIO | None = None
         # Where the open stream stands, and where the reader is: they differ until a seek or a skip is caught up.
         self._stream_position = 0
         self._position = 0
         self._size: int | None = None
-        self._failures = 0
         # The file's first bytes, kept: parsers read a file's start and seek back to it, which would cost a stream
         # that cannot seek another request.
         self._head = bytearray()
@@ -346,7 +373,7 @@ class ResumingStream(io.RawIOBase):
             self._position += read
             self._stream_position += read
             if read:
-                self._failures = 0
+                self._backoff.progressed()
             return read
 
     def close(self) -> None:
@@ -392,25 +419,11 @@ class ResumingStream(io.RawIOBase):
     def _fault(self, error: Exception) -> None:
         """Waits out a transient fault, ready to reopen; raises a final one, or gives the file up."""
         self._drop_stream()
-        fault = transient_fault(error)
-        if fault is None or (fault == "refused" and not self._wait_out_refusals):
+        if self._backoff.wait_out(error, f"{self.url} at byte {self._position}"):
+            return
+        if self._backoff.fault is None:
             raise error
-        self._failures += 1
-        if self._failures >= self._policy.attempts:
-            raise ReadGaveUp(self.url, self._position, self._failures, fault, error) from error
-        wait = self._policy.wait(self._failures, error, self._rng)
-        _LOGGER.info(
-            "%s: %s at byte %d (attempt %d of %d); reopening in %.1f s.",
-            self.url,
-            fault,
-            self._position,
-            self._failures,
-            self._policy.attempts,
-            wait,
-        )
-        if self._on_retry is not None:
-            self._on_retry(fault)
-        time.sleep(wait)
+        raise ReadGaveUp(self.url, self._position, self._backoff.failures, self._backoff.fault, error) from error
 
     def _drop_stream(self) -> None:
         if self._stream is not None:

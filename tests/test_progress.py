@@ -63,6 +63,18 @@ def test_worker_processes_report_to_the_board_that_launched_them():
     )
 
 
+def test_inputs_listed_without_sizes_show_progress_by_inputs_done():
+    # A Common Crawl paths file lists its files without their sizes: the share done and the ETA follow the inputs.
+    with _board(io.StringIO(), total_bytes=0) as board:
+        for _ in range(2):
+            subprocess.run([sys.executable, "-c", _WORKER], check=True)
+        _wait_for(board, 2)
+        line = board.line(now=board._started + 20)  # 20 s after the run started
+    assert line.startswith("fineweb: 2/4 inputs · 0.0 MB (50%) · 240 documents read · 60 kept (25.0%) · 4 errors")
+    # 2 inputs in 20 s: the other 2 in 20 s more.
+    assert line.endswith("20 s elapsed · ETA 20 s")
+
+
 def test_the_board_only_counts_its_own_run():
     with _board(io.StringIO()) as board:
         host_port, _ = os.environ[PROGRESS_ADDRESS_VARIABLE].rsplit(":", 1)

@@ -20,7 +20,7 @@ from beamtrove.execution.elastic.jobdir import ElasticError, JobDir
 from beamtrove.execution.elastic.status import STATES, DamagedRecord, read_failed
 from beamtrove.execution.staged.plan import JobPlan
 from beamtrove.execution.staged.tasks import CURRENT, OUTDATED, UNREADABLE, StagedTasks, file_damage
-from beamtrove.fs import filesystem, is_local, join, put_file
+from beamtrove.fs import is_local, join, put_file
 from beamtrove.stats import merge_stats, order_steps
 
 __all__ = [
@@ -169,23 +169,24 @@ def lay_out_run_outputs(job: JobDir, plan: JobPlan, folder: str, *, link: bool) 
         ElasticError: Two tasks laid out the same file.
     """
     tasks = StagedTasks(job, plan)
-    if not is_local(folder):  # `elastic merge --output gs://...`: the job directory is local, the output is not
-        fs, root = filesystem(folder)
-        for _, done in tasks.done_records():
-            for source, entry in tasks.laid_out(done):
-                target = join(folder, entry["path"])
-                if fs.exists(join(root, entry["path"])):
-                    raise ElasticError(f"{target} is laid out by two tasks (the second: {source}).")
-                put_file(source, target)
-        return
+    laid_out: set[str] = set()
     for _, done in tasks.done_records():
         for source, entry in tasks.laid_out(done):
-            target = pathlib.Path(folder) / entry["path"]
-            if target.exists():
-                raise ElasticError(f"{target} is laid out by two tasks (the second: {source}).")
-            target.parent.mkdir(parents=True, exist_ok=True)
-            if link:
-                with contextlib.suppress(OSError):  # another file system, or one without hard links: copied below
-                    os.link(source, target)
-            if not target.exists():
-                shutil.copy2(source, target)
+            if entry["path"] in laid_out:
+                raise ElasticError(f"{join(folder, entry['path'])} is laid out by two tasks (the second: {source}).")
+            laid_out.add(entry["path"])
+            _place(source, join(folder, entry["path"]), link=link)
+
+
+def _place(source: str, target: str, *, link: bool) -> None:
+    """Puts the job's file ``source`` at ``target``: linked or copied on a local disk, copied to an object store
+    (``elastic merge --output gs://...``: the job directory is local, the output is not)."""
+    if not is_local(target):
+        put_file(source, target)
+        return
+    pathlib.Path(target).parent.mkdir(parents=True, exist_ok=True)
+    if link:
+        with contextlib.suppress(OSError):  # another file system, or one without hard links: copied below
+            os.link(source, target)
+    if not os.path.exists(target):
+        shutil.copy2(source, target)
