@@ -21,7 +21,7 @@ setup(
     python_requires=">=3.11",
     packages=find_packages(include=["beamtrove", "beamtrove.*"]),
     # The Slurm job scripts, filled in and printed by `beamtrove slurm submit` and `beamtrove elastic slurm-template`.
-    package_data={"beamtrove.execution": ["*.sbatch"], "beamtrove.execution.elastic": ["*.sbatch"]},
+    package_data={"beamtrove.execution": ["*.sbatch"], "beamtrove.execution.jobs": ["*.sbatch"]},
     install_requires=[
         "apache-beam[gcp]==2.77.0",
         "charset-normalizer>=3.0",

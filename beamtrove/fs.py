@@ -36,6 +36,7 @@ __all__ = [
     "FileListing",
     "InputFile",
     "compression_of",
+    "file_damage",
     "file_sha256",
     "filesystem",
     "has_glob",
@@ -116,6 +117,43 @@ def file_sha256(path: str | os.PathLike, storage_options: Mapping[str, Any] | No
     fs, fs_path = filesystem(os.fspath(path), storage_options)
     with fs.open(fs_path, "rb") as file:
         return hashlib.file_digest(file, "sha256").hexdigest()
+
+
+def file_damage(
+    path: str | os.PathLike,
+    size: int | None,
+    sha256: str | None,
+    storage_options: Mapping[str, Any] | None = None,
+    *,
+    read: bool = True,
+) -> str | None:
+    """What is wrong with a file a record describes by its size and SHA-256; None when it is that file.
+
+    The one check of a file against its record: a job's task outputs, a resumable run's outputs.
+
+    Args:
+        path: The file: a local path or an fsspec URL.
+        size: Its size in bytes, as recorded.
+        sha256: Its SHA-256, as recorded.
+        storage_options: For an fsspec URL.
+        read: Compare the SHA-256 too, reading the file; otherwise only its size.
+
+    Returns:
+        ``"<path> is missing"``, ``"<path> is N B, its record says M B"``,
+        ``"<path> does not have the SHA-256 its record gives"``, or None.
+    """
+    fs, fs_path = filesystem(os.fspath(path), storage_options)
+    try:
+        found = fs.size(fs_path)
+    except FileNotFoundError:
+        return f"{path} is missing"
+    if found is None or fs.isdir(fs_path):
+        return f"{path} is missing"
+    if found != size:
+        return f"{path} is {found} B, its record says {size} B"
+    if read and file_sha256(path, storage_options) != sha256:
+        return f"{path} does not have the SHA-256 its record gives"
+    return None
 
 
 def path_sha256(path: str | os.PathLike, storage_options: Mapping[str, Any] | None = None) -> str | None:

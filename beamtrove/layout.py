@@ -20,6 +20,7 @@ An output folder holds::
                              stopped while publishing, moved into place by it or by the first command
                              that reads the folder (:func:`beamtrove.run_output.ready_to_read`)
     .beamtrove-lock/         the lock of the run that owns the folder while it runs
+    .beamtrove-job/          a --staged run's job directory: its tasks and their files, until it is published
 
 Names starting with ``.`` or ``_`` are never data: readers skip them
 (:func:`beamtrove.fs.is_hidden`); an output folder read as input stands for the
@@ -50,6 +51,8 @@ __all__ = [
     "EXCLUDED",
     "EXCLUDED_DIR",
     "FILTER_REASON_KEY",
+    "FORMER_JOB_DIR",
+    "JOB_DIR",
     "KEPT",
     "LOCK_DIR",
     "PART_FILES",
@@ -60,7 +63,6 @@ __all__ = [
     "RUN_MARKS",
     "RUN_OUTPUT_NAMES",
     "SET_ASIDE_NAMES",
-    "STAGED_JOB_DIR",
     "STAGING_DIR",
     "STATS_FILE",
     "SUMMARY_STATS_DIR",
@@ -91,7 +93,10 @@ RESUME_CONFIG_FILE = "_resume.json"
 STAGING_DIR = ".beamtrove-staging"
 LOCK_DIR = ".beamtrove-lock"
 #: The job directory of a --staged run in its output folder: its tasks' files, kept until the run is published.
-STAGED_JOB_DIR = ".beamtrove-staged"
+JOB_DIR = ".beamtrove-job"
+#: Where beamtrove 0.15 and earlier kept a --staged run's job directory, in a layout no longer read: a run into the
+#: folder removes it and starts over.
+FORMER_JOB_DIR = ".beamtrove-staged"
 WRITER_TEMP_PREFIX = ".beamtrove-tmp-"
 #: What a run's output folder holds besides bookkeeping: a file name template never renders them from a value.
 RUN_OUTPUT_NAMES = (

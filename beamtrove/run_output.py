@@ -45,9 +45,9 @@ from beamtrove.layout import (
     DOCUMENTS_DIR,
     EXCLUDED_DIR,
     FILTER_REASON_KEY,
+    JOB_DIR,
     READ,
     RUN_MARKS,
-    STAGED_JOB_DIR,
     STATS_FILE,
 )
 from beamtrove.stats import read_stats
@@ -198,14 +198,14 @@ def ready_to_read(path: str, storage_options: Mapping[str, Any] | None = None) -
         return
     if publish_begun(path, storage_options):
         _finish_publish(path, storage_options)
-    elif fs.exists(join(fs_path, STAGED_JOB_DIR)) and not any(fs.exists(join(fs_path, mark)) for mark in RUN_MARKS):
+    elif fs.exists(join(fs_path, JOB_DIR)) and not any(fs.exists(join(fs_path, mark)) for mark in RUN_MARKS):
         owner = lock_holder(path, storage_options)
         raise ConfigurationError(
             f"{path} holds no outputs yet: a --staged run into it "
             + (
                 f"is running ({owner}): wait until it ends"
                 if owner
-                else f"has not finished (its tasks are in {STAGED_JOB_DIR}/): rerun the same command to go on from "
+                else f"has not finished (its tasks are in {JOB_DIR}/): rerun the same command to go on from "
                 "the tasks it did"
             )
         )

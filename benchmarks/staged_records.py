@@ -11,7 +11,7 @@ times each (the best time counts):
   ``records.py`` wrote and read them (copied here): frames of a 4-byte length
   and ``pickle.dumps(record, protocol=5)``, each written to a buffered file
   and hashed, then ``fsync``; read frame by frame and unpickled;
-* ``beamtrove``: the files of :mod:`beamtrove.execution.staged.records`, by
+* ``beamtrove``: the files of :mod:`beamtrove.execution.jobs.staged.datasets`, by
   its own writer (with its ``fsync`` and summary) and ``read_records``: frames
   of a 4-byte length and the record's byte form, no pickles.
 
@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 # The writer of a dataset file is private to the module: its DoFn is what the tasks run.
-from beamtrove.execution.staged.records import _RecordFile, decode_record, encode_record, read_records
+from beamtrove.execution.jobs.staged.datasets import _RecordFile, decode_record, encode_record, read_records
 from benchmarks.common import MIB, Results, add_workdir_arguments, argument_parser
 from benchmarks.dedup_inputs import split_documents
 

@@ -25,8 +25,8 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from beamtrove.cli import main
 from beamtrove.document import Document
-from beamtrove.execution.elastic import JobDir, prepare_job
-from beamtrove.execution.elastic.jobdir import publish_once
+from beamtrove.execution.jobs import JobDir, prepare_job
+from beamtrove.execution.jobs.jobdir import publish_once
 from beamtrove.metrics import collect_stats
 from tests.cc_server import lay_out_common_crawl
 from tests.servers import gcs_server, s3_server, store  # noqa: F401 (fixtures: object store servers)

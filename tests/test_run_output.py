@@ -363,17 +363,17 @@ def test_a_folder_holding_only_an_unfinished_staged_run_says_the_same_command_go
         start_new_session=True,
     )  # fmt: skip
     try:
-        while not (folder / ".beamtrove-staged" / "manifest.json").exists():
+        while not (folder / ".beamtrove-job" / "manifest.json").exists():
             assert run.poll() is None, run.stderr.read()
             time.sleep(0.05)
     finally:
         os.killpg(run.pid, signal.SIGKILL)  # the run and its workers, as the OOM killer or a lost node stops them
         run.wait(timeout=600)
-    assert sorted(path.name for path in folder.iterdir()) == [".beamtrove-lock", ".beamtrove-staged"]
+    assert sorted(path.name for path in folder.iterdir()) == [".beamtrove-lock", ".beamtrove-job"]
     for reading in (["stats", str(folder)], ["report", str(folder)], ["inspect", str(folder)]):
         done = beamtrove_here(*reading)
         assert (done.returncode, done.stdout) == (2, ""), reading
         assert done.stderr.splitlines() == [
             f"beamtrove: error: {folder} holds no outputs yet: a --staged run into it has not finished (its tasks are "
-            "in .beamtrove-staged/): rerun the same command to go on from the tasks it did"
+            "in .beamtrove-job/): rerun the same command to go on from the tasks it did"
         ]

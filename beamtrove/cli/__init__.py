@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from beamtrove import __version__
 from beamtrove.cli.parsing import INTERRUPTED
 from beamtrove.configuration import ConfigurationError, SuggestingParser, did_you_mean
-from beamtrove.execution.elastic import ElasticError
+from beamtrove.execution.jobs.jobdir import ElasticError
 from beamtrove.processes import interrupt_on_sigterm
 from beamtrove.resources import missing_on_worker
 

@@ -6,14 +6,12 @@ import argparse
 import json
 
 from beamtrove.cli.parsing import command, group
-from beamtrove.execution.elastic.jobdir import is_staged
-from beamtrove.execution.elastic.publish import DEFAULT_SORT_MEMORY
-from beamtrove.execution.elastic.status import format_status, retry_shards, shard_states, state_counts
+from beamtrove.execution.jobs.jobdir import STAGED_KIND, JobDir
+from beamtrove.execution.jobs.shard_output import DEFAULT_SORT_MEMORY
 
 __all__ = ["add_commands"]
 
-# The handlers that prepare, run, merge or verify shards import their modules when called: those import Beam,
-# which reading a job's status, requeueing its shards and printing the Slurm script do without.
+# The handlers import the engine when called: it imports Beam, which `beamtrove --help` does without (start-up time).
 
 
 def _prepare(args: argparse.Namespace, pipeline_argv: list[str]) -> int:
@@ -24,7 +22,7 @@ def _prepare(args: argparse.Namespace, pipeline_argv: list[str]) -> int:
     path order and publishes the job directory atomically. The options after --
     also set the local DirectRunner of each worker.
     """
-    from beamtrove.execution.elastic.prepare import prepare_job  # noqa: PLC0415
+    from beamtrove.execution.jobs.prepare import prepare_job  # noqa: PLC0415
 
     limits = {
         "lock_timeout": args.lock_timeout,
@@ -35,7 +33,7 @@ def _prepare(args: argparse.Namespace, pipeline_argv: list[str]) -> int:
     records = sum(shard["records"] for shard in manifest["shards"])
     verb = "prepared" if created else "already prepared identically; nothing changed:"
     shards, inputs = len(manifest["shards"]), len(manifest["inputs"])
-    if is_staged(manifest):
+    if manifest["kind"] == STAGED_KIND:
         print(f"{verb} {args.job_dir}: a staged job of {manifest['partitions']} partitions over {inputs} input file(s)")
     else:
         print(f"{verb} {args.job_dir}: {shards} shards over {inputs} input file(s), {records} records")
@@ -43,12 +41,12 @@ def _prepare(args: argparse.Namespace, pipeline_argv: list[str]) -> int:
 
 
 def _worker(args: argparse.Namespace, _: list[str]) -> int:
-    """Claim and process shards until none is left."""
-    from beamtrove.execution.elastic.worker import run_worker  # noqa: PLC0415
+    """Claim and run tasks until none is left."""
+    from beamtrove.execution.jobs.worker import run_worker  # noqa: PLC0415
 
     return run_worker(
         args.job_dir,
-        max_shards=args.max_shards,
+        max_tasks=args.max_tasks,
         host=args.host,
         poll_interval=args.poll_interval,
         sort_memory=args.sort_memory,
@@ -56,31 +54,36 @@ def _worker(args: argparse.Namespace, _: list[str]) -> int:
 
 
 def _status(args: argparse.Namespace, _: list[str]) -> int:
-    """Show the state of every shard; exit 1 while the job is incomplete."""
-    states = shard_states(args.job_dir)
+    """Show the state of every task; exit 1 while the job is incomplete."""
+    from beamtrove.execution.jobs.kinds import job_kind  # noqa: PLC0415
+    from beamtrove.execution.jobs.status import format_status, state_counts, task_states  # noqa: PLC0415
+
+    job = JobDir(args.job_dir)
+    states = task_states(job, job_kind(job))
     complete = all(entry["state"] == "done" for entry in states)
     if args.json:
-        print(json.dumps({"complete": complete, "counts": state_counts(states), "shards": states}, indent=1))
-    elif states and "stage" in states[0]:
-        # A staged job's tasks come from its plan, which is made of the pipeline's Beam transforms.
-        from beamtrove.execution.staged.status import format_task_status  # noqa: PLC0415
-
-        print(format_task_status(states, args.all))
+        print(json.dumps({"complete": complete, "counts": state_counts(states), "tasks": states}, indent=1))
     else:
         print(format_status(states, args.all))
     return 0 if complete else 1
 
 
 def _retry(args: argparse.Namespace, _: list[str]) -> int:
-    """Re-queue failed, damaged (or stale) shards, archiving their history."""
-    requeued = retry_shards(args.job_dir, args.shard_id or (), all_failed=args.all_failed, all_damaged=args.all_damaged)
-    print(f"re-queued {len(requeued)} shard(s): {', '.join(requeued)}")
+    """Re-queue failed, damaged (or stale) tasks, archiving their history."""
+    from beamtrove.execution.jobs.kinds import job_kind  # noqa: PLC0415
+    from beamtrove.execution.jobs.status import retry_tasks  # noqa: PLC0415
+
+    job = JobDir(args.job_dir)
+    requeued = retry_tasks(
+        job, job_kind(job), args.task or (), all_failed=args.all_failed, all_damaged=args.all_damaged
+    )
+    print(f"re-queued {len(requeued)} task(s): {', '.join(requeued)}")
     return 0
 
 
 def _merge(args: argparse.Namespace, _: list[str]) -> int:
-    """Verify every shard and publish their outputs, in order, as one run folder."""
-    from beamtrove.execution.elastic.merge import merge_job  # noqa: PLC0415
+    """Verify every task and publish the job's outputs as one run folder."""
+    from beamtrove.execution.jobs.merge import merge_job  # noqa: PLC0415
 
     report = merge_job(args.job_dir, args.output, overwrite=args.overwrite)
     print(f"merged {report['documents']} documents into {report['output']}; stats in {report['stats']}")
@@ -93,7 +96,7 @@ def _verify(args: argparse.Namespace, _: list[str]) -> int:
     Exits 0 when complete and intact, 1 when incomplete, 2 when an output is
     damaged or a done record disagrees with the manifest.
     """
-    from beamtrove.execution.elastic.merge import format_verification, verify_job  # noqa: PLC0415
+    from beamtrove.execution.jobs.merge import format_verification, verify_job  # noqa: PLC0415
 
     report = verify_job(args.job_dir, args.expect_hosts)
     print(format_verification(report, args.expect_hosts))
@@ -102,7 +105,7 @@ def _verify(args: argparse.Namespace, _: list[str]) -> int:
 
 def _slurm_template(args: argparse.Namespace, _: list[str]) -> int:
     """Print a Slurm array script that runs one worker per array task."""
-    from beamtrove.execution.elastic.worker import slurm_array_script  # noqa: PLC0415
+    from beamtrove.execution.jobs.worker import slurm_array_script  # noqa: PLC0415
 
     print(slurm_array_script(), end="")
     return 0
@@ -110,7 +113,7 @@ def _slurm_template(args: argparse.Namespace, _: list[str]) -> int:
 
 def add_commands(commands) -> None:
     """Adds ``elastic`` and its subcommands to the tree."""
-    subcommands = group(commands, "elastic", "Independent shard workers over a shared directory: no cluster needed")
+    subcommands = group(commands, "elastic", "Independent workers over a shared job directory: no cluster needed")
     prepare = command(subcommands, "prepare", _prepare, pipeline_options=True)
     prepare.add_argument(
         "--pipeline",
@@ -127,18 +130,18 @@ def add_commands(commands) -> None:
         "--lock-timeout",
         type=float,
         default=300.0,
-        help="seconds without heartbeat before another worker takes a shard over (default: 300)",
+        help="seconds without heartbeat before another worker takes a task over (default: 300)",
     )
-    prepare.add_argument("--max-retries", type=int, default=2, help="failed attempts retried per shard (default: 2)")
+    prepare.add_argument("--max-retries", type=int, default=2, help="failed attempts retried per task (default: 2)")
     prepare.add_argument(
         "--attempt-timeout",
         type=float,
         help="seconds one attempt may run before it is stopped and counted as failed (default: no limit)",
     )
     worker = command(subcommands, "worker", _worker)
-    worker.add_argument("--max-shards", type=int, help="stop after processing this many shards")
+    worker.add_argument("--max-tasks", "--max-shards", type=int, help="stop after running this many tasks")
     worker.add_argument("--host", help="host name recorded in locks and done records (default: this machine's)")
-    worker.add_argument("--poll-interval", type=float, help="seconds between looks while all shards are taken")
+    worker.add_argument("--poll-interval", type=float, help="seconds between looks while all tasks are taken")
     worker.add_argument(
         "--sort-memory",
         type=int,
@@ -149,14 +152,16 @@ def add_commands(commands) -> None:
     )
     status = command(subcommands, "status", _status)
     status.add_argument("--json", action="store_true", help="print JSON")
-    status.add_argument("--all", action="store_true", help="list done shards too")
+    status.add_argument("--all", action="store_true", help="list done tasks too")
     retry = command(subcommands, "retry", _retry)
     which = retry.add_mutually_exclusive_group(required=True)
-    which.add_argument("--all-failed", action="store_true", help="every failed shard")
+    which.add_argument("--all-failed", action="store_true", help="every failed task")
     which.add_argument(
-        "--all-damaged", action="store_true", help="every done shard whose output is missing or changed (see status)"
+        "--all-damaged", action="store_true", help="every done task whose files are missing or changed (see status)"
     )
-    which.add_argument("--shard-id", action="append", help="a failed, damaged, stale or pending shard; repeatable")
+    which.add_argument(
+        "--task", "--shard-id", action="append", help="a failed, damaged, stale or pending task; repeatable"
+    )
     merge = command(subcommands, "merge", _merge)
     merge.add_argument(
         "--output",
@@ -166,7 +171,7 @@ def add_commands(commands) -> None:
     )
     merge.add_argument("--overwrite", action="store_true", help="replace what the folder holds once the merge succeeds")
     verify = command(subcommands, "verify", _verify)
-    verify.add_argument("--expect-hosts", type=int, help="require shards completed by at least this many hosts")
+    verify.add_argument("--expect-hosts", type=int, help="require tasks completed by at least this many hosts")
     for parser in (worker, status, retry, merge, verify):
         parser.add_argument("--job-dir", required=True, help="the job directory")
     command(subcommands, "slurm-template", _slurm_template)

@@ -22,7 +22,8 @@ def _run(args: argparse.Namespace, pipeline_argv: list[str]) -> int:
     if args.pipeline is not None and not wants_help and _forks_sdk_workers(pipeline_argv):
         _start_zygote(args.pipeline)
     # Pipelines are made of Beam's transforms and options: of these commands, only this one imports Beam.
-    from beamtrove.execution.run import RunInterrupted, run_pipeline  # noqa: PLC0415
+    from beamtrove.execution.run import run_pipeline  # noqa: PLC0415
+    from beamtrove.execution.run_result import RunInterrupted  # noqa: PLC0415
     from beamtrove.options import format_help, parse  # noqa: PLC0415
     from beamtrove.pipelines import all_pipeline_specs, pipeline_spec  # noqa: PLC0415
 

@@ -14,6 +14,6 @@
   inside a Slurm job (``beamtrove slurm``);
 * :mod:`beamtrove.execution.dataflow`: Flex Templates, their launcher and
   offline job graphs (``beamtrove dataflow``);
-* :mod:`beamtrove.execution.elastic`: independent shard workers over a shared
+* :mod:`beamtrove.execution.jobs`: independent workers over a shared
   job directory (``beamtrove elastic``).
 """

@@ -62,7 +62,7 @@ from beamtrove.execution.output_publish import (
     recover_output,
 )
 from beamtrove.fs import filesystem, is_local, join
-from beamtrove.layout import LOCK_DIR, RESUME_CONFIG_FILE, STAGED_JOB_DIR, STAGING_DIR
+from beamtrove.layout import FORMER_JOB_DIR, JOB_DIR, LOCK_DIR, RESUME_CONFIG_FILE, STAGING_DIR
 
 __all__ = [
     "LOCK_TIMEOUT_SECONDS",
@@ -172,7 +172,7 @@ def output_entries(output: str, storage_options: Mapping[str, Any] | None = None
         return []
     if not fs.isdir(path):
         raise ConfigurationError(f"--output {output} is a file: pass a folder (it is created if missing).")
-    return [name for name in folder_names(fs, path) if name not in (STAGING_DIR, LOCK_DIR, STAGED_JOB_DIR)]
+    return [name for name in folder_names(fs, path) if name not in (STAGING_DIR, LOCK_DIR, JOB_DIR, FORMER_JOB_DIR)]
 
 
 def plan_output(

@@ -1,7 +1,7 @@
 """Publishing a run folder merged from the outputs of tasks or shards, as a run publishes its outputs.
 
-A staged run (:mod:`beamtrove.execution.staged.run`) and ``beamtrove elastic
-merge`` (:mod:`beamtrove.execution.elastic.merge`) lay out, after their
+A staged run (:mod:`beamtrove.execution.jobs.staged.run`) and ``beamtrove elastic
+merge`` (:mod:`beamtrove.execution.jobs.merge`) lay out, after their
 tasks or shards ran, the run folder one ``beamtrove run`` would have
 written: both publish it with :func:`publish_merged`, through the output
 folder contract of :mod:`beamtrove.execution.output`.
@@ -14,7 +14,7 @@ from typing import Any
 
 from beamtrove.execution.output import OutputPlan
 from beamtrove.execution.output_publish import reached
-from beamtrove.execution.run import write_run_report
+from beamtrove.execution.run_result import write_run_report
 from beamtrove.fs import join
 from beamtrove.layout import REPORT_FILE
 from beamtrove.stats import write_stats

@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from beamtrove.fs import filesystem, is_hidden, is_local, join, read_json_record, write_json
-from beamtrove.layout import STAGED_JOB_DIR, STAGING_DIR
+from beamtrove.layout import JOB_DIR, STAGING_DIR
 
 __all__ = [
     "COMMITTED_PHASES",
@@ -158,7 +158,7 @@ def _publish(output: str, run_dir: str, storage_options: Mapping[str, Any]) -> l
     reached("published")
     fs.rm(run_path, recursive=True)
     # A staged run's job directory is done with once a run published; one a killed run left is stale.
-    job_fs, job_path = filesystem(join(output, STAGED_JOB_DIR), storage_options)
+    job_fs, job_path = filesystem(join(output, JOB_DIR), storage_options)
     if job_fs.exists(job_path):
         job_fs.rm(job_path, recursive=True)
     return record["publishes"]

@@ -17,7 +17,6 @@ DirectRunner by default; a Prism or Flink run is pointed at the local copies
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
 import time
 from collections.abc import Iterator
@@ -26,11 +25,12 @@ from typing import Any
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 from apache_beam.runners.runner import PipelineState
 
-from beamtrove import __version__
 from beamtrove.configuration import ConfigurationError
 from beamtrove.execution.build import Built, build
+from beamtrove.execution.jobs.staged.run import run_staged
 from beamtrove.execution.output import discard_staging
-from beamtrove.execution.resume import completed_totals, configuration
+from beamtrove.execution.resume import completed_totals
+from beamtrove.execution.run_result import RunInterrupted, RunResult, run_stats, write_run_report
 from beamtrove.execution.runner_parts import use_local_runner_parts
 from beamtrove.fs import filesystem, is_hidden, join
 from beamtrove.layout import REPORT_FILE, STATS_FILE
@@ -39,46 +39,12 @@ from beamtrove.options import BeamtroveOptions, ResumeOptions, StagedOptions
 from beamtrove.pipelines.spec import PipelineSpec
 from beamtrove.processes import stops_interrupt
 from beamtrove.progress import ProgressBoard
-from beamtrove.report import write_report
 from beamtrove.resources import missing_on_worker
 from beamtrove.stats import order_steps, write_stats
 
-__all__ = ["RunInterrupted", "RunResult", "run_pipeline", "write_run_report"]
+__all__ = ["run_pipeline"]
 
 _LOGGER = logging.getLogger(__name__)
-
-
-class RunInterrupted(Exception):
-    """The run was interrupted (Ctrl-C, SIGTERM); the message says what the output kept and how to go on."""
-
-
-@dataclasses.dataclass(frozen=True)
-class RunResult:
-    """A finished run.
-
-    Attributes:
-        state: The pipeline's final state, e.g. ``DONE``.
-        stats: What ``stats.json`` holds: version, pipeline, runner, state,
-            wall time and every step's counters; for a resumable run, the
-            counters total every completed input (``inputs_completed``) and
-            ``run_steps`` holds this run's alone.
-        stats_path: Where ``stats.json`` was written; empty when the run did
-            not succeed (nothing was written).
-        report_path: Where ``report.html`` was written; empty when the run
-            did not succeed or the report could not be drawn.
-        detail: Why a run that did not succeed ended, and how to go on,
-            when more is known than its state.
-    """
-
-    state: str
-    stats: dict[str, Any]
-    stats_path: str
-    report_path: str = ""
-    detail: str = ""
-
-    @property
-    def succeeded(self) -> bool:
-        return self.state == PipelineState.DONE
 
 
 def run_pipeline(spec: PipelineSpec, options: PipelineOptions) -> RunResult:
@@ -97,9 +63,6 @@ def run_pipeline(spec: PipelineSpec, options: PipelineOptions) -> RunResult:
     if spec.runs_staged:
         staged = options.view_as(StagedOptions)
         if staged.staged:
-            # Imported here: the staged driver runs its tasks through this module's report writer.
-            from beamtrove.execution.staged.run import run_staged  # noqa: PLC0415
-
             return run_staged(spec, options)
         given = [flag for flag, value in (("--workers", staged.workers), ("--memory", staged.memory)) if value]
         if given:
@@ -112,16 +75,15 @@ def run_pipeline(spec: PipelineSpec, options: PipelineOptions) -> RunResult:
         try:
             result = built.pipeline.run()
             state = result.wait_until_finish()
-            stats = {
-                "beamtrove_version": __version__,
-                "pipeline": spec.name,
-                "runner": options.view_as(StandardOptions).runner or "DirectRunner",
-                "state": str(state),
-                "wall_seconds": round(time.monotonic() - started, 3),
-                "options": configuration(spec.name, options, spec.option_classes)["options"],
-                "funnel": list(built.flow.funnel),
-                "steps": collect_stats(result, built.pipeline, built.flow.funnel, built.flow.writers),
-            }
+            stats = run_stats(
+                spec,
+                options,
+                str(state),
+                built.flow.funnel,
+                collect_stats(result, built.pipeline, built.flow.funnel, built.flow.writers),
+                runner=options.view_as(StandardOptions).runner or "DirectRunner",
+                wall_seconds=round(time.monotonic() - started, 3),
+            )
             if state == PipelineState.DONE:
                 stats_path, report_path = _finish(built, stats, options)
         except BaseException as error:
@@ -183,24 +145,6 @@ def _check_written(built: Built, steps: dict[str, Any]) -> None:
             "own disks). Give an --output that this machine and every worker reach: shared storage, or gs:// on "
             "Dataflow."
         )
-
-
-def write_run_report(folder: str, output: str) -> str:
-    """Writes ``report.html`` beside ``stats.json`` in ``folder``; returns its path, or "" when it could not be drawn.
-
-    A report that cannot be drawn leaves none: the one an earlier run into a
-    resumable output wrote would describe that run.
-    """
-    try:
-        return write_report(folder)
-    except Exception as exc:  # the run's results are in place: a report that cannot be drawn does not undo them
-        fs, path = filesystem(join(folder, REPORT_FILE))
-        if fs.exists(path):
-            fs.rm(path)
-        _LOGGER.warning(
-            "report.html was not written (%s: %s); `beamtrove report %s` retries", type(exc).__name__, exc, output
-        )
-        return ""
 
 
 def _progress_board(spec: PipelineSpec, built: Built, options: PipelineOptions) -> ProgressBoard:

@@ -7,7 +7,7 @@ datasets of its own, each with a :data:`KEYED` or :data:`SAME` placement:
 
 * in one pipeline (:func:`apply_stages`, what a step's ``expand`` does), a
   dataset is just a PCollection, so the graph is the ordinary one;
-* in a staged run (:mod:`beamtrove.execution.staged`), every stage runs as
+* in a staged run (:mod:`beamtrove.execution.jobs.staged`), every stage runs as
   tasks, one per partition of the data (or one for the whole of it), each a
   small Beam pipeline whose datasets are files: a :data:`KEYED` dataset's
   ``(key, value)`` records go to the partition of their key, so the next

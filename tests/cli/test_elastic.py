@@ -8,8 +8,8 @@ import subprocess
 import pytest
 
 from beamtrove.cli import main
-from beamtrove.execution.elastic import JobDir
-from tests.execution.elastic.conftest import give_real_output
+from beamtrove.execution.jobs import JobDir
+from tests.execution.jobs.conftest import give_real_output
 
 
 @pytest.fixture
@@ -56,7 +56,7 @@ def test_status_lists_what_is_not_done_and_exits_1_until_done(shard_states_job, 
 
 def test_retry_reports_what_it_requeued_and_refuses_when_nothing_failed(shard_states_job, capsys):
     assert main(["elastic", "retry", "--job-dir", str(shard_states_job.path), "--all-failed"]) == 0
-    assert capsys.readouterr().out.strip() == "re-queued 1 shard(s): shard-00002"
+    assert capsys.readouterr().out.strip() == "re-queued 1 task(s): shard-00002"
     assert main(["elastic", "retry", "--job-dir", str(shard_states_job.path), "--all-failed"]) == 2
     assert capsys.readouterr().err.strip() == "beamtrove: error: Nothing to retry: no shard is failed."
 
@@ -79,7 +79,7 @@ def test_status_and_retry_of_a_done_shard_whose_output_was_deleted(shard_states_
     assert report["counts"]["damaged"] == 1
     assert report["shards"][3]["state"] == "damaged" and report["shards"][3]["damage"] == "missing"
     assert main(["elastic", "retry", "--job-dir", job, "--all-damaged"]) == 0
-    assert capsys.readouterr().out.strip() == "re-queued 1 shard(s): shard-00003"
+    assert capsys.readouterr().out.strip() == "re-queued 1 task(s): shard-00003"
     assert main(["elastic", "retry", "--job-dir", job, "--all-damaged"]) == 2
     assert capsys.readouterr().err.strip() == "beamtrove: error: Nothing to retry: no shard is damaged."
 

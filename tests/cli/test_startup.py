@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from beamtrove.cli import _MODULES, _parser, main
-from beamtrove.execution.elastic import prepare_job
+from beamtrove.execution.jobs import prepare_job
 from tests.conftest import make_warc_set, require
 
 # Runs the command through beamtrove's main in this Python, then says which modules of interest it imported.

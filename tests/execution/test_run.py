@@ -70,7 +70,7 @@ def test_a_report_that_cannot_be_drawn_does_not_fail_the_run(data_dir, tmp_path,
     argv = ["--input", warc, "--output", str(tmp_path), "--extractor", "resiliparse", "--progress_interval", "0"]
     # A resumable output keeps its files across runs: the first run's report describes the first run.
     assert run_pipeline(extract, parse(extract, [*argv, "--resumable"])).report_path == str(tmp_path / "report.html")
-    monkeypatch.setattr("beamtrove.execution.run.write_report", fails)
+    monkeypatch.setattr("beamtrove.execution.run_result.write_report", fails)
     result = run_pipeline(extract, parse(extract, [*argv, "--resumable"]))
     assert result.succeeded and result.report_path == "" and (tmp_path / "stats.json").exists()
     assert not (tmp_path / "report.html").exists(), "a report of an earlier run stayed"

@@ -143,7 +143,7 @@ class DedupStep(beam.PTransform):
     """A dedup step, declared once as its :class:`~beamtrove.transforms.stages.StagedForm`.
 
     Applied to documents in one pipeline it runs the form's stages in one graph and returns
-    :class:`DedupOutputs`; a staged run (:mod:`beamtrove.execution.staged`) runs the same stages as tasks.
+    :class:`DedupOutputs`; a staged run (:mod:`beamtrove.execution.jobs.staged`) runs the same stages as tasks.
 
     Args:
         step: The step's one name: its stats name and, in a pipeline, its folder under ``excluded/`` and
