@@ -306,8 +306,8 @@ def shard_states_job(review_jsonl, tmp_path):
     stale = job.try_lock("shard-00001", "b")
     old = time.time() - 600
     os.utime(stale.path, (old, old))
-    publish_once(job.failed_path("shard-00002"), {"shard": "shard-00002", "host": "b", "error": "exit code 1\nboom"})
-    publish_once(job.done_path("shard-00003"), {"shard": "shard-00003", "host": "c", "pid": 7, "records": 120})
+    publish_once(job.failed_path("shard-00002"), {"task": "shard-00002", "host": "b", "error": "exit code 1\nboom"})
+    publish_once(job.done_path("shard-00003"), {"task": "shard-00003", "host": "c", "pid": 7, "records": 120})
     return job
 
 

@@ -369,7 +369,7 @@ def test_a_folder_holding_only_an_unfinished_staged_run_says_the_same_command_go
     finally:
         os.killpg(run.pid, signal.SIGKILL)  # the run and its workers, as the OOM killer or a lost node stops them
         run.wait(timeout=600)
-    assert sorted(path.name for path in folder.iterdir()) == [".beamtrove-lock", ".beamtrove-job"]
+    assert sorted(path.name for path in folder.iterdir()) == [".beamtrove-job", ".beamtrove-lock"]
     for reading in (["stats", str(folder)], ["report", str(folder)], ["inspect", str(folder)]):
         done = beamtrove_here(*reading)
         assert (done.returncode, done.stdout) == (2, ""), reading

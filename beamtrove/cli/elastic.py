@@ -6,12 +6,14 @@ import argparse
 import json
 
 from beamtrove.cli.parsing import command, group
-from beamtrove.execution.jobs.jobdir import STAGED_KIND, JobDir
+from beamtrove.execution.jobs.jobdir import STAGED_KIND
 from beamtrove.execution.jobs.shard_output import DEFAULT_SORT_MEMORY
+from beamtrove.execution.jobs.status import format_status, retry_tasks, state_counts, task_states
 
 __all__ = ["add_commands"]
 
-# The handlers import the engine when called: it imports Beam, which `beamtrove --help` does without (start-up time).
+# The handlers that prepare, run, merge or verify tasks import their modules when called: those import Beam, which
+# reading a job's status, requeueing its tasks and printing the Slurm script do without (start-up time).
 
 
 def _prepare(args: argparse.Namespace, pipeline_argv: list[str]) -> int:
@@ -55,11 +57,7 @@ def _worker(args: argparse.Namespace, _: list[str]) -> int:
 
 def _status(args: argparse.Namespace, _: list[str]) -> int:
     """Show the state of every task; exit 1 while the job is incomplete."""
-    from beamtrove.execution.jobs.kinds import job_kind  # noqa: PLC0415
-    from beamtrove.execution.jobs.status import format_status, state_counts, task_states  # noqa: PLC0415
-
-    job = JobDir(args.job_dir)
-    states = task_states(job, job_kind(job))
+    states = task_states(args.job_dir)
     complete = all(entry["state"] == "done" for entry in states)
     if args.json:
         print(json.dumps({"complete": complete, "counts": state_counts(states), "tasks": states}, indent=1))
@@ -70,13 +68,7 @@ def _status(args: argparse.Namespace, _: list[str]) -> int:
 
 def _retry(args: argparse.Namespace, _: list[str]) -> int:
     """Re-queue failed, damaged (or stale) tasks, archiving their history."""
-    from beamtrove.execution.jobs.kinds import job_kind  # noqa: PLC0415
-    from beamtrove.execution.jobs.status import retry_tasks  # noqa: PLC0415
-
-    job = JobDir(args.job_dir)
-    requeued = retry_tasks(
-        job, job_kind(job), args.task or (), all_failed=args.all_failed, all_damaged=args.all_damaged
-    )
+    requeued = retry_tasks(args.job_dir, args.task or (), all_failed=args.all_failed, all_damaged=args.all_damaged)
     print(f"re-queued {len(requeued)} task(s): {', '.join(requeued)}")
     return 0
 

@@ -45,43 +45,43 @@ def test_prepare_refuses_options_of_another_pipeline_with_its_name(review_jsonl,
 def test_status_lists_what_is_not_done_and_exits_1_until_done(shard_states_job, capsys):
     assert main(["elastic", "status", "--job-dir", str(shard_states_job.path)]) == 1
     out = capsys.readouterr().out
-    assert out.startswith("5 shards: 1 done, 1 running, 1 stale, 1 pending, 1 failed, 0 damaged · 1/5 shards done")
+    assert out.startswith("5 tasks: 1 done, 1 running, 1 stale, 1 pending, 1 failed, 0 damaged · 1/5 tasks done")
     assert "shard-00002  failed   attempts 0  b: boom" in out and "shard-00003" not in out
     assert main(["elastic", "status", "--job-dir", str(shard_states_job.path), "--all", "--json"]) == 1
     report = json.loads(capsys.readouterr().out)
     assert report["complete"] is False
     assert report["counts"] == {"done": 1, "running": 1, "stale": 1, "pending": 1, "failed": 1, "damaged": 0}
-    assert [shard["id"] for shard in report["shards"]] == [f"shard-0000{k}" for k in range(5)]
+    assert [shard["id"] for shard in report["tasks"]] == [f"shard-0000{k}" for k in range(5)]
 
 
 def test_retry_reports_what_it_requeued_and_refuses_when_nothing_failed(shard_states_job, capsys):
     assert main(["elastic", "retry", "--job-dir", str(shard_states_job.path), "--all-failed"]) == 0
     assert capsys.readouterr().out.strip() == "re-queued 1 task(s): shard-00002"
     assert main(["elastic", "retry", "--job-dir", str(shard_states_job.path), "--all-failed"]) == 2
-    assert capsys.readouterr().err.strip() == "beamtrove: error: Nothing to retry: no shard is failed."
+    assert capsys.readouterr().err.strip() == "beamtrove: error: Nothing to retry: no task is failed."
 
 
 def test_status_and_retry_of_a_done_shard_whose_output_was_deleted(shard_states_job, capsys):
     job = str(shard_states_job.path)
     assert main(["elastic", "retry", "--job-dir", job, "--shard-id", "shard-00003"]) == 2
     assert capsys.readouterr().err.strip() == (
-        "beamtrove: error: shard-00003 is done and its output is intact: "
-        "only failed, damaged, stale or pending shards retry."
+        "beamtrove: error: shard-00003 is done and its files are intact: "
+        "only failed, damaged, stale or pending tasks retry."
     )
     output = shard_states_job.path / json.loads(shard_states_job.done_path("shard-00003").read_text())["output"]
     output.unlink()
     assert main(["elastic", "status", "--job-dir", job]) == 1
     out = capsys.readouterr().out
-    assert out.startswith("5 shards: 0 done, 1 running, 1 stale, 1 pending, 1 failed, 1 damaged · 0/5 shards done\n")
-    assert f"shard-00003  damaged  attempts 1  c:7: output missing ({output.relative_to(job)})" in out
+    assert out.startswith("5 tasks: 0 done, 1 running, 1 stale, 1 pending, 1 failed, 1 damaged · 0/5 tasks done\n")
+    assert f"shard-00003  damaged  attempts 1  c:7: {output} is missing" in out
     assert main(["elastic", "status", "--job-dir", job, "--json"]) == 1
     report = json.loads(capsys.readouterr().out)
     assert report["counts"]["damaged"] == 1
-    assert report["shards"][3]["state"] == "damaged" and report["shards"][3]["damage"] == "missing"
+    assert report["tasks"][3]["state"] == "damaged" and report["tasks"][3]["damage"].endswith(" is missing")
     assert main(["elastic", "retry", "--job-dir", job, "--all-damaged"]) == 0
     assert capsys.readouterr().out.strip() == "re-queued 1 task(s): shard-00003"
     assert main(["elastic", "retry", "--job-dir", job, "--all-damaged"]) == 2
-    assert capsys.readouterr().err.strip() == "beamtrove: error: Nothing to retry: no shard is damaged."
+    assert capsys.readouterr().err.strip() == "beamtrove: error: Nothing to retry: no task is damaged."
 
 
 def test_verify_and_merge_refuse_an_unfinished_job(review_jsonl, tmp_path, capsys):
@@ -91,9 +91,9 @@ def test_verify_and_merge_refuse_an_unfinished_job(review_jsonl, tmp_path, capsy
     capsys.readouterr()
     assert main(["elastic", "verify", "--job-dir", str(job), "--expect-hosts", "2"]) == 1
     assert capsys.readouterr().out.splitlines() == [
-        "0 documents in done shards, completed by 0 host(s): ",
+        "0 documents in done tasks, completed by 0 host(s): ",
         "not done: 3 pending or running, 0 failed",
-        "expected shards completed by at least 2 hosts",
+        "expected tasks completed by at least 2 hosts",
     ]
     assert main(["elastic", "merge", "--job-dir", str(job), "--output", str(tmp_path / "all")]) == 2
     assert "Not every shard is done (missing: shard-00000, shard-00001, shard-00002" in capsys.readouterr().err

@@ -64,7 +64,10 @@ class JobKind(Protocol):
         :class:`RedoFirst`."""
 
     def run(self, task: str, work: Any, attempt: Attempt) -> dict[str, Any]:
-        """Runs one attempt; returns what its done record adds. Raises :class:`TaskFailed`."""
+        """Runs one attempt, its lock kept fresh (:meth:`Attempt.beating`); returns what its done record adds.
+
+        Raises :class:`TaskFailed` when the attempt failed.
+        """
 
     def requeue(self, task: str, *, holding_lock: bool = False) -> None:
         """Archives the task's records and attempts (and what was made from them) so workers run it again."""
@@ -79,7 +82,7 @@ class JobKind(Protocol):
         """The input records of ``task`` (for the time left), 0 when unknown."""
 
     def judge(self, task: str, done: Mapping[str, Any], *, read: bool, memo: dict) -> tuple[str, str | None]:
-        """``("done" | "damaged" | "outdated", message)`` of a task with a done record."""
+        """``("done", None)``, ``("damaged", what is wrong)`` or ``("outdated", why)`` of a task with a done record."""
 
     def documents(self, task: str, done: Mapping[str, Any]) -> int:
         """The documents of the job's output that ``done`` counts."""

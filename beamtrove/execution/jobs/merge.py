@@ -10,7 +10,7 @@ from typing import Any
 from beamtrove.configuration import ConfigurationError
 from beamtrove.execution.jobs.jobdir import ElasticError, JobDir
 from beamtrove.execution.jobs.kinds import JobKind, job_kind
-from beamtrove.execution.jobs.status import task_states
+from beamtrove.execution.jobs.status import damage_line, task_states
 from beamtrove.execution.output import check_auxiliary_inputs, check_separate, plan_output
 from beamtrove.execution.output_merge import publish_merged
 from beamtrove.execution.run_result import run_stats
@@ -36,10 +36,10 @@ def verify(job: JobDir, kind: JobKind, expect_hosts: int | None = None) -> dict[
         every task is done, every file checks out, nothing disagrees and at
         least ``expect_hosts`` distinct hosts completed tasks.
     """
-    states = task_states(job, kind, read=True)
+    states = task_states(job.path, kind, read=True)
     missing = [entry["id"] for entry in states if entry["state"] in ("pending", "running", "stale")]
     failed = [entry["id"] for entry in states if entry["state"] == "failed"]
-    problems = [entry["message"] for entry in states if entry["state"] == "damaged"]
+    problems = [damage_line(job.path, entry) for entry in states if entry["state"] == "damaged"]
     hosts: dict[str, int] = {}
     mismatches, documents = [], 0
     for entry in states:

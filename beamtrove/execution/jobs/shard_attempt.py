@@ -150,7 +150,8 @@ def run(kind: ShardJob, task: str, attempt: Attempt) -> dict[str, Any]:
     attempt.save(command=child.command, child_pid=child.pid, forked=child.forked)
     limit = kind.manifest["attempt_timeout"]
     try:
-        exit_code = child.wait(limit)
+        with attempt.beating():
+            exit_code = child.wait(limit)
         if exit_code is None:
             child.kill()
             attempt.save(exit_code=child.wait())
@@ -176,7 +177,7 @@ def _collect(
     flow = kind.spec.flow(parse(kind.spec, [*argv, "--output", str(output)]))
     target = attempt_dir / SHARD_DOCUMENTS
     fields, sort_runs = collect_documents(flow.sink.documents_dir, target, kind.sort_memory)
-    attempt.save(sort_runs=sort_runs)
+    attempt.save(sort_runs=sort_runs, **fields)
     stats_path = pathlib.Path(join(flow.output, STATS_FILE))
     steps = orjson.loads(stats_path.read_bytes())["steps"] if stats_path.exists() else None
     return {
@@ -190,8 +191,12 @@ def _collect(
 
 
 def flow(kind: ShardJob, output: str) -> Flow:
-    """The pipeline's flow as the job's options build it, writing into ``output``."""
-    return kind.spec.flow(parse(kind.spec, [*kind.manifest["pipeline"]["args"], "--output", output]))
+    """The pipeline's flow as the job's options build it over the first shard, writing into ``output``: its funnel
+    and writers are every shard's."""
+    first = kind.job.read_done(next(iter(kind.task_ids()))[0])
+    ranges = kind.job.path / first["attempt"] / _INPUTS_FILE
+    args = [*kind.manifest["pipeline"]["args"], "--input_ranges", str(ranges), "--output", output]
+    return kind.spec.flow(parse(kind.spec, args))
 
 
 def lay_out(kind: ShardJob, folder: str) -> None:

@@ -17,13 +17,16 @@ import os
 import pathlib
 from collections.abc import Callable, Iterator, Mapping
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from beamtrove.execution.jobs.jobdir import ElasticError, JobDir
 from beamtrove.execution.jobs.shard_output import DEFAULT_SORT_MEMORY
 from beamtrove.execution.jobs.task import Attempt, RedoFirst
 from beamtrove.fs import file_damage
 from beamtrove.pipelines import pipeline_spec
+
+if TYPE_CHECKING:
+    from beamtrove.pipelines.spec import PipelineSpec
 
 __all__ = ["ShardJob"]
 
@@ -64,7 +67,6 @@ class ShardJob:
         self.manifest = manifest
         self.echo = echo
         self.sort_memory = sort_memory
-        self.spec = pipeline_spec(manifest["pipeline"]["name"])
         self._shards = {shard["id"]: shard for shard in manifest["shards"]}
         # A shard takes minutes; its worker may die and leave it to be taken over once its lock is stale.
         self.poll_interval = min(manifest["lock_timeout"] / 5, 10.0)
@@ -76,6 +78,11 @@ class ShardJob:
         from beamtrove.execution.jobs import shard_attempt  # noqa: PLC0415
 
         return shard_attempt
+
+    @functools.cached_property
+    def spec(self) -> PipelineSpec:
+        """The job's pipeline (looked up when used: it imports Beam, which status does without)."""
+        return pipeline_spec(self.manifest["pipeline"]["name"])
 
     def shard(self, task: str) -> dict[str, Any]:
         """The manifest's entry of the shard ``task``."""
@@ -119,17 +126,12 @@ class ShardJob:
         its count of documents)."""
         path = self.job.path / done["output"] if done.get("output") else None
         if path is None:
-            return "damaged", f"{task}: its done record names no output"
+            return "damaged", "its done record names no output"
         trust = not read and _unchanged_since(path, done)
         damage = None if trust else file_damage(str(path), done.get("bytes"), done.get("sha256"))
         if damage is None and read:
             damage = _count_damage(path, done["records"])
-        if damage:
-            return (
-                "damaged",
-                f"{task}: output {damage}: `beamtrove elastic retry --job-dir {self.job.path} --task {task}`",
-            )
-        return "done", None
+        return ("damaged", damage) if damage else ("done", None)
 
     def documents(self, task: str, done: Mapping[str, Any]) -> int:
         return done["records"]

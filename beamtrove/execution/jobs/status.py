@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterable
 from typing import Any
 
 from beamtrove.execution.jobs.jobdir import DamagedRecord, ElasticError, JobDir
-from beamtrove.execution.jobs.kinds import JobKind
+from beamtrove.execution.jobs.kinds import JobKind, job_kind
 from beamtrove.progress import format_duration
 
-__all__ = ["STATES", "format_status", "job_progress", "retry_tasks", "state_counts", "task_states"]
+__all__ = ["STATES", "damage_line", "format_status", "job_progress", "retry_tasks", "state_counts", "task_states"]
 
 #: The states of a task, in the order status lists their counts.
 STATES = ("done", "running", "stale", "pending", "failed", "damaged")
@@ -19,13 +20,14 @@ STATES = ("done", "running", "stale", "pending", "failed", "damaged")
 _RETRYABLE = ("stale", "pending", "failed", "damaged")
 
 
-def task_states(job: JobDir, kind: JobKind, *, read: bool = False) -> list[dict[str, Any]]:
+def task_states(job_dir: str | os.PathLike, kind: JobKind | None = None, *, read: bool = False) -> list[dict[str, Any]]:
     """One entry per task, in the order workers run them: ``id``, ``state``, ``attempts``, and what it did or why not.
 
     States: ``done`` (a done record exists and the files it lists are intact),
     ``damaged`` (a done record exists, but a file it lists is missing or of
-    another size, or with ``read`` other bytes; or its done or failure record
-    is itself damaged: ``damage`` says how and ``message`` what to do),
+    another size, or with ``read`` other bytes: ``damage`` says which; or its
+    done or failure record is itself damaged: ``damage`` says how, ``record``
+    names it and ``message`` says what to do),
     ``failed`` (out of attempts), ``running`` (locked, with a fresh heartbeat),
     ``stale`` (locked, heartbeat older than the lock timeout: its worker died
     or hangs) and ``pending`` (a staged task whose done record was made from
@@ -33,10 +35,12 @@ def task_states(job: JobDir, kind: JobKind, *, read: bool = False) -> list[dict[
     job's entries name their ``stage``.
 
     Args:
-        job: The job directory.
-        kind: Its kind.
+        job_dir: The job directory.
+        kind: Its kind, when the caller has it opened already.
         read: Compare every file's SHA-256 with its record's, not only its size.
     """
+    job = JobDir(job_dir)
+    kind = kind or job_kind(job)
     timeout = kind.manifest["lock_timeout"]
     memo: dict[str, Any] = {}
     states = []
@@ -55,12 +59,12 @@ def task_states(job: JobDir, kind: JobKind, *, read: bool = False) -> list[dict[
             continue
         judged = kind.judge(task, done, read=read, memo=memo) if done is not None else None
         if judged is not None and judged[0] != "outdated":
-            state, message = judged
+            state, damage = judged
             entry.update(state=state, owner=f"{done['host']}:{done['pid']}", documents=kind.documents(task, done))
-            entry["seconds"] = done["seconds"]
-            entry["started_at"] = done["finished_at"] - done["seconds"]
-            if message:
-                entry["message"] = message
+            if "seconds" in done and "finished_at" in done:
+                entry.update(seconds=done["seconds"], started_at=done["finished_at"] - done["seconds"])
+            if damage:
+                entry["damage"] = damage
         elif failed is not None:
             entry.update(state="failed", owner=failed["host"], error=failed["error"])
         else:
@@ -72,6 +76,14 @@ def task_states(job: JobDir, kind: JobKind, *, read: bool = False) -> list[dict[
                 entry.update(owner=f"{claim['host']}:{claim['pid']}", since=claim["acquired_at"])
         states.append(entry)
     return states
+
+
+def damage_line(job_dir: str | os.PathLike, entry: dict[str, Any]) -> str:
+    """What is wrong with a damaged task, and the command that runs it again."""
+    if entry.get("message"):
+        return entry["message"]
+    command = f"beamtrove elastic retry --job-dir {job_dir} --task {entry['id']}"
+    return f"{entry['id']}: {entry['damage']}: `{command}` runs it again"
 
 
 def _tasks_to_retry(
@@ -88,16 +100,21 @@ def _tasks_to_retry(
 
 
 def retry_tasks(
-    job: JobDir, kind: JobKind, tasks: Iterable[str] = (), all_failed: bool = False, all_damaged: bool = False
+    job_dir: str | os.PathLike,
+    tasks: Iterable[str] = (),
+    all_failed: bool = False,
+    all_damaged: bool = False,
+    *,
+    kind: JobKind | None = None,
 ) -> list[str]:
     """Re-queues tasks: their failure or done record, attempts and stale lock move to ``history/``.
 
     Args:
-        job: The job directory.
-        kind: Its kind.
+        job_dir: The job directory.
         tasks: Tasks to re-queue: failed, damaged, stale or pending ones.
         all_failed: Also re-queue every failed task.
         all_damaged: Also re-queue every damaged task (see :func:`task_states`).
+        kind: Its kind, when the caller has it opened already.
 
     Returns:
         The re-queued tasks.
@@ -105,8 +122,9 @@ def retry_tasks(
     Raises:
         ElasticError: An unknown task, one that is running or done with intact files, or nothing to retry.
     """
+    kind = kind or job_kind(JobDir(job_dir))
     # Files are hashed: a retry must find damaged what verify finds damaged.
-    states = {entry["id"]: entry for entry in task_states(job, kind, read=True)}
+    states = {entry["id"]: entry for entry in task_states(job_dir, kind, read=True)}
     wanted = _tasks_to_retry(states, tasks, all_failed, all_damaged)
     for task in wanted:
         if task not in states:
@@ -135,7 +153,10 @@ def _detail(entry: dict[str, Any]) -> str:
         detail += f" for {time.time() - entry['since']:.0f} s"
     if entry["state"] == "done":
         detail += f", {entry['documents']} documents"
-    if entry.get("message"):
+    if entry["state"] == "damaged":
+        # A damaged record names no owner; a damaged file is its owner's.
+        detail += entry["message"] if "message" in entry else f": {entry['damage']}"
+    elif entry.get("message"):
         detail += f": {entry['message']}"
     if entry["state"] == "failed":
         detail += f": {(entry['error'].strip().splitlines() or [''])[-1]}"
@@ -156,9 +177,10 @@ def job_progress(states: list[dict[str, Any]], now: float | None = None) -> str:
     left = sum(entry["records_in"] for entry in states if entry["state"] not in ("done", "failed", "damaged"))
     if not done or not left:
         return line
+    timed = [entry for entry in done if "started_at" in entry]
     now = time.time() if now is None else now
-    elapsed = now - min((entry["started_at"] for entry in done), default=now)
-    records_done = sum(entry["records_in"] for entry in done)
+    elapsed = now - min((entry["started_at"] for entry in timed), default=now)
+    records_done = sum(entry["records_in"] for entry in timed)
     if elapsed <= 0 or not records_done:
         return line
     return f"{line} · ETA {format_duration(left * elapsed / records_done)}"

@@ -44,11 +44,26 @@ class RedoFirst(Exception):
 
 @dataclasses.dataclass
 class Attempt:
-    """One attempt of a task: its directory, its record (``attempt.json``) and the lock its worker holds."""
+    """One attempt of a task: its directory, its record (``attempt.json``) and the lock its worker holds.
+
+    Attributes:
+        directory: The attempt's directory.
+        record: Its record, as :meth:`save` last wrote it.
+        lock: The task's lock.
+        beat_every: Seconds between renewals of the lock while the attempt runs (:meth:`beating`).
+    """
 
     directory: pathlib.Path
     record: dict[str, Any]
     lock: ShardLock
+    beat_every: float
+
+    def beating(self):
+        """Keeps the task's lock fresh within the block: a kind's run waits on its work in one.
+
+        A kind starts any process it forks before the block: a fork must not catch the heartbeat's thread.
+        """
+        return self.lock.heartbeat(self.beat_every)
 
     def save(self, **fields: Any) -> None:
         """Adds ``fields`` to the attempt's record and writes it."""

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from beamtrove.execution.jobs.jobdir import JobDir, ShardLock, publish_once
 from beamtrove.execution.jobs.kinds import JobKind, job_kind
 from beamtrove.execution.jobs.shard_output import DEFAULT_SORT_MEMORY
-from beamtrove.execution.jobs.status import job_progress, task_states
+from beamtrove.execution.jobs.status import damage_line, job_progress, task_states
 from beamtrove.execution.jobs.task import Attempt, RedoFirst, TaskFailed
 from beamtrove.processes import stopped_by, stops_interrupt
 
@@ -132,14 +132,15 @@ class _Worker:
             return
         work = self.kind.prepare(task)
         record = {"task": task, "host": self.host, "pid": os.getpid(), "token": lock.token, "started_at": time.time()}
-        attempt = Attempt(self.job.new_attempt_dir(task, self.host), {**record, "status": "running"}, lock)
+        attempt = Attempt(
+            self.job.new_attempt_dir(task, self.host), {**record, "status": "running"}, lock, self.timeout / 5
+        )
         attempt.save()
         last = len(spent) + 1 >= allowed
         self.echo(f"{task}: attempt {attempt.directory.name} started")
         started = time.monotonic()
         try:
-            with lock.heartbeat(self.timeout / 5):
-                fields = self.kind.run(task, work, attempt)
+            fields = self.kind.run(task, work, attempt)
         except KeyboardInterrupt:
             self.interrupted(task, attempt)
             raise
@@ -190,7 +191,7 @@ class _Worker:
 
     def progress(self) -> str:
         """How far the job is, when that costs little to tell (a shard job's); else ""."""
-        return job_progress(task_states(self.job, self.kind)) if self.kind.noun == "shard" else "see status"
+        return job_progress(task_states(self.job.path, self.kind)) if self.kind.noun == "shard" else "see status"
 
     def fail(self, task: str, attempts: int, error: str) -> None:
         record = {"task": task, "attempts": attempts, "host": self.host, "at": time.time(), "error": error}
@@ -203,14 +204,10 @@ class _Worker:
 
 def _unfinished(job: JobDir, kind: JobKind, echo: Callable[[str], None]) -> bool:
     """Says which tasks no worker will take (failed for good, damaged); True when there are any."""
-    states = task_states(job, kind)
+    states = task_states(job.path, kind)
     for entry in states:
         if entry["state"] == "damaged":
-            echo(
-                entry.get("message")
-                or f"{entry['id']}: damaged: `beamtrove elastic retry --job-dir {job.path} --task {entry['id']}` "
-                "runs it again"
-            )
+            echo(damage_line(job.path, entry))
     failed = [entry["id"] for entry in states if entry["state"] == "failed"]
     if failed:
         echo(

@@ -31,7 +31,7 @@ def _claim_all(job_path: str, host: str, start, results) -> None:
 def _publish_all(job_path: str, host: str, start, results) -> None:
     job = JobDir(job_path)
     start.wait()
-    won = [shard for shard in _SHARDS if publish_once(job.done_path(shard), {"shard": shard, "host": host})]
+    won = [shard for shard in _SHARDS if publish_once(job.done_path(shard), {"task": shard, "host": host})]
     results.put((host, won))
 
 

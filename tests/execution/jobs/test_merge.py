@@ -74,7 +74,7 @@ def test_the_merged_folder_is_a_run_folder_of_the_shards_in_manifest_order(done_
     assert [json.loads(line)["reason"] for line in letters.read_text().splitlines()] == ["malformed_json"]
     stats = json.loads((merged / "stats.json").read_text())
     assert (stats["pipeline"], stats["state"], stats["options"]["output"]) == ("convert", "DONE", str(merged))
-    assert stats["elastic"]["shards"] == 2 and stats["elastic"]["documents"] == 600
+    assert stats["elastic"]["tasks"] == 2 and stats["elastic"]["documents"] == 600
     assert stats["elastic"]["hosts"] == {"alpha": 2}
     assert stats["steps"][READ]["counters"]["in"] == 601 and stats["steps"][READ]["counters"]["out"] == 600
     # The shards' summary statistics, added up.

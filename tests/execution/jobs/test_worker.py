@@ -73,7 +73,7 @@ def test_racing_workers_do_every_shard_once_and_merge_to_the_single_run(review_j
     assert sorted(merged) == single_convert and len(merged) == 600
     _ids_in_shard_order(job, merged)
     stats = json.loads((tmp_path / "merged" / "stats.json").read_text())
-    assert stats["elastic"]["documents"] == 600 and stats["elastic"]["shards"] == 6
+    assert stats["elastic"]["documents"] == 600 and stats["elastic"]["tasks"] == 6
     # Every record read is accounted for across the shards, the malformed row included.
     assert stats["steps"]["read"]["counters"]["in"] == 601
     assert stats["steps"]["read"]["counters"]["errors.malformed_json"] == 1
@@ -223,7 +223,7 @@ def finished_job(review_jsonl, tmp_path_factory) -> pathlib.Path:
 def test_verify_counts_the_hosts_that_completed_shards(finished_job):
     ok = beamtrove_here("elastic", "verify", "--job-dir", str(finished_job), "--expect-hosts", "2")
     assert ok.returncode == 0, ok.stdout
-    assert "600 documents in done shards, completed by 2 host(s): alpha (1), beta (1)" in ok.stdout
+    assert "600 documents in done tasks, completed by 2 host(s): alpha (1), beta (1)" in ok.stdout
     too_many = beamtrove_here("elastic", "verify", "--job-dir", str(finished_job), "--expect-hosts", "3")
     assert too_many.returncode == 1 and "at least 3 hosts" in too_many.stdout
 
@@ -238,7 +238,7 @@ def test_merge_catches_a_corrupted_or_miscounted_shard_output(finished_job, tmp_
     damaged[len(damaged) // 2] ^= 0xFF
     output.write_bytes(bytes(damaged))
     merge = beamtrove_here("elastic", "merge", "--job-dir", str(finished_job), "--output", str(tmp_path / "m"))
-    assert merge.returncode == 2 and "shard-00001: output hash differs" in merge.stderr
+    assert merge.returncode == 2 and f"shard-00001: {output} does not have the SHA-256 its record gives" in merge.stderr
     assert not (tmp_path / "m").exists()
     assert beamtrove_here("elastic", "verify", "--job-dir", str(finished_job)).returncode == 2
     output.write_bytes(pristine)
@@ -258,7 +258,7 @@ def _output_of(job: pathlib.Path, shard_id: str) -> pathlib.Path:
 def _status(job: pathlib.Path) -> dict:
     result = beamtrove_here("elastic", "status", "--job-dir", str(job), "--json")
     assert result.returncode in (0, 1), result.stderr[-3000:]
-    return {shard["id"]: shard for shard in json.loads(result.stdout)["shards"]}
+    return {shard["id"]: shard for shard in json.loads(result.stdout)["tasks"]}
 
 
 @pytest.mark.slow
@@ -272,12 +272,12 @@ def test_a_done_shard_whose_output_was_deleted_is_damaged_then_retried_and_redon
     status = beamtrove_here("elastic", "status", "--job-dir", str(job))
     assert status.returncode == 1
     assert status.stdout.startswith(
-        "2 shards: 1 done, 0 running, 0 stale, 0 pending, 0 failed, 1 damaged · 1/2 shards done"
+        "2 tasks: 1 done, 0 running, 0 stale, 0 pending, 0 failed, 1 damaged · 1/2 tasks done"
     )
     assert "shard-00001  damaged  attempts 1  beta:" in status.stdout
-    assert f": output missing ({output.relative_to(job)})" in status.stdout
+    assert f": {output} is missing" in status.stdout
     verify = beamtrove_here("elastic", "verify", "--job-dir", str(job))
-    assert verify.returncode == 2 and "damaged: shard-00001: output missing" in verify.stdout
+    assert verify.returncode == 2 and f"damaged: shard-00001: {output} is missing" in verify.stdout
     retry = beamtrove_here("elastic", "retry", "--job-dir", str(job), "--shard-id", "shard-00001")
     assert retry.returncode == 0 and retry.stdout.strip() == "re-queued 1 task(s): shard-00001"
     # The done record and the attempt that made the lost output, archived together.
@@ -296,12 +296,14 @@ def test_a_truncated_or_overwritten_done_output_is_damaged(finished_job, tmp_pat
     pristine = output.read_bytes()
     output.write_bytes(pristine[: len(pristine) // 2])
     shard = _status(job)["shard-00000"]
-    assert (shard["state"], shard["damage"]) == ("damaged", "size differs")
+    size = len(pristine)
+    assert (shard["state"], shard["damage"]) == ("damaged", f"{output} is {size // 2} B, its record says {size} B")
     output.write_bytes(pristine[::-1])
     shard = _status(job)["shard-00000"]
-    assert (shard["state"], shard["damage"]) == ("damaged", "hash differs")
+    hashed = f"{output} does not have the SHA-256 its record gives"
+    assert (shard["state"], shard["damage"]) == ("damaged", hashed)
     verify = beamtrove_here("elastic", "verify", "--job-dir", str(job))
-    assert verify.returncode == 2 and "damaged: shard-00000: output hash differs" in verify.stdout
+    assert verify.returncode == 2 and f"damaged: shard-00000: {hashed}" in verify.stdout
     output.write_bytes(pristine)
     assert _status(job)["shard-00000"]["state"] == "done"
 
@@ -318,13 +320,13 @@ def test_retry_all_damaged_requeues_every_damaged_shard_and_nothing_else(finishe
     }
     assert not list((job / "done").iterdir()) and not list((job / "attempts").iterdir())
     again = beamtrove_here("elastic", "retry", "--job-dir", str(job), "--all-damaged")
-    assert again.returncode == 2 and "Nothing to retry: no shard is damaged." in again.stderr
+    assert again.returncode == 2 and "Nothing to retry: no task is damaged." in again.stderr
 
 
 def test_retry_refuses_a_done_shard_whose_output_is_intact(finished_job):
     retry = beamtrove_here("elastic", "retry", "--job-dir", str(finished_job), "--shard-id", "shard-00000")
     assert retry.returncode == 2
-    assert "shard-00000 is done and its output is intact" in retry.stderr
+    assert "shard-00000 is done and its files are intact" in retry.stderr
     assert (finished_job / "done" / "shard-00000.json").exists()
 
 
@@ -394,13 +396,13 @@ def test_a_done_record_replaced_by_garbage_is_damaged_named_with_its_retry_and_r
     # Garbage of a real kind: the bytes of a shard output, gzip.
     record.write_bytes(_output_of(job, "shard-00000").read_bytes())
     hint = (
-        f"{record} is damaged (not JSON): `beamtrove elastic retry --job-dir {job} --shard-id shard-00001` "
-        "archives it and runs the shard again"
+        f"{record} is damaged (not JSON): `beamtrove elastic retry --job-dir {job} --task shard-00001` "
+        "archives it and runs the task again"
     )
     status = beamtrove_here("elastic", "status", "--job-dir", str(job))
     assert (status.returncode, status.stderr) == (1, "")
     assert status.stdout.splitlines() == [
-        "2 shards: 1 done, 0 running, 0 stale, 0 pending, 0 failed, 1 damaged · 1/2 shards done",
+        "2 tasks: 1 done, 0 running, 0 stale, 0 pending, 0 failed, 1 damaged · 1/2 tasks done",
         f"  shard-00001  damaged  attempts 1  {hint}",
     ]
     shard = _status(job)["shard-00001"]

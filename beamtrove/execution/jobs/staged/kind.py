@@ -173,7 +173,8 @@ class StagedJob:
 
     def run(self, task: str, files: TaskFiles, attempt: Attempt) -> dict[str, Any]:
         stage, index = self.tasks.stage_of(task)
-        stats = run_task(self.plan, stage, index, files, attempt.directory)
+        with attempt.beating():
+            stats = run_task(self.plan, stage, index, files, attempt.directory)
         data = attempt.directory / DATA_DIR
         outputs = written_files(data) if data.exists() else {}
         done = {
@@ -216,7 +217,7 @@ class StagedJob:
         if done.get("read", {}) != {name: seals.get(name) for name in self.tasks.inputs[stage.name]}:
             return "outdated", "made from files of a task redone since: workers run it again"
         damage = self.tasks.damage(done, read=read)
-        return ("damaged", f"{task}: {damage}") if damage else ("done", None)
+        return ("damaged", damage) if damage else ("done", None)
 
     def documents(self, task: str, done: Mapping[str, Any]) -> int:
         """The records of the run's kept documents that ``done`` wrote."""

@@ -202,7 +202,7 @@ def _why_failed(job_path: pathlib.Path, kind: StagedJob, codes: Sequence[int]) -
             else ""
         )
         causes.append(f"{sum(code == -signum for code in codes)} worker(s) were killed by {name}{hint}")
-    states = task_states(kind.job, kind)
+    states = task_states(kind.job.path, kind)
     failed = [entry for entry in states if entry["state"] == "failed"]
     for entry in failed[:_FAILURES_SHOWN]:
         error = (entry["error"].strip().splitlines() or [""])[-1]
@@ -296,7 +296,7 @@ def run_staged(spec: PipelineSpec, options: PipelineOptions) -> RunResult:
             _retry_unfinished(kind, output)
             codes = _run_interruptibly(job_path, workers, output)
             # A worker lost (killed) is no failure of the run when the others did every task.
-            if any(codes) and not all(entry["state"] == "done" for entry in task_states(kind.job, kind)):
+            if any(codes) and not all(entry["state"] == "done" for entry in task_states(kind.job.path, kind)):
                 details = {**kind.stats_details()["staged"], "workers": workers, "resumed": resumed}
                 stats = merged_stats(
                     kind, output, "FAILED", wall_seconds=round(time.monotonic() - started, 3), staged=details
@@ -314,7 +314,7 @@ def run_staged(spec: PipelineSpec, options: PipelineOptions) -> RunResult:
             if not damaged:
                 break
             _LOGGER.warning("%s: files of %s are damaged: running them again", output, ", ".join(damaged))
-            retry_tasks(kind.job, kind, damaged)
+            retry_tasks(kind.job.path, damaged, kind=kind)
         else:
             raise ConfigurationError(
                 f"Files in {job_path} were damaged again while the run redid them: check the disk, then rerun the "
@@ -331,9 +331,9 @@ def run_staged(spec: PipelineSpec, options: PipelineOptions) -> RunResult:
 
 def _retry_unfinished(kind: StagedJob, output: str) -> None:
     """Requeues the tasks that failed for good or whose records or files are damaged, saying which."""
-    unfinished = [entry["id"] for entry in task_states(kind.job, kind) if entry["state"] in ("failed", "damaged")]
+    unfinished = [entry["id"] for entry in task_states(kind.job.path, kind) if entry["state"] in ("failed", "damaged")]
     if unfinished:
-        retry_tasks(kind.job, kind, unfinished)
+        retry_tasks(kind.job.path, unfinished, kind=kind)
         _LOGGER.warning("%s: trying again the tasks that failed or were damaged: %s", output, ", ".join(unfinished))
 
 

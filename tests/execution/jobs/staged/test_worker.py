@@ -43,7 +43,7 @@ def test_damaged_files_and_records_are_redone_before_anything_reads_them(corpus,
     data[len(data) // 2] ^= 1
     damaged.write_bytes(bytes(data))
     # The second read task's done record is cut short, as by a full disk.
-    (job / "done" / f"{read[1]}.json").write_text('{"shard": ')
+    (job / "done" / f"{read[1]}.json").write_text('{"task": ')
     assert start_worker(job, "rest").wait(timeout=300) == 0
     log = _log(job, "rest")
     assert f"{read[1]}: its done record cannot be read; running it again" in log
