@@ -1,4 +1,4 @@
-"""The options pipelines share, and how an option is declared (:class:`Option`, :class:`Range`, :func:`declared`).
+"""The options pipelines share, and how an option is declared (:class:`Option`, :func:`declared`).
 
 The option classes are Beam ``PipelineOptions`` subclasses, so they travel
 with the job to every runner and Dataflow templates can set them like any
@@ -12,15 +12,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import math
-import numbers
 import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beamtrove.configuration import ConfigurationError, SuggestingParser, did_you_mean
+from beamtrove.configuration import ConfigurationError, Range, SuggestingParser, did_you_mean
 from beamtrove.option_parsing import (
     CheckingParser,
     format_help,
@@ -31,13 +29,11 @@ from beamtrove.option_parsing import (
 from beamtrove.text import WORD_SPLITTERS
 
 __all__ = [
-    "FRACTION",
     "BeamtroveOptions",
     "ConfigurationError",
     "Option",
     "OptionValue",
     "OutputFormatOptions",
-    "Range",
     "ResumeOptions",
     "StagedOptions",
     "SuggestingParser",
@@ -54,57 +50,6 @@ __all__ = [
     "value_type",
 ]
 
-
-@dataclasses.dataclass(frozen=True)
-class Range:
-    """The numbers a setting takes: finite ones, between its bounds when it has them.
-
-    NaN and the infinities are in no range: NaN compares false with every
-    score, so a NaN threshold would drop (or keep) everything, silently.
-
-    Attributes:
-        minimum: The lowest number; None for no lower bound.
-        maximum: The highest number; None for no upper bound.
-        exclusive_minimum: The minimum itself is out of the range.
-        exclusive_maximum: The maximum itself is out of the range.
-    """
-
-    minimum: float | None = None
-    maximum: float | None = None
-    exclusive_minimum: bool = False
-    exclusive_maximum: bool = False
-
-    def __contains__(self, value: object) -> bool:
-        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
-            return False
-        if self.minimum is not None and (value <= self.minimum if self.exclusive_minimum else value < self.minimum):
-            return False
-        return self.maximum is None or (value < self.maximum if self.exclusive_maximum else value <= self.maximum)
-
-    def describe(self, noun: str = "a number") -> str:
-        """The range in words: ``a number from 0 to 1``, or ``an integer of at least 1`` with ``noun="an integer"``."""
-        if None not in (self.minimum, self.maximum) and not (self.exclusive_minimum or self.exclusive_maximum):
-            return f"{noun} from {self.minimum} to {self.maximum}"
-        low = None if self.minimum is None else f"{'above' if self.exclusive_minimum else 'of at least'} {self.minimum}"
-        high = None if self.maximum is None else f"{'below' if self.exclusive_maximum else 'of at most'} {self.maximum}"
-        if low and high:
-            return f"{noun} {low} and {high.removeprefix('of ')}"
-        # Unbounded on one side, the range still excludes the infinity there.
-        return " ".join(filter(None, ("a finite number" if noun == "a number" else noun, low, high)))
-
-    def check(self, value: float, name: str) -> float:
-        """``value``, when it is in the range.
-
-        Raises:
-            ValueError: It is not; the message names ``name`` and the range.
-        """
-        if value not in self:
-            raise ValueError(f"{name} must be {self.describe()} (got {value!r}).")
-        return value
-
-
-#: Thresholds, ratios and probabilities.
-FRACTION = Range(0, 1)
 
 # K, M, G and T alone are binary, as in Slurm's --mem and Docker's --memory; with B, decimal; with iB, binary.
 _BYTE_UNITS = {

@@ -14,9 +14,10 @@ from collections.abc import Sequence
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beamtrove.assets import default_lid_model
+from beamtrove.configuration import Range
 from beamtrove.fs import InputFile, join
 from beamtrove.layout import SUMMARY_STATS_DIR
-from beamtrove.options import Option, Range, WordSplitterOptions, declared
+from beamtrove.options import Option, WordSplitterOptions, declared
 from beamtrove.pipelines.common import RowInputOptions, row_reader
 from beamtrove.pipelines.spec import PipelineSpec, Sink
 from beamtrove.transforms.summary import (
