@@ -18,6 +18,7 @@ from typing import Any
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from beamtrove.assets import default_lid_model
 from beamtrove.configuration import ConfigurationError, Range, SuggestingParser, did_you_mean
 from beamtrove.option_parsing import (
     CheckingParser,
@@ -27,8 +28,11 @@ from beamtrove.option_parsing import (
     split_beam_options,
 )
 from beamtrove.text import WORD_SPLITTERS
+from beamtrove.transforms.summary import DEFAULT_GROUPS, DEFAULT_TOP_K, GROUPS
 
 __all__ = [
+    "BLOCKS",
+    "STATS_PIPELINE_BLOCKS",
     "BeamtroveOptions",
     "ConfigurationError",
     "Option",
@@ -37,6 +41,7 @@ __all__ = [
     "ResumeOptions",
     "StagedOptions",
     "SuggestingParser",
+    "SummaryStatsOptions",
     "WordSplitterOptions",
     "byte_size",
     "declared",
@@ -342,6 +347,56 @@ class WordSplitterOptions(PipelineOptions):
             "its indexes; needs pip install 'beamtrove[spacy]'). Default: beamtrove.",
             default="beamtrove",
             choices=WORD_SPLITTERS,
+        ),
+    )
+
+
+#: The blocks ``--summary_stats`` chooses from.
+BLOCKS = ("doc", "word", "line", "paragraph", "sentence", "token", "lang")
+#: What ``beamtrove run stats`` computes when ``--summary_stats`` is not given.
+STATS_PIPELINE_BLOCKS = "doc,word,line"
+
+
+class SummaryStatsOptions(PipelineOptions):
+    """Which of DataTrove's summary statistics to compute, and how to group them."""
+
+    _add_argparse_args = declared(
+        Option(
+            "summary_stats",
+            f"Comma-separated summary statistics blocks among {', '.join(BLOCKS)}, written to "
+            "<output>/summary_stats/ in DataTrove's layout. Default: none (the stats pipeline: "
+            f"{STATS_PIPELINE_BLOCKS}).",
+        ),
+        Option(
+            "summary_groups",
+            f"Comma-separated groups among {', '.join(GROUPS)}. Default: {','.join(DEFAULT_GROUPS)}.",
+            default=",".join(DEFAULT_GROUPS),
+        ),
+        Option(
+            "summary_histogram_digits",
+            "Decimal digits histogram values are rounded to. Default: 3.",
+            int,
+            3,
+            range=Range(0),
+        ),
+        Option(
+            "summary_top_k",
+            f"Keys (hosts, suffixes) kept in the fqdn and suffix groups. Default: {DEFAULT_TOP_K}.",
+            int,
+            DEFAULT_TOP_K,
+            range=Range(1),
+        ),
+        Option(
+            "summary_lid_model",
+            "fastText lid.176 model of the lang statistics (path or URL). Default: the asset cache's.",
+            default=default_lid_model(),
+            reads="path",
+        ),
+        Option("summary_language", "Language the lang statistics score. Default: en.", default="en"),
+        Option(
+            "summary_tokenizer",
+            "tokenizer.json counting the tokens of documents without token_count metadata (token statistics).",
+            reads="path",
         ),
     )
 
