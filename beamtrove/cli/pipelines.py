@@ -23,7 +23,7 @@ def _run(args: argparse.Namespace, pipeline_argv: list[str]) -> int:
         _start_zygote(args.pipeline)
     # Pipelines are made of Beam's transforms and options: of these commands, only this one imports Beam.
     from beamtrove.execution.run import RunInterrupted, run_pipeline  # noqa: PLC0415
-    from beamtrove.options import format_help, parse  # noqa: PLC0415
+    from beamtrove.option_parsing import format_help, parse  # noqa: PLC0415
     from beamtrove.pipelines import all_pipeline_specs, pipeline_spec  # noqa: PLC0415
 
     if args.pipeline is None:
