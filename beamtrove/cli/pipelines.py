@@ -55,6 +55,7 @@ def _forks_sdk_workers(pipeline_argv: list[str]) -> bool:
     """Whether the arguments ask for a DirectRunner run with SDK worker processes, which the zygote forks: one
     that names multi_processing, or names neither the running mode nor the worker count and is foreseen to get
     several workers (a small local input runs in memory: no zygote to start for it)."""
+    # Only `run` asks this: `stats` and `assets` start without these modules.
     from beamtrove.execution.direct_workers import direct_workers_given, option_values, workers_foreseen  # noqa: PLC0415
     from beamtrove.execution.runner_parts import runner_kind  # noqa: PLC0415
 
@@ -70,6 +71,7 @@ def _forks_sdk_workers(pipeline_argv: list[str]) -> bool:
 
 def _start_zygote(pipeline: str) -> None:
     """Starts the zygote the run's workers will be forked from, so that its imports overlap this command's."""
+    # Only `run` starts a zygote: `stats` and `assets` start without these modules.
     from beamtrove.execution.worker_zygote import start_zygote  # noqa: PLC0415
     from beamtrove.pipelines import PIPELINES  # noqa: PLC0415
 
