@@ -283,7 +283,7 @@ def join(base: str, *parts: str) -> str:
 
 
 def _full_url(fs, path: str) -> str:
-    from fsspec.implementations.local import LocalFileSystem  # noqa: PLC0415
+    from fsspec.implementations.local import LocalFileSystem  # noqa: PLC0415 (imported when first needed, as in filesystem)
 
     return path if isinstance(fs, LocalFileSystem) else fs.unstrip_protocol(path)
 

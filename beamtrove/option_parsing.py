@@ -4,8 +4,8 @@
 ``PipelineOptions``: it checks them against the chosen pipeline's own option
 classes, :class:`~beamtrove.options.BeamtroveOptions` and Beam's options,
 and refuses anything else, naming the pipeline an option belongs to when it
-belongs to another. The options are declared in :mod:`beamtrove.options`,
-which re-exports what this module offers with :mod:`beamtrove.configuration`.
+belongs to another, which is why it asks the registry for every pipeline. The
+options are declared in :mod:`beamtrove.options`, below the pipelines.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from apache_beam.options.pipeline_options import (
 from beamtrove.configuration import ConfigurationError, SuggestingParser, did_you_mean
 from beamtrove.execution.direct_workers import DEFAULT_DIRECT_WORKERS, direct_workers_given
 from beamtrove.execution.runner_parts import runner_kind
+from beamtrove.pipelines import all_pipeline_specs
 
 if TYPE_CHECKING:
     from beamtrove.pipelines.spec import PipelineSpec
@@ -71,9 +72,6 @@ def _beam_option_classes() -> list[type[PipelineOptions]]:
 
 def _owners_elsewhere(spec: PipelineSpec) -> dict[str, list[str]]:
     """Every flag of the other registered pipelines, with the names of the pipelines that take it."""
-    # Imported here: the registry imports every pipeline, and every pipeline imports this module.
-    from beamtrove.pipelines import all_pipeline_specs  # noqa: PLC0415
-
     own = set(_parser(spec.option_classes)._option_string_actions)
     owners: dict[str, list[str]] = {}
     for other in all_pipeline_specs():

@@ -1,52 +1,52 @@
-"""The options pipelines share, and how an option is declared (:class:`Option`, :class:`Range`, :func:`declared`).
+"""The options pipelines share, and how an option is declared (:class:`Option`, :func:`declared`).
 
 The option classes are Beam ``PipelineOptions`` subclasses, so they travel
 with the job to every runner and Dataflow templates can set them like any
 Beam option. Multi-word options accept both ``--input_format`` (Beam's
-spelling) and ``--input-format``. :func:`parse`
-(:mod:`beamtrove.option_parsing`) is the only step from a command line to
-them; this module re-exports it with the rest of parsing.
+spelling) and ``--input-format``.
+:func:`~beamtrove.option_parsing.parse` is the only step from a command line
+to them.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import math
-import numbers
 import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beamtrove.configuration import ConfigurationError, SuggestingParser, did_you_mean
-from beamtrove.option_parsing import (
-    CheckingParser,
-    format_help,
-    option_actions,
-    parse,
-    split_beam_options,
-)
+from beamtrove.assets import default_lid_model
+from beamtrove.configuration import ConfigurationError, Range, SuggestingParser, did_you_mean
+
+# Parsing lives in option_parsing, above the pipeline registry. Only CheckingParser is this module's to use; the
+# other names are offered here too for the modules under rewrite into beamtrove/execution/jobs/ (elastic/, staged/,
+# resume.py), which import them from here. Once they import them from option_parsing, they leave __all__,
+# CheckingParser moves here and options imports nothing of parsing: the cycle options -> option_parsing -> the
+# registry -> every pipeline -> options is gone.
+from beamtrove.option_parsing import CheckingParser, option_actions, parse, split_beam_options
 from beamtrove.text import WORD_SPLITTERS
+from beamtrove.transforms.summary import DEFAULT_GROUPS, DEFAULT_TOP_K, GROUPS
 
 __all__ = [
-    "FRACTION",
+    "BLOCKS",
+    "STATS_PIPELINE_BLOCKS",
     "BeamtroveOptions",
     "ConfigurationError",
     "Option",
     "OptionValue",
     "OutputFormatOptions",
-    "Range",
     "ResumeOptions",
     "StagedOptions",
     "SuggestingParser",
+    "SummaryStatsOptions",
     "WordSplitterOptions",
     "byte_size",
     "declared",
     "did_you_mean",
     "format_bytes",
-    "format_help",
     "option_actions",
     "parse",
     "paths_read",
@@ -54,57 +54,6 @@ __all__ = [
     "value_type",
 ]
 
-
-@dataclasses.dataclass(frozen=True)
-class Range:
-    """The numbers a setting takes: finite ones, between its bounds when it has them.
-
-    NaN and the infinities are in no range: NaN compares false with every
-    score, so a NaN threshold would drop (or keep) everything, silently.
-
-    Attributes:
-        minimum: The lowest number; None for no lower bound.
-        maximum: The highest number; None for no upper bound.
-        exclusive_minimum: The minimum itself is out of the range.
-        exclusive_maximum: The maximum itself is out of the range.
-    """
-
-    minimum: float | None = None
-    maximum: float | None = None
-    exclusive_minimum: bool = False
-    exclusive_maximum: bool = False
-
-    def __contains__(self, value: object) -> bool:
-        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
-            return False
-        if self.minimum is not None and (value <= self.minimum if self.exclusive_minimum else value < self.minimum):
-            return False
-        return self.maximum is None or (value < self.maximum if self.exclusive_maximum else value <= self.maximum)
-
-    def describe(self, noun: str = "a number") -> str:
-        """The range in words: ``a number from 0 to 1``, or ``an integer of at least 1`` with ``noun="an integer"``."""
-        if None not in (self.minimum, self.maximum) and not (self.exclusive_minimum or self.exclusive_maximum):
-            return f"{noun} from {self.minimum} to {self.maximum}"
-        low = None if self.minimum is None else f"{'above' if self.exclusive_minimum else 'of at least'} {self.minimum}"
-        high = None if self.maximum is None else f"{'below' if self.exclusive_maximum else 'of at most'} {self.maximum}"
-        if low and high:
-            return f"{noun} {low} and {high.removeprefix('of ')}"
-        # Unbounded on one side, the range still excludes the infinity there.
-        return " ".join(filter(None, ("a finite number" if noun == "a number" else noun, low, high)))
-
-    def check(self, value: float, name: str) -> float:
-        """``value``, when it is in the range.
-
-        Raises:
-            ValueError: It is not; the message names ``name`` and the range.
-        """
-        if value not in self:
-            raise ValueError(f"{name} must be {self.describe()} (got {value!r}).")
-        return value
-
-
-#: Thresholds, ratios and probabilities.
-FRACTION = Range(0, 1)
 
 # K, M, G and T alone are binary, as in Slurm's --mem and Docker's --memory; with B, decimal; with iB, binary.
 _BYTE_UNITS = {
@@ -397,6 +346,56 @@ class WordSplitterOptions(PipelineOptions):
             "its indexes; needs pip install 'beamtrove[spacy]'). Default: beamtrove.",
             default="beamtrove",
             choices=WORD_SPLITTERS,
+        ),
+    )
+
+
+#: The blocks ``--summary_stats`` chooses from.
+BLOCKS = ("doc", "word", "line", "paragraph", "sentence", "token", "lang")
+#: What ``beamtrove run stats`` computes when ``--summary_stats`` is not given.
+STATS_PIPELINE_BLOCKS = "doc,word,line"
+
+
+class SummaryStatsOptions(PipelineOptions):
+    """Which of DataTrove's summary statistics to compute, and how to group them."""
+
+    _add_argparse_args = declared(
+        Option(
+            "summary_stats",
+            f"Comma-separated summary statistics blocks among {', '.join(BLOCKS)}, written to "
+            "<output>/summary_stats/ in DataTrove's layout. Default: none (the stats pipeline: "
+            f"{STATS_PIPELINE_BLOCKS}).",
+        ),
+        Option(
+            "summary_groups",
+            f"Comma-separated groups among {', '.join(GROUPS)}. Default: {','.join(DEFAULT_GROUPS)}.",
+            default=",".join(DEFAULT_GROUPS),
+        ),
+        Option(
+            "summary_histogram_digits",
+            "Decimal digits histogram values are rounded to. Default: 3.",
+            int,
+            3,
+            range=Range(0),
+        ),
+        Option(
+            "summary_top_k",
+            f"Keys (hosts, suffixes) kept in the fqdn and suffix groups. Default: {DEFAULT_TOP_K}.",
+            int,
+            DEFAULT_TOP_K,
+            range=Range(1),
+        ),
+        Option(
+            "summary_lid_model",
+            "fastText lid.176 model of the lang statistics (path or URL). Default: the asset cache's.",
+            default=default_lid_model(),
+            reads="path",
+        ),
+        Option("summary_language", "Language the lang statistics score. Default: en.", default="en"),
+        Option(
+            "summary_tokenizer",
+            "tokenizer.json counting the tokens of documents without token_count metadata (token statistics).",
+            reads="path",
         ),
     )
 

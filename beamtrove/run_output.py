@@ -167,7 +167,8 @@ def read_documents(paths: Sequence[str], file_format: str) -> Records:
             Face folder without the split asked for, ...).
     """
     if file_format == HUGGING_FACE:
-        # Which files make a split, and how their rows become documents, is the Beam reader's to say.
+        # The Beam reader says which files make a split and how their rows become documents. It imports Beam,
+        # which the commands that only read run folders (inspect, report) start without.
         from beamtrove.transforms.readers import ReadHuggingFace  # noqa: PLC0415
 
         dataset = ReadHuggingFace(paths, progress_interval=0)

@@ -38,7 +38,8 @@ from beamtrove import cli
 from beamtrove.assets import ASSET_NAMES, asset_path, asset_present
 from beamtrove.cli import main
 from beamtrove.execution.runner_parts import part_present
-from beamtrove.options import ConfigurationError, parse
+from beamtrove.option_parsing import parse
+from beamtrove.options import ConfigurationError
 from beamtrove.pipelines import all_pipeline_specs, pipeline_spec
 from tests.conftest import DATA, SHARED, jsonl_rows, make_warc_set, require, zip_texts
 

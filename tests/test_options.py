@@ -9,21 +9,17 @@ import pytest
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions, WorkerOptions
 
 from beamtrove.cli import main
+from beamtrove.configuration import FRACTION, Range
 from beamtrove.execution.dataflow.launch import LaunchError, pipeline_argv
 from beamtrove.execution.dataflow.template import template_options
+from beamtrove.option_parsing import format_help, option_actions, parse, split_beam_options
 from beamtrove.options import (
-    FRACTION,
     BeamtroveOptions,
     ConfigurationError,
     Option,
     OptionValue,
-    Range,
     declared,
     did_you_mean,
-    format_help,
-    option_actions,
-    parse,
-    split_beam_options,
     value_type,
 )
 from beamtrove.pipelines import all_pipeline_specs, pipeline_spec

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from beamtrove.execution.run import run_pipeline
-from beamtrove.options import parse
+from beamtrove.option_parsing import parse
 from beamtrove.pipelines import pipeline_spec
 from beamtrove.progress import PROGRESS_ADDRESS_VARIABLE, ProgressBoard, format_duration
 from tests.conftest import require

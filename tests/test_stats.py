@@ -7,7 +7,8 @@ import json
 import pytest
 
 from beamtrove.execution.run import run_pipeline
-from beamtrove.options import ConfigurationError, parse
+from beamtrove.option_parsing import parse
+from beamtrove.options import ConfigurationError
 from beamtrove.pipelines import pipeline_spec
 from beamtrove.stats import format_stats, merge_stats, order_steps, read_stats, write_stats
 from beamtrove.transforms.readers import ReadWarc

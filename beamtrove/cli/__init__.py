@@ -13,7 +13,7 @@ writes Flex Template specs and offline job graphs
 (:mod:`beamtrove.cli.dataflow`). Each of those modules adds its subcommands
 to the one tree :func:`main` parses, with their handlers beside them.
 
-Pipeline options become Beam options in :func:`beamtrove.options.parse`
+Pipeline options become Beam options in :func:`beamtrove.option_parsing.parse`
 alone; ``elastic prepare``, ``slurm submit`` and ``dataflow graph`` take them
 after ``--``. A refused request exits with status 2 and one
 ``beamtrove: error:`` line saying what to fix.

@@ -49,6 +49,7 @@ def _build_image(args: argparse.Namespace, _: list[str]) -> int:
     and the image serves workers (Prism, a worker pool) but holds no template
     launcher.
     """
+    # The dataflow package imports Beam's Dataflow runner with its templates: only the dataflow commands pay for it.
     from beamtrove.execution.dataflow.image import build_image, image_size, make_local_base  # noqa: PLC0415
 
     if not args.local_base and (args.base_tag or args.rebuild_base):

@@ -24,7 +24,7 @@ def _run(args: argparse.Namespace, pipeline_argv: list[str]) -> int:
     # Pipelines are made of Beam's transforms and options: of these commands, only this one imports Beam.
     from beamtrove.execution.run import run_pipeline  # noqa: PLC0415
     from beamtrove.execution.run_result import RunInterrupted  # noqa: PLC0415
-    from beamtrove.options import format_help, parse  # noqa: PLC0415
+    from beamtrove.option_parsing import format_help, parse  # noqa: PLC0415
     from beamtrove.pipelines import all_pipeline_specs, pipeline_spec  # noqa: PLC0415
 
     if args.pipeline is None:
@@ -56,6 +56,7 @@ def _forks_sdk_workers(pipeline_argv: list[str]) -> bool:
     """Whether the arguments ask for a DirectRunner run with SDK worker processes, which the zygote forks: one
     that names multi_processing, or names neither the running mode nor the worker count and is foreseen to get
     several workers (a small local input runs in memory: no zygote to start for it)."""
+    # Only `run` asks this: `stats` and `assets` start without these modules.
     from beamtrove.execution.direct_workers import direct_workers_given, option_values, workers_foreseen  # noqa: PLC0415
     from beamtrove.execution.runner_parts import runner_kind  # noqa: PLC0415
 
@@ -71,6 +72,7 @@ def _forks_sdk_workers(pipeline_argv: list[str]) -> bool:
 
 def _start_zygote(pipeline: str) -> None:
     """Starts the zygote the run's workers will be forked from, so that its imports overlap this command's."""
+    # Only `run` starts a zygote: `stats` and `assets` start without these modules.
     from beamtrove.execution.worker_zygote import start_zygote  # noqa: PLC0415
     from beamtrove.pipelines import PIPELINES  # noqa: PLC0415
 

@@ -29,6 +29,7 @@ _RUNNER_GROUPS = {"prism": ("prism",), "flink": ("flink-job-server", "flink-dist
 
 def _slurm_flink():
     """The Slurm + Flink module: it checks and builds pipelines, so it imports Beam, which the other commands skip."""
+    # It imports Beam: only the slurm commands that check or build a pipeline pay for it.
     from beamtrove.execution import slurm_flink  # noqa: PLC0415
 
     return slurm_flink

@@ -79,6 +79,7 @@ def beam_version() -> str:
 
 def default_flink_minor() -> str:
     """The newest Flink minor version the installed Beam publishes a Flink runner for and beamtrove pins."""
+    # Beam's import is paid only when the Flink version must come from it: the rest of this module needs no Beam.
     from apache_beam.options.pipeline_options import FlinkRunnerOptions  # noqa: PLC0415
 
     published = [minor for minor in FlinkRunnerOptions.PUBLISHED_FLINK_VERSIONS if minor in FLINK_RELEASES]
@@ -203,6 +204,7 @@ def use_local_runner_parts(options: PipelineOptions, runners_dir: str | os.PathL
         ConfigurationError: A Flink run without a job-server jar; the message
             says how to obtain one.
     """
+    # Only a run points its options at the parts: the commands that use the rest of this module start without Beam.
     from apache_beam.options.pipeline_options import (  # noqa: PLC0415
         FlinkRunnerOptions,
         PortableOptions,

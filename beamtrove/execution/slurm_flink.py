@@ -53,7 +53,7 @@ from beamtrove.execution.runner_parts import (
     part_path,
     part_present,
 )
-from beamtrove.options import parse
+from beamtrove.option_parsing import parse
 from beamtrove.pipelines import pipeline_spec
 
 __all__ = ["CLUSTER_FAILED", "Submission", "SubmitError", "job_script", "run_node", "submit"]

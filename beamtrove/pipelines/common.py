@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from beamtrove.configuration import Range
 from beamtrove.fs import InputFile, join
 from beamtrove.input_ranges import read_input_ranges
 from beamtrove.layout import (
@@ -26,7 +27,7 @@ from beamtrove.layout import (
     WRITE_DOCUMENTS,
 )
 from beamtrove.network import RetryPolicy
-from beamtrove.options import BeamtroveOptions, Option, Range, declared
+from beamtrove.options import BeamtroveOptions, Option, declared
 from beamtrove.pipelines.spec import Sink
 from beamtrove.run_output import documents_of_run
 from beamtrove.transforms.readers import FileReader, ReadHuggingFace, ReadWarc, reader_for

@@ -14,8 +14,9 @@ from collections.abc import Sequence
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from beamtrove.configuration import Range
 from beamtrove.fs import InputFile
-from beamtrove.options import Option, Range, WordSplitterOptions, declared
+from beamtrove.options import Option, WordSplitterOptions, declared
 from beamtrove.pipelines.common import reader_settings, required_inputs
 from beamtrove.pipelines.spec import PipelineSpec, Sink
 from beamtrove.transforms.decont import BuildDecontIndex, DecontConfig

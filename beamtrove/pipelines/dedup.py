@@ -21,8 +21,9 @@ from __future__ import annotations
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from beamtrove.configuration import FRACTION, Range
 from beamtrove.layout import PART_FILES, TOKENS_AFTER_DEDUP, TOKENS_BEFORE_DEDUP
-from beamtrove.options import FRACTION, Option, Range, WordSplitterOptions, declared
+from beamtrove.options import Option, WordSplitterOptions, declared
 from beamtrove.pipelines.common import RowInputOptions, documents_sink, row_reader
 from beamtrove.pipelines.spec import DocumentStep, GlobalStep, PipelineSpec
 from beamtrove.transforms.dedup import (

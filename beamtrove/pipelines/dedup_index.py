@@ -17,8 +17,9 @@ from collections.abc import Sequence
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from beamtrove.configuration import Range
 from beamtrove.fs import InputFile
-from beamtrove.options import BeamtroveOptions, Option, Range, declared
+from beamtrove.options import BeamtroveOptions, Option, declared
 from beamtrove.pipelines.common import RowInputOptions, row_reader
 from beamtrove.pipelines.dedup import DedupOptions, minhash_config
 from beamtrove.pipelines.spec import PipelineSpec, Sink

@@ -19,10 +19,11 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beamtrove.commoncrawl import CC_BASE, DumpFiles, check_dump_name, parse_line_range
+from beamtrove.configuration import Range
 from beamtrove.document import Document
 from beamtrove.fs import join
 from beamtrove.metrics import StepMetrics
-from beamtrove.options import BeamtroveOptions, Option, Range, WordSplitterOptions, declared
+from beamtrove.options import BeamtroveOptions, Option, WordSplitterOptions, declared
 from beamtrove.pipelines.common import ExtractionOptions, documents_sink, input_files, warc_reader
 from beamtrove.pipelines.spec import DocumentStep, PipelineSpec
 from beamtrove.pipelines.steps import (

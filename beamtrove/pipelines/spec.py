@@ -29,7 +29,14 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from beamtrove.configuration import ConfigurationError, did_you_mean
 from beamtrove.fs import InputFile
 from beamtrove.layout import DEAD_LETTERS, EXCLUDED, KEPT, READ, WRITE_DEAD_LETTERS, write_clusters, write_excluded
-from beamtrove.options import BeamtroveOptions, OutputFormatOptions, ResumeOptions, StagedOptions, WordSplitterOptions
+from beamtrove.options import (
+    BeamtroveOptions,
+    OutputFormatOptions,
+    ResumeOptions,
+    StagedOptions,
+    SummaryStatsOptions,
+    WordSplitterOptions,
+)
 from beamtrove.transforms.readers import FileReader
 from beamtrove.transforms.step_fn import check_step_fn
 
@@ -234,9 +241,6 @@ class PipelineSpec:
     @property
     def option_classes(self) -> tuple[type, ...]:
         """Every option class the pipeline takes, in the order of its help."""
-        # Imported here: the summary statistics pipeline is itself declared with this module.
-        from beamtrove.pipelines.summary_stats import SummaryStatsOptions  # noqa: PLC0415
-
         classes = (
             *self.options,
             *((OutputFormatOptions,) if self.output_formats else ()),

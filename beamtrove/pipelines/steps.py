@@ -12,7 +12,8 @@ from collections.abc import Callable
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beamtrove.assets import default_lid_model, default_url_blocklist
-from beamtrove.options import FRACTION, Option, Range, WordSplitterOptions, declared
+from beamtrove.configuration import FRACTION, Range
+from beamtrove.options import Option, WordSplitterOptions, declared
 from beamtrove.pipelines.common import ExtractionOptions
 from beamtrove.pipelines.spec import DocumentStep
 from beamtrove.transforms.extractors import Extract, Extractor, ReadabilityInscriptis, Resiliparse, Trafilatura

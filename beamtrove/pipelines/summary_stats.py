@@ -3,8 +3,9 @@
 Reads documents (or a beamtrove run's output folder, meaning its
 ``documents/``) and writes ``<output>/summary_stats/<group>/<stat>/metric.json``
 in DataTrove's merged layout, with dead letters and ``stats.json`` beside it.
-:class:`SummaryStatsOptions` and :func:`summary_stats_transform` let any
-pipeline compute the same statistics of what it keeps.
+:func:`summary_stats_transform` lets any pipeline compute the same
+statistics of what it keeps, as its
+:class:`~beamtrove.options.SummaryStatsOptions` ask.
 """
 
 from __future__ import annotations
@@ -13,15 +14,12 @@ from collections.abc import Sequence
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beamtrove.assets import default_lid_model
 from beamtrove.fs import InputFile, join
 from beamtrove.layout import SUMMARY_STATS_DIR
-from beamtrove.options import Option, Range, WordSplitterOptions, declared
+from beamtrove.options import BLOCKS, STATS_PIPELINE_BLOCKS, SummaryStatsOptions, WordSplitterOptions
 from beamtrove.pipelines.common import RowInputOptions, row_reader
 from beamtrove.pipelines.spec import PipelineSpec, Sink
 from beamtrove.transforms.summary import (
-    DEFAULT_GROUPS,
-    DEFAULT_TOP_K,
     GROUPS,
     DocStats,
     LangStats,
@@ -35,64 +33,13 @@ from beamtrove.transforms.summary import (
 )
 
 __all__ = [
-    "BLOCKS",
     "SPEC",
-    "STATS_PIPELINE_BLOCKS",
     "SUMMARY_STATS_STEP",
-    "SummaryStatsOptions",
     "summary_stats_transform",
 ]
 
-#: The blocks ``--summary_stats`` chooses from.
-BLOCKS = ("doc", "word", "line", "paragraph", "sentence", "token", "lang")
-#: What ``beamtrove run stats`` computes when ``--summary_stats`` is not given.
-STATS_PIPELINE_BLOCKS = "doc,word,line"
 #: The step (and stats name) that computes and writes the statistics.
 SUMMARY_STATS_STEP = "summary_stats"
-
-
-class SummaryStatsOptions(PipelineOptions):
-    """Which of DataTrove's summary statistics to compute, and how to group them."""
-
-    _add_argparse_args = declared(
-        Option(
-            "summary_stats",
-            f"Comma-separated summary statistics blocks among {', '.join(BLOCKS)}, written to "
-            "<output>/summary_stats/ in DataTrove's layout. Default: none (the stats pipeline: "
-            f"{STATS_PIPELINE_BLOCKS}).",
-        ),
-        Option(
-            "summary_groups",
-            f"Comma-separated groups among {', '.join(GROUPS)}. Default: {','.join(DEFAULT_GROUPS)}.",
-            default=",".join(DEFAULT_GROUPS),
-        ),
-        Option(
-            "summary_histogram_digits",
-            "Decimal digits histogram values are rounded to. Default: 3.",
-            int,
-            3,
-            range=Range(0),
-        ),
-        Option(
-            "summary_top_k",
-            f"Keys (hosts, suffixes) kept in the fqdn and suffix groups. Default: {DEFAULT_TOP_K}.",
-            int,
-            DEFAULT_TOP_K,
-            range=Range(1),
-        ),
-        Option(
-            "summary_lid_model",
-            "fastText lid.176 model of the lang statistics (path or URL). Default: the asset cache's.",
-            default=default_lid_model(),
-            reads="path",
-        ),
-        Option("summary_language", "Language the lang statistics score. Default: en.", default="en"),
-        Option(
-            "summary_tokenizer",
-            "tokenizer.json counting the tokens of documents without token_count metadata (token statistics).",
-            reads="path",
-        ),
-    )
 
 
 def _names(value: str, allowed: Sequence[str], option: str) -> list[str]:

@@ -15,8 +15,9 @@ from collections.abc import Sequence
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from beamtrove.configuration import Range
 from beamtrove.fs import InputFile
-from beamtrove.options import Option, Range, declared
+from beamtrove.options import Option, declared
 from beamtrove.pipelines.common import RowInputOptions, ShardOptions, row_reader, token_shards_sink
 from beamtrove.pipelines.spec import DocumentStep, PipelineSpec, Sink
 from beamtrove.transforms.tokens import (

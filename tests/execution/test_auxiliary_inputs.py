@@ -12,7 +12,8 @@ import pytest
 
 from beamtrove.cli import main
 from beamtrove.execution.output import check_auxiliary_inputs
-from beamtrove.options import ConfigurationError, parse, paths_read
+from beamtrove.option_parsing import parse
+from beamtrove.options import ConfigurationError, paths_read
 from beamtrove.pipelines import pipeline_spec
 from tests.conftest import require
 

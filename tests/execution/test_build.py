@@ -10,7 +10,8 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from beamtrove.cli import main
 from beamtrove.execution.build import build
-from beamtrove.options import ConfigurationError, parse
+from beamtrove.option_parsing import parse
+from beamtrove.options import ConfigurationError
 from beamtrove.pipelines import extract, pipeline_spec
 from beamtrove.pipelines.steps import filter_step
 from beamtrove.transforms.filters import LengthFilter

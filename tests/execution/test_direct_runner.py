@@ -12,7 +12,7 @@ from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions
 from beamtrove.execution.direct_runner import pipeline_runner, settle_direct_workers
 from beamtrove.execution.direct_workers import INPUT_PER_WORKER, default_workers
 from beamtrove.fs import InputFile
-from beamtrove.options import parse
+from beamtrove.option_parsing import parse
 from beamtrove.pipelines import pipeline_spec
 
 

@@ -9,7 +9,8 @@ import pytest
 from beamtrove import __version__
 from beamtrove.execution.run import run_pipeline
 from beamtrove.layout import STAGING_DIR
-from beamtrove.options import ConfigurationError, parse
+from beamtrove.option_parsing import parse
+from beamtrove.options import ConfigurationError
 from beamtrove.pipelines import pipeline_spec
 from beamtrove.stats import format_stats
 from tests.conftest import jsonl_rows, require

@@ -9,7 +9,8 @@ import pytest
 
 from beamtrove.cli import main
 from beamtrove.execution.build import build
-from beamtrove.options import ConfigurationError, parse
+from beamtrove.option_parsing import parse
+from beamtrove.options import ConfigurationError
 from beamtrove.pipelines import pipeline_spec
 from tests.conftest import jsonl_rows
 

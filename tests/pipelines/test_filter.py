@@ -9,7 +9,7 @@ import pytest
 from beamtrove.cli import main
 from beamtrove.document import Document
 from beamtrove.layout import WRITE_DOCUMENTS
-from beamtrove.options import parse
+from beamtrove.option_parsing import parse
 from beamtrove.pipelines import pipeline_spec
 from beamtrove.pipelines.filter import FILTER_STEPS
 from beamtrove.transforms.filters import C4QualityFilter, Drop, GopherQualityFilter, GopherRepetitionFilter

@@ -36,7 +36,7 @@ from apache_beam.runners.internal import names
 from beamtrove.configuration import ConfigurationError
 from beamtrove.execution.build import build
 from beamtrove.fs import file_sha256
-from beamtrove.options import parse
+from beamtrove.option_parsing import parse
 from beamtrove.pipelines import pipeline_spec
 from beamtrove.pipelines.spec import PipelineSpec
 

@@ -31,7 +31,7 @@ from apache_beam.options.pipeline_options import StandardOptions, TestOptions
 from beamtrove.configuration import ConfigurationError
 from beamtrove.execution.build import build
 from beamtrove.execution.dataflow.template import NOT_PARAMETERS, PIPELINE_PARAMETER, template_options
-from beamtrove.options import parse
+from beamtrove.option_parsing import parse
 from beamtrove.pipelines import PIPELINES, pipeline_spec
 
 __all__ = ["DEFAULT_RUNNER", "LaunchError", "build_pipeline", "main", "pipeline_argv"]

@@ -21,7 +21,8 @@ import dataclasses
 import re
 
 from beamtrove import __version__
-from beamtrove.options import option_actions, value_type
+from beamtrove.option_parsing import option_actions
+from beamtrove.options import value_type
 from beamtrove.pipelines import pipeline_spec
 
 __all__ = [

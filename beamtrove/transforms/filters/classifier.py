@@ -14,9 +14,9 @@ from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
+from beamtrove.configuration import FRACTION
 from beamtrove.document import Document
 from beamtrove.fs import filesystem, is_local
-from beamtrove.options import FRACTION
 from beamtrove.transforms.filters.base import DocumentFilter, Drop, Verdict, load_once
 from beamtrove.transforms.filters.language import load_fasttext_model
 

@@ -15,9 +15,9 @@ import fasttext
 from fsspec.implementations.local import LocalFileSystem
 
 from beamtrove.assets import default_lid_model
+from beamtrove.configuration import FRACTION
 from beamtrove.document import Document
 from beamtrove.fs import filesystem, is_local, open_url
-from beamtrove.options import FRACTION
 from beamtrove.resources import require_on_worker
 from beamtrove.transforms.filters.base import DocumentFilter, Drop, Verdict, load_once
 

@@ -21,9 +21,9 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from beamtrove.configuration import Range
 from beamtrove.document import Document
 from beamtrove.fs import filesystem, is_local, open_url
-from beamtrove.options import Range
 from beamtrove.text import check_word_splitter, word_splitter
 from beamtrove.transforms.filters.base import DocumentFilter, Drop, Verdict, load_once
 

@@ -13,7 +13,7 @@ from google.cloud.dataflow_v1beta3 import types as dataflow_types
 
 from beamtrove import __version__
 from beamtrove.execution.dataflow.template import NOT_PARAMETERS, REQUIRED_OPTIONS, flex_template_spec, template_options
-from beamtrove.options import option_actions
+from beamtrove.option_parsing import option_actions
 from beamtrove.pipelines import PIPELINES, pipeline_spec
 
 IMAGE = "us-central1-docker.pkg.dev/my-project/beamtrove/beamtrove:0.5.0"

@@ -16,7 +16,8 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from beamtrove.document import Document
-from beamtrove.options import ConfigurationError, option_actions
+from beamtrove.option_parsing import option_actions
+from beamtrove.options import ConfigurationError
 from beamtrove.pipelines import pipeline_spec
 from beamtrove.transforms.dedup import (
     BuildDedupIndex,

@@ -15,7 +15,7 @@ from apache_beam.testing.util import assert_that, equal_to
 from beamtrove.document import Document
 from beamtrove.execution.build import build
 from beamtrove.metrics import collect_stats
-from beamtrove.options import parse
+from beamtrove.option_parsing import parse
 from beamtrove.pipelines import pipeline_spec
 from beamtrove.transforms.dedup import (
     ClusterMember,

@@ -21,7 +21,7 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from beamtrove.cli.train_classifier import TrainingSettings, train_classifier
 from beamtrove.document import Document
-from beamtrove.options import parse
+from beamtrove.option_parsing import parse
 from beamtrove.pipelines import pipeline_spec
 from beamtrove.transforms.filters import Drop, Filter
 from beamtrove.transforms.filters.classifier import FastTextClassifierFilter, label_thresholds

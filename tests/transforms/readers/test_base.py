@@ -17,7 +17,7 @@ from apache_beam.testing.util import assert_that, equal_to
 from beamtrove.dead_letter import DeadLetter
 from beamtrove.execution.build import build as build_pipeline
 from beamtrove.fs import InputFile, match_inputs
-from beamtrove.options import parse
+from beamtrove.option_parsing import parse
 from beamtrove.pipelines import pipeline_spec
 from beamtrove.transforms.readers import ReadJsonl, ReadWarc, RowError, RowFields
 from tests.conftest import require, run_and_collect
