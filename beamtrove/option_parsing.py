@@ -19,19 +19,18 @@ from apache_beam.options.pipeline_options import (
     PipelineOptions,
     StandardOptions,
     WorkerOptions,
-    _BeamArgumentParser,
 )
 
-from beamtrove.configuration import ConfigurationError, SuggestingParser, did_you_mean
+from beamtrove.configuration import ConfigurationError, did_you_mean
 from beamtrove.execution.direct_workers import DEFAULT_DIRECT_WORKERS, direct_workers_given
 from beamtrove.execution.runner_parts import runner_kind
+from beamtrove.options import CheckingParser
 from beamtrove.pipelines import all_pipeline_specs
 
 if TYPE_CHECKING:
     from beamtrove.pipelines.spec import PipelineSpec
 
 __all__ = [
-    "CheckingParser",
     "format_help",
     "option_actions",
     "parse",
@@ -43,13 +42,6 @@ __all__ = [
 # worker would warn that it discards options the user gave: read as if they were ignored, though they were checked
 # here and reach the pipeline. Those re-parsing warnings are all that module logs on a worker.
 _WORKER_LOG_LEVELS = {"apache_beam.options.pipeline_options": "ERROR"}
-
-
-class CheckingParser(SuggestingParser, _BeamArgumentParser):
-    """Reports a bad value as a :class:`ConfigurationError` instead of exiting."""
-
-    def error(self, message):
-        raise ConfigurationError(message)
 
 
 def _parser(option_classes: Iterable[type]) -> CheckingParser:

@@ -16,17 +16,10 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.options.pipeline_options import PipelineOptions, _BeamArgumentParser
 
 from beamtrove.assets import default_lid_model
 from beamtrove.configuration import ConfigurationError, Range, SuggestingParser, did_you_mean
-
-# Parsing lives in option_parsing, above the pipeline registry. Only CheckingParser is this module's to use; the
-# other names are offered here too for the modules under rewrite into beamtrove/execution/jobs/ (elastic/, staged/,
-# resume.py), which import them from here. Once they import them from option_parsing, they leave __all__,
-# CheckingParser moves here and options imports nothing of parsing: the cycle options -> option_parsing -> the
-# registry -> every pipeline -> options is gone.
-from beamtrove.option_parsing import CheckingParser, option_actions, parse, split_beam_options
 from beamtrove.text import WORD_SPLITTERS
 from beamtrove.transforms.summary import DEFAULT_GROUPS, DEFAULT_TOP_K, GROUPS
 
@@ -34,6 +27,7 @@ __all__ = [
     "BLOCKS",
     "STATS_PIPELINE_BLOCKS",
     "BeamtroveOptions",
+    "CheckingParser",
     "ConfigurationError",
     "Option",
     "OptionValue",
@@ -47,12 +41,16 @@ __all__ = [
     "declared",
     "did_you_mean",
     "format_bytes",
-    "option_actions",
-    "parse",
     "paths_read",
-    "split_beam_options",
     "value_type",
 ]
+
+
+class CheckingParser(SuggestingParser, _BeamArgumentParser):
+    """Reports a bad value as a :class:`ConfigurationError` instead of exiting."""
+
+    def error(self, message):
+        raise ConfigurationError(message)
 
 
 # K, M, G and T alone are binary, as in Slurm's --mem and Docker's --memory; with B, decimal; with iB, binary.

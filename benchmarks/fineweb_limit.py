@@ -55,7 +55,8 @@ from collections.abc import Sequence
 from beamtrove.document import Document
 from beamtrove.formats.records import RecordReader, match_files
 from beamtrove.formats.warc import WarcParser
-from beamtrove.options import WordSplitterOptions, parse
+from beamtrove.option_parsing import parse
+from beamtrove.options import WordSplitterOptions
 from beamtrove.pipelines import pipeline_spec
 from beamtrove.pipelines.common import ExtractionOptions
 from beamtrove.pipelines.steps import LanguageOptions, URLFilterOptions

@@ -9,11 +9,13 @@ from beamtrove.cli.parsing import command, group
 from beamtrove.execution.jobs.jobdir import STAGED_KIND
 from beamtrove.execution.jobs.shard_output import DEFAULT_SORT_MEMORY
 from beamtrove.execution.jobs.status import format_status, retry_tasks, state_counts, task_states
+from beamtrove.execution.jobs.worker import run_worker, slurm_array_script
 
 __all__ = ["add_commands"]
 
-# The handlers that prepare, run, merge or verify tasks import their modules when called: those import Beam, which
-# reading a job's status, requeueing its tasks and printing the Slurm script do without (start-up time).
+# The handlers that prepare, merge or verify a job import their modules when called: those import Beam, which
+# reading a job's status, requeueing its tasks, starting a worker and printing the Slurm script do without (start-up
+# time); a worker imports what its job's kind needs once it opens the job.
 
 
 def _prepare(args: argparse.Namespace, pipeline_argv: list[str]) -> int:
@@ -24,7 +26,7 @@ def _prepare(args: argparse.Namespace, pipeline_argv: list[str]) -> int:
     path order and publishes the job directory atomically. The options after --
     also set the local DirectRunner of each worker.
     """
-    from beamtrove.execution.jobs.prepare import prepare_job  # noqa: PLC0415
+    from beamtrove.execution.jobs.prepare import prepare_job  # noqa: PLC0415 - it imports Beam (start-up time)
 
     limits = {
         "lock_timeout": args.lock_timeout,
@@ -44,8 +46,6 @@ def _prepare(args: argparse.Namespace, pipeline_argv: list[str]) -> int:
 
 def _worker(args: argparse.Namespace, _: list[str]) -> int:
     """Claim and run tasks until none is left."""
-    from beamtrove.execution.jobs.worker import run_worker  # noqa: PLC0415
-
     return run_worker(
         args.job_dir,
         max_tasks=args.max_tasks,
@@ -75,7 +75,7 @@ def _retry(args: argparse.Namespace, _: list[str]) -> int:
 
 def _merge(args: argparse.Namespace, _: list[str]) -> int:
     """Verify every task and publish the job's outputs as one run folder."""
-    from beamtrove.execution.jobs.merge import merge_job  # noqa: PLC0415
+    from beamtrove.execution.jobs.merge import merge_job  # noqa: PLC0415 - it imports Beam (start-up time)
 
     report = merge_job(args.job_dir, args.output, overwrite=args.overwrite)
     print(f"merged {report['documents']} documents into {report['output']}; stats in {report['stats']}")
@@ -88,6 +88,7 @@ def _verify(args: argparse.Namespace, _: list[str]) -> int:
     Exits 0 when complete and intact, 1 when incomplete, 2 when an output is
     damaged or a done record disagrees with the manifest.
     """
+    # It imports Beam (start-up time).
     from beamtrove.execution.jobs.merge import format_verification, verify_job  # noqa: PLC0415
 
     report = verify_job(args.job_dir, args.expect_hosts)
@@ -97,8 +98,6 @@ def _verify(args: argparse.Namespace, _: list[str]) -> int:
 
 def _slurm_template(args: argparse.Namespace, _: list[str]) -> int:
     """Print a Slurm array script that runs one worker per array task."""
-    from beamtrove.execution.jobs.worker import slurm_array_script  # noqa: PLC0415
-
     print(slurm_array_script(), end="")
     return 0
 

@@ -27,7 +27,8 @@ from beamtrove.completion import parse_marker, record_sha256
 from beamtrove.execution.output import output_entries
 from beamtrove.fs import InputFile, file_sha256, filesystem, join, path_sha256, read_json, write_json
 from beamtrove.layout import COMPLETED_DIR, RESUME_CONFIG_FILE, input_stem
-from beamtrove.options import option_actions, paths_read
+from beamtrove.option_parsing import option_actions
+from beamtrove.options import paths_read
 
 __all__ = ["changed_reads", "completed_totals", "configuration", "pending_inputs", "read_digests"]
 

@@ -16,7 +16,7 @@ from beamtrove.execution.output_merge import publish_merged
 from beamtrove.execution.run_result import run_stats
 from beamtrove.fs import InputFile, join
 from beamtrove.layout import STATS_FILE
-from beamtrove.options import parse
+from beamtrove.option_parsing import parse
 from beamtrove.stats import merge_stats, order_steps
 
 __all__ = ["format_verification", "merge_job", "verify_job"]

@@ -35,7 +35,8 @@ from beamtrove.execution.jobs.staged.prepare import prepare_staged_job
 from beamtrove.execution.output_checks import input_folders
 from beamtrove.execution.resume import read_digests
 from beamtrove.input_ranges import write_input_ranges
-from beamtrove.options import BeamtroveOptions, ResumeOptions, parse, split_beam_options
+from beamtrove.option_parsing import parse, split_beam_options
+from beamtrove.options import BeamtroveOptions, ResumeOptions
 from beamtrove.pipelines import pipeline_spec
 from beamtrove.pipelines.spec import PipelineSpec
 

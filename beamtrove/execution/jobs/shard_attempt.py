@@ -26,7 +26,7 @@ from beamtrove.execution.jobs.task import Attempt, TaskFailed
 from beamtrove.fs import join, put_file
 from beamtrove.input_ranges import write_input_ranges
 from beamtrove.layout import CLUSTERS_DIR, DEAD_LETTERS_DIR, DOCUMENTS_DIR, EXCLUDED_DIR, STATS_FILE, SUMMARY_STATS_DIR
-from beamtrove.options import parse
+from beamtrove.option_parsing import parse
 from beamtrove.pipelines.spec import Flow
 from beamtrove.processes import die_with_parent
 from beamtrove.run_output import RunOutput

@@ -75,7 +75,7 @@ class ShardJob:
     def _attempts(self) -> ModuleType:
         """What runs shards and merges them: imported by workers and merges, never by ``elastic status``, which
         reads a job without Beam (start-up time)."""
-        from beamtrove.execution.jobs import shard_attempt  # noqa: PLC0415
+        from beamtrove.execution.jobs import shard_attempt  # noqa: PLC0415 - it imports Beam (start-up time)
 
         return shard_attempt
 

@@ -38,7 +38,7 @@ from beamtrove.layout import (
     write_clusters,
     write_excluded,
 )
-from beamtrove.options import parse
+from beamtrove.option_parsing import parse
 from beamtrove.pipelines import pipeline_spec
 from beamtrove.pipelines.common import dead_letters_writer, excluded_writer
 from beamtrove.pipelines.spec import Flow, GlobalStep, PipelineSpec

@@ -39,10 +39,9 @@ from beamtrove.execution.resume import read_digests
 from beamtrove.execution.run_result import RunInterrupted, RunResult
 from beamtrove.fs import join
 from beamtrove.layout import FORMER_JOB_DIR, JOB_DIR, STATS_FILE
-from beamtrove.options import BeamtroveOptions, StagedOptions, format_bytes, paths_read
+from beamtrove.options import BeamtroveOptions, StagedOptions, SummaryStatsOptions, format_bytes, paths_read
 from beamtrove.pipelines.common import input_files
 from beamtrove.pipelines.spec import PipelineSpec
-from beamtrove.pipelines.summary_stats import SummaryStatsOptions
 from beamtrove.processes import die_with_parent, machine_workers, stop_signals
 
 __all__ = ["DEFAULT_MEMORY", "WORKER_OVERHEAD", "run_staged"]
