@@ -2,23 +2,23 @@
 
 Everything here relies only on POSIX semantics that shared file systems such
 as NFS and Lustre keep: ``O_CREAT|O_EXCL`` creation, ``link`` failing on an
-existing name, and ``rename``.
+existing name, and ``rename``. A shard's lock is a lease
+(:mod:`beamtrove.execution.lease`), stale by its one rule.
 """
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
 import hashlib
 import json
 import os
 import pathlib
-import threading
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from beamtrove import __version__
+from beamtrove.execution.lease import Lease, LeasePath, lease_state, remove_stale, take_lease
 from beamtrove.fs import is_local, read_json_record, staging_file
 
 __all__ = [
@@ -86,53 +86,10 @@ def attempt_status(attempt_dir: pathlib.Path) -> str:
     return record.get("status", "running") if record else "running"
 
 
-def _age(path: pathlib.Path) -> float | None:
-    try:
-        return time.time() - path.stat().st_mtime
-    except FileNotFoundError:
-        return None
-
-
-@dataclasses.dataclass
-class ShardLock:
-    """A held claim on a shard: ``locks/<shard>.lock``, created with ``O_CREAT|O_EXCL``.
-
-    While :meth:`heartbeat` runs, the lock's mtime is refreshed every fifth of
-    the lock timeout, so only the locks of dead or frozen workers go stale (a
-    hung pipeline does not stop the heartbeat: ``--attempt-timeout`` covers it).
-    """
-
-    path: pathlib.Path
-    token: str
-    _stop: threading.Event = dataclasses.field(default_factory=threading.Event)
-
-    def owned(self) -> bool:
-        """Whether the lock file is still this claim (not taken over)."""
-        content = read_json_record(self.path)
-        return content is not None and content.get("token") == self.token
-
-    @contextlib.contextmanager
-    def heartbeat(self, interval: float):
-        def beat():
-            while not self._stop.wait(interval):
-                with contextlib.suppress(FileNotFoundError):
-                    if self.owned():
-                        os.utime(self.path)
-
-        thread = threading.Thread(target=beat, name=f"heartbeat-{self.path.stem}", daemon=True)
-        self._stop.clear()
-        thread.start()
-        try:
-            yield self
-        finally:
-            self._stop.set()
-            thread.join()
-
-    def release(self) -> None:
-        """Removes the lock file if it is still this claim."""
-        if self.owned():
-            with contextlib.suppress(FileNotFoundError):
-                self.path.unlink()
+#: A held lock on a shard or task, ``locks/<id>.lock``: a lease (:mod:`beamtrove.execution.lease`) whose claim
+#: names its worker (host, pid, token, acquired_at). :meth:`JobDir.try_lock` takes one; ``heartbeat(interval)``
+#: renews it while a task runs (a hung pipeline does not stop it: ``--attempt-timeout`` covers that).
+ShardLock = Lease
 
 
 def check_job_dir_is_posix(path: str | os.PathLike, named: str | None = None, instead: str | None = None) -> None:
@@ -230,62 +187,36 @@ class JobDir:
             )
         return manifest
 
-    def try_lock(self, shard_id: str, host: str) -> ShardLock | None:
-        """Claims ``shard_id``; None when another worker holds it."""
-        token = uuid.uuid4().hex
-        path = self.lock_path(shard_id)
-        try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            return None
-        claim = {"host": host, "pid": os.getpid(), "token": token, "acquired_at": time.time()}
-        try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(json.dumps(claim).encode())
-                out.flush()
-                os.fsync(out.fileno())
-        except BaseException:  # a stop, or a full disk: no claim of nobody's is left behind
-            with contextlib.suppress(OSError):
-                path.unlink()
-            raise
-        return ShardLock(path, token)
+    def try_lock(self, shard_id: str, host: str, timeout: float | None = None) -> ShardLock | None:
+        """Claims ``shard_id``; None when another worker holds it.
 
-    def lock_state(self, shard_id: str, timeout: float) -> tuple[str, dict[str, Any] | None]:
-        """``("free" | "running" | "stale", claim)`` of the shard's lock."""
-        path = self.lock_path(shard_id)
-        age = _age(path)
-        if age is None:
-            return "free", None
-        return ("stale" if age >= timeout else "running"), read_json_record(path)
+        Args:
+            shard_id: The shard (or task).
+            host: The worker's host name, recorded in the claim; a claim naming it is judged as one of this host.
+            timeout: Seconds without a heartbeat after which a lock is stale: a stale lock is then taken over,
+                archived into ``history/`` (the lock's ``took_over`` says why). None claims only a free lock.
+        """
+        claim = {"host": host, "pid": os.getpid(), "acquired_at": time.time()}
+        return take_lease(self.lock_path(shard_id), claim, timeout, on_stale=self._archiver(shard_id))
 
-    def take_over_stale(self, shard_id: str, timeout: float) -> bool:
+    def _archiver(self, shard_id: str) -> Callable[[LeasePath], None]:
+        """Archives a stale lock of ``shard_id`` into ``history/`` instead of deleting it: what the worker did."""
+        return lambda path: self.archive([pathlib.Path(path)], shard_id)
+
+    def lock_state(self, shard_id: str, timeout: float, host: str | None = None) -> tuple[str, dict[str, Any] | None]:
+        """``("free" | "running" | "stale", claim)`` of the shard's lock, by the lease's rule.
+
+        ``host`` is the name this host goes by in claims; default this machine's.
+        """
+        return lease_state(self.lock_path(shard_id), timeout, host=host)
+
+    def take_over_stale(self, shard_id: str, timeout: float, host: str | None = None) -> bool:
         """Archives the shard's lock if it is stale; True when the shard can now be claimed.
 
-        A short-lived ``.takeover`` guard, itself created with ``O_EXCL``,
-        makes the check and the archiving one step: without it, a worker could
-        archive the fresh lock another worker just took over.
+        :meth:`try_lock` with a ``timeout`` does this and the claim in one call. The check and the archiving are
+        one step under the lease's takeover guard (:func:`~beamtrove.execution.lease.remove_stale`).
         """
-        lock = self.lock_path(shard_id)
-        guard = lock.with_suffix(".takeover")
-        try:
-            os.close(os.open(guard, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
-        except FileExistsError:
-            # A guard is held for milliseconds; one as old as the timeout belongs to a worker that died holding it.
-            guard_age = _age(guard)
-            if guard_age is not None and guard_age >= timeout:
-                with contextlib.suppress(FileNotFoundError):
-                    guard.unlink()
-            return False
-        try:
-            age = _age(lock)
-            if age is None:
-                return True
-            if age < timeout:
-                return False
-            self.archive([lock], shard_id)
-            return True
-        finally:
-            guard.unlink()
+        return remove_stale(self.lock_path(shard_id), timeout, host=host, on_stale=self._archiver(shard_id))
 
     def attempts(self, shard_id: str) -> list[pathlib.Path]:
         """The shard's attempt directories, oldest first."""
