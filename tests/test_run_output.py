@@ -307,7 +307,9 @@ def test_a_run_frozen_mid_publish_past_its_lock_timeout_leaves_the_publish_to_wh
         # Frozen as a suspended machine is, past the lock's timeout: its heartbeat is as old as that.
         owner = folder / ".beamtrove-lock" / "owner.json"
         claim = json.loads(owner.read_text())
-        owner.write_text(json.dumps({**claim, "heartbeat": claim["heartbeat"] - 600}))
+        renewed = claim["heartbeat"] - 600
+        owner.write_text(json.dumps({**claim, "heartbeat": renewed}))
+        os.utime(owner, (renewed, renewed))  # on a disk the file's time is the last renewal
         done = beamtrove_here("stats", str(folder))
         assert done.returncode == 0 and _FINISHED in done.stderr, done.stderr
         assert _data(folder) == _data(stopped["new"])

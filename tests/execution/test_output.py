@@ -520,13 +520,15 @@ def test_the_lock_of_a_run_that_is_gone_is_taken_over(review_jsonl, tmp_path, ca
     )
     assert not (output / ".beamtrove-lock").exists()
 
-    # Another host's lock: stale only once its heartbeat is older than the timeout.
+    # Another host's lock: stale only once its last renewal is older than the timeout; on a disk, the file's time.
     (output / ".beamtrove-lock").mkdir()
     claim = {**claim, "host": "elsewhere", "pid": 1}
     owner.write_text(json.dumps(claim))
     assert main([*argv, "--overwrite"]) == 2
     assert json.loads(owner.read_text()) == claim, "a live owner's lock is left alone"
-    owner.write_text(json.dumps({**claim, "heartbeat": time.time() - LOCK_TIMEOUT_SECONDS - 1}))
+    renewed = time.time() - LOCK_TIMEOUT_SECONDS - 1
+    owner.write_text(json.dumps({**claim, "heartbeat": renewed}))
+    os.utime(owner, (renewed, renewed))
     assert main([*argv, "--overwrite"]) == 0
     assert "from host elsewhere, pid 1, started 2026-01-01T00:00:00+00:00: no heartbeat for 120 s" in caplog.text
     assert not (output / ".beamtrove-lock").exists()

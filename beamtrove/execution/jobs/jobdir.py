@@ -4,26 +4,25 @@ Everything here relies only on POSIX semantics that shared file systems such
 as NFS and Lustre keep: ``O_CREAT|O_EXCL`` creation, ``link`` failing on an
 existing name, and ``rename``. A task is what one worker runs at a time: a
 shard of a shard job, a stage's partition of a staged job
-(:mod:`~beamtrove.execution.jobs.kinds`).
+(:mod:`~beamtrove.execution.jobs.kinds`). A task's lock is a lease
+(:mod:`beamtrove.execution.lease`), stale by its one rule.
 """
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
 import hashlib
 import json
 import os
 import pathlib
 import re
 import shutil
-import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from beamtrove import __version__
+from beamtrove.execution.lease import Lease, LeasePath, lease_state, remove_stale, take_lease
 from beamtrove.fs import is_local, read_json_record, staging_file
 
 __all__ = [
@@ -33,7 +32,6 @@ __all__ = [
     "DamagedRecord",
     "ElasticError",
     "JobDir",
-    "ShardLock",
     "attempt_status",
     "check_job_dir_is_posix",
     "config_sha256",
@@ -141,53 +139,8 @@ def attempt_status(attempt_dir: pathlib.Path) -> str:
     return record.get("status", "running") if record else "running"
 
 
-def _age(path: pathlib.Path) -> float | None:
-    try:
-        return time.time() - path.stat().st_mtime
-    except FileNotFoundError:
-        return None
-
-
-@dataclasses.dataclass
-class ShardLock:
-    """A held claim on a shard: ``locks/<shard>.lock``, created with ``O_CREAT|O_EXCL``.
-
-    While :meth:`heartbeat` runs, the lock's mtime is refreshed every fifth of
-    the lock timeout, so only the locks of dead or frozen workers go stale (a
-    hung pipeline does not stop the heartbeat: ``--attempt-timeout`` covers it).
-    """
-
-    path: pathlib.Path
-    token: str
-    _stop: threading.Event = dataclasses.field(default_factory=threading.Event)
-
-    def owned(self) -> bool:
-        """Whether the lock file is still this claim (not taken over)."""
-        content = read_json_record(self.path)
-        return content is not None and content.get("token") == self.token
-
-    @contextlib.contextmanager
-    def heartbeat(self, interval: float):
-        def beat():
-            while not self._stop.wait(interval):
-                with contextlib.suppress(FileNotFoundError):
-                    if self.owned():
-                        os.utime(self.path)
-
-        thread = threading.Thread(target=beat, name=f"heartbeat-{self.path.stem}", daemon=True)
-        self._stop.clear()
-        thread.start()
-        try:
-            yield self
-        finally:
-            self._stop.set()
-            thread.join()
-
-    def release(self) -> None:
-        """Removes the lock file if it is still this claim."""
-        if self.owned():
-            with contextlib.suppress(FileNotFoundError):
-                self.path.unlink()
+#: A held lock on a shard or task, ``locks/<id>.lock``: a lease (:mod:`beamtrove.execution.lease`) whose claim
+#: names its worker (host, pid, token, acquired_at). :meth:`JobDir.try_lock` takes one; ``heartbeat(interval)``
 
 
 def check_job_dir_is_posix(path: str | os.PathLike, named: str | None = None, instead: str | None = None) -> None:
@@ -225,17 +178,17 @@ class JobDir:
         check_job_dir_is_posix(path)
         self.path = pathlib.Path(path).absolute()
 
-    def lock_path(self, shard_id: str) -> pathlib.Path:
-        return self.path / "locks" / f"{shard_id}.lock"
+    def lock_path(self, task: str) -> pathlib.Path:
+        return self.path / "locks" / f"{task}.lock"
 
-    def attempts_dir(self, shard_id: str) -> pathlib.Path:
-        return self.path / "attempts" / shard_id
+    def attempts_dir(self, task: str) -> pathlib.Path:
+        return self.path / "attempts" / task
 
-    def done_path(self, shard_id: str) -> pathlib.Path:
-        return self.path / "done" / f"{shard_id}.json"
+    def done_path(self, task: str) -> pathlib.Path:
+        return self.path / "done" / f"{task}.json"
 
-    def failed_path(self, shard_id: str) -> pathlib.Path:
-        return self.path / "failed" / f"{shard_id}.json"
+    def failed_path(self, task: str) -> pathlib.Path:
+        return self.path / "failed" / f"{task}.json"
 
     def new_attempt_dir(self, task: str, host: str) -> pathlib.Path:
         """Makes the directory of the task's next attempt: ``attempts/<task>/<NN>-<host>-<pid>``."""
@@ -275,14 +228,14 @@ class JobDir:
             raise DamagedRecord(self.path, path, task, damage)
         return json.loads(data)
 
-    def _new_history_dir(self, shard_id: str) -> pathlib.Path:
-        directory = self.path / "history" / shard_id / f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
+    def _new_history_dir(self, task: str) -> pathlib.Path:
+        directory = self.path / "history" / task / f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
         directory.mkdir(parents=True)
         return directory
 
-    def archive(self, paths: list[pathlib.Path], shard_id: str) -> None:
+    def archive(self, paths: list[pathlib.Path], task: str) -> None:
         """Moves ``paths`` together into a new ``history/<shard>/<time>-<random>/`` directory."""
-        destination = self._new_history_dir(shard_id)
+        destination = self._new_history_dir(task)
         for path in paths:
             target = destination / path.name
             if target.exists():  # a shard's done and failed records share their name
@@ -352,69 +305,43 @@ class JobDir:
             if staging.exists():
                 shutil.rmtree(staging)
 
-    def try_lock(self, shard_id: str, host: str) -> ShardLock | None:
-        """Claims ``shard_id``; None when another worker holds it."""
-        token = uuid.uuid4().hex
-        path = self.lock_path(shard_id)
-        try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            return None
-        claim = {"host": host, "pid": os.getpid(), "token": token, "acquired_at": time.time()}
-        try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(json.dumps(claim).encode())
-                out.flush()
-                os.fsync(out.fileno())
-        except BaseException:  # a stop, or a full disk: no claim of nobody's is left behind
-            with contextlib.suppress(OSError):
-                path.unlink()
-            raise
-        return ShardLock(path, token)
+    def try_lock(self, task: str, host: str, timeout: float | None = None) -> Lease | None:
+        """Claims ``task``; None when another worker holds it.
 
-    def lock_state(self, shard_id: str, timeout: float) -> tuple[str, dict[str, Any] | None]:
-        """``("free" | "running" | "stale", claim)`` of the shard's lock."""
-        path = self.lock_path(shard_id)
-        age = _age(path)
-        if age is None:
-            return "free", None
-        return ("stale" if age >= timeout else "running"), read_json_record(path)
+        Args:
+            task: The shard (or task).
+            host: The worker's host name, recorded in the claim; a claim naming it is judged as one of this host.
+            timeout: Seconds without a heartbeat after which a lock is stale: a stale lock is then taken over,
+                archived into ``history/`` (the lock's ``took_over`` says why). None claims only a free lock.
+        """
+        claim = {"host": host, "pid": os.getpid(), "acquired_at": time.time()}
+        return take_lease(self.lock_path(task), claim, timeout, on_stale=self._archiver(task))
 
-    def take_over_stale(self, shard_id: str, timeout: float) -> bool:
+    def _archiver(self, task: str) -> Callable[[LeasePath], None]:
+        """Archives a stale lock of ``task`` into ``history/`` instead of deleting it: what the worker did."""
+        return lambda path: self.archive([pathlib.Path(path)], task)
+
+    def lock_state(self, task: str, timeout: float, host: str | None = None) -> tuple[str, dict[str, Any] | None]:
+        """``("free" | "running" | "stale", claim)`` of the shard's lock, by the lease's rule.
+
+        ``host`` is the name this host goes by in claims; default this machine's.
+        """
+        return lease_state(self.lock_path(task), timeout, host=host)
+
+    def take_over_stale(self, task: str, timeout: float, host: str | None = None) -> bool:
         """Archives the shard's lock if it is stale; True when the shard can now be claimed.
 
-        A short-lived ``.takeover`` guard, itself created with ``O_EXCL``,
-        makes the check and the archiving one step: without it, a worker could
-        archive the fresh lock another worker just took over.
+        :meth:`try_lock` with a ``timeout`` does this and the claim in one call. The check and the archiving are
+        one step under the lease's takeover guard (:func:`~beamtrove.execution.lease.remove_stale`).
         """
-        lock = self.lock_path(shard_id)
-        guard = lock.with_suffix(".takeover")
-        try:
-            os.close(os.open(guard, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
-        except FileExistsError:
-            # A guard is held for milliseconds; one as old as the timeout belongs to a worker that died holding it.
-            guard_age = _age(guard)
-            if guard_age is not None and guard_age >= timeout:
-                with contextlib.suppress(FileNotFoundError):
-                    guard.unlink()
-            return False
-        try:
-            age = _age(lock)
-            if age is None:
-                return True
-            if age < timeout:
-                return False
-            self.archive([lock], shard_id)
-            return True
-        finally:
-            guard.unlink()
+        return remove_stale(self.lock_path(task), timeout, host=host, on_stale=self._archiver(task))
 
-    def attempts(self, shard_id: str) -> list[pathlib.Path]:
+    def attempts(self, task: str) -> list[pathlib.Path]:
         """The shard's attempt directories, oldest first."""
-        directory = self.attempts_dir(shard_id)
+        directory = self.attempts_dir(task)
         return sorted(p for p in directory.iterdir() if p.is_dir()) if directory.exists() else []
 
-    def spent_attempts(self, shard_id: str) -> list[pathlib.Path]:
+    def spent_attempts(self, task: str) -> list[pathlib.Path]:
         """The shard's attempts that count against its retries; call it holding the shard's lock.
 
         Failed attempts count, and so do those still ``running``: the caller
@@ -422,9 +349,9 @@ class JobDir:
         or Ctrl-C (``interrupted``) does not: a preempted worker is no fault
         of the shard.
         """
-        return [attempt for attempt in self.attempts(shard_id) if attempt_status(attempt) in ("failed", "running")]
+        return [attempt for attempt in self.attempts(task) if attempt_status(attempt) in ("failed", "running")]
 
-    def requeue(self, shard_id: str, *, holding_lock: bool = False) -> None:
+    def requeue(self, task: str, *, holding_lock: bool = False) -> None:
         """Archives the shard's attempts (its outputs with them), stale lock, and failure or done record.
 
         Workers then start the shard afresh. The records move last: until
@@ -432,16 +359,16 @@ class JobDir:
         would be archived with the old ones.
 
         Args:
-            shard_id: The shard.
+            task: The shard.
             holding_lock: The caller holds the shard's lock, to run it
                 again itself: the lock stays.
         """
         paths = (
-            self.attempts_dir(shard_id),
-            *(() if holding_lock else (self.lock_path(shard_id),)),
-            self.failed_path(shard_id),
-            self.done_path(shard_id),
+            self.attempts_dir(task),
+            *(() if holding_lock else (self.lock_path(task),)),
+            self.failed_path(task),
+            self.done_path(task),
         )
         existing = [path for path in paths if path.exists()]
         if existing:
-            self.archive(existing, shard_id)
+            self.archive(existing, task)

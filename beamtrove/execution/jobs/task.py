@@ -8,7 +8,8 @@ from typing import Any
 
 import orjson
 
-from beamtrove.execution.jobs.jobdir import ATTEMPT_FILE, ShardLock
+from beamtrove.execution.jobs.jobdir import ATTEMPT_FILE
+from beamtrove.execution.lease import Lease
 from beamtrove.fs import write_local_atomically
 
 __all__ = ["Attempt", "RedoFirst", "TaskFailed"]
@@ -55,7 +56,7 @@ class Attempt:
 
     directory: pathlib.Path
     record: dict[str, Any]
-    lock: ShardLock
+    lock: Lease
     beat_every: float
 
     def beating(self):

@@ -23,11 +23,12 @@ import time
 import traceback
 from collections.abc import Callable
 
-from beamtrove.execution.jobs.jobdir import JobDir, ShardLock, publish_once
+from beamtrove.execution.jobs.jobdir import JobDir, publish_once
 from beamtrove.execution.jobs.kinds import JobKind, job_kind
 from beamtrove.execution.jobs.shard_output import DEFAULT_SORT_MEMORY
 from beamtrove.execution.jobs.status import damage_line, job_progress, task_states
 from beamtrove.execution.jobs.task import Attempt, RedoFirst, TaskFailed
+from beamtrove.execution.lease import Lease
 from beamtrove.processes import stopped_by, stops_interrupt
 
 __all__ = ["NO_SPACE", "run_worker", "slurm_array_script"]
@@ -94,7 +95,7 @@ class _Worker:
             processed += 1
         return processed
 
-    def claim(self, tasks: list[str]) -> tuple[str, ShardLock] | None:
+    def claim(self, tasks: list[str]) -> tuple[str, Lease] | None:
         """Claims the first of ``tasks`` no live worker holds and that is still open."""
         for task in tasks:
             lock = self.lock(task)
@@ -106,12 +107,11 @@ class _Worker:
             return task, lock
         return None
 
-    def lock(self, task: str) -> ShardLock | None:
+    def lock(self, task: str) -> Lease | None:
         """Claims ``task``, taking over the lock of a worker that is gone; None when a live one holds it."""
-        lock = self.job.try_lock(task, self.host)
-        if lock is None and self.job.take_over_stale(task, self.timeout):
-            self.echo(f"{task}: its worker is gone (no heartbeat for {self.timeout:g} s, or dead); taking over")
-            lock = self.job.try_lock(task, self.host)
+        lock = self.job.try_lock(task, self.host, timeout=self.timeout)
+        if lock is not None and lock.took_over:
+            self.echo(f"{task}: its lock went stale ({lock.took_over}); taking over")
         return lock
 
     def redo(self, redo: RedoFirst) -> None:
@@ -124,7 +124,7 @@ class _Worker:
         finally:
             lock.release()
 
-    def process(self, task: str, lock: ShardLock) -> None:
+    def process(self, task: str, lock: Lease) -> None:
         spent = self.job.spent_attempts(task)
         allowed = 1 + self.manifest["max_retries"]
         if len(spent) >= allowed:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import socket
 import time
 
 import pytest
@@ -73,6 +74,38 @@ def test_only_a_stale_lock_is_taken_over_and_it_is_archived(job):
     assert second is not None and not lock.owned() and second.owned()
     lock.release()  # the old owner must not remove the new claim
     assert second.path.exists()
+
+
+def _lock_and_exit(job_path: str, shard: str, host: str) -> None:
+    JobDir(job_path).try_lock(shard, host)
+    os._exit(0)  # the lock left behind, as a killed worker leaves it
+
+
+def _dead_workers_lock(job: JobDir, shard: str, host: str) -> None:
+    worker = multiprocessing.get_context("fork").Process(target=_lock_and_exit, args=(str(job.path), shard, host))
+    worker.start()
+    worker.join(timeout=60)
+    assert worker.exitcode == 0 and job.lock_path(shard).exists()
+
+
+def test_the_lock_of_a_dead_worker_of_this_host_is_taken_over_at_once_and_archived(job):
+    _dead_workers_lock(job, "shard-00003", socket.gethostname())
+    state, claim = job.lock_state("shard-00003", 60)
+    assert state == "stale" and sorted(claim) == ["acquired_at", "heartbeat", "host", "pid", "token"]
+    assert job.try_lock("shard-00003", "b") is None, "without a timeout only a free lock is claimed"
+    lock = job.try_lock("shard-00003", socket.gethostname(), timeout=60)
+    assert lock is not None and lock.took_over == "its process is gone" and lock.owned()
+    archived = list((job.path / "history" / "shard-00003").glob("*/shard-00003.lock"))
+    assert len(archived) == 1 and json.loads(archived[0].read_text())["token"] == claim["token"]
+
+    # A worker named otherwise (--host) judges the claims naming it as its host's.
+    _dead_workers_lock(job, "shard-00004", "node-a")
+    assert job.lock_state("shard-00004", 60)[0] == "running"
+    assert job.lock_state("shard-00004", 60, host="node-a")[0] == "stale"
+    assert job.try_lock("shard-00004", "node-b", timeout=60) is None
+    assert not job.take_over_stale("shard-00004", timeout=60)
+    assert job.take_over_stale("shard-00004", timeout=60, host="node-a")
+    assert job.try_lock("shard-00004", "node-b") is not None
 
 
 def test_a_takeover_guard_blocks_others_until_it_is_itself_stale(job):

@@ -148,9 +148,7 @@ class StagedJob:
             if waiting:  # only failed tasks left: the stage cannot be sealed until they are retried
                 return None
             # One worker seals a stage: it may requeue tasks, which another must not archive at the same time.
-            lock = self.job.try_lock(f"seal-{stage.name}", self.host)
-            if lock is None and self.job.take_over_stale(f"seal-{stage.name}", self.manifest["lock_timeout"]):
-                lock = self.job.try_lock(f"seal-{stage.name}", self.host)
+            lock = self.job.try_lock(f"seal-{stage.name}", self.host, timeout=self.manifest["lock_timeout"])
             if lock is None:
                 return []
             try:
