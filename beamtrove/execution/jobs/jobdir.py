@@ -139,8 +139,6 @@ def attempt_status(attempt_dir: pathlib.Path) -> str:
     return record.get("status", "running") if record else "running"
 
 
-#: A held lock on a shard or task, ``locks/<id>.lock``: a lease (:mod:`beamtrove.execution.lease`) whose claim
-#: names its worker (host, pid, token, acquired_at). :meth:`JobDir.try_lock` takes one; ``heartbeat(interval)``
 
 
 def check_job_dir_is_posix(path: str | os.PathLike, named: str | None = None, instead: str | None = None) -> None:

@@ -153,7 +153,7 @@ def test_setup_file_is_built_into_an_sdist_and_staged(fineweb):
         "setup.py",
         "beamtrove/execution/dataflow/launch.py",
         "beamtrove/execution/flink_job.sbatch",
-        "beamtrove/execution/elastic/array.sbatch",
+        "beamtrove/execution/jobs/array.sbatch",
         "beamtrove/pipelines/fineweb.py",
     ):
         assert f"beamtrove-{__version__}/{path}" in members

@@ -8,7 +8,7 @@ import pytest
 
 from tests.conftest import beamtrove, jsonl_lines, run_worker_array
 
-# Slow: a Slurm array of staged workers stays in the default suite (tests/execution/staged/test_staged.py).
+# Slow: a Slurm array of staged workers stays in the default suite (tests/execution/jobs/staged/test_staged.py).
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
 

@@ -133,7 +133,7 @@ def _unregistered(value: Any, out: bytearray) -> None:
     kind = type(value)
     raise TypeError(
         f"A staged dataset cannot hold a {kind.__module__}.{kind.__qualname__}: its files hold only plain values, "
-        "numpy arrays and the record types of RECORD_TYPES in beamtrove/execution/staged/records.py, never pickles; "
+        "numpy arrays and the record types of RECORD_TYPES in beamtrove/execution/jobs/staged/datasets.py, never pickles; "
         "register the type there (its fields in the order its constructor takes them), or emit plain values."
     )
 
@@ -189,7 +189,7 @@ def _dtype_bytes(value: np.ndarray | np.generic) -> bytes:
     if dtype.kind not in _ARRAY_KINDS or dtype.fields is not None or dtype.subdtype is not None:
         raise TypeError(
             f"A staged dataset cannot hold a numpy {type(value).__name__} of dtype {dtype}: only booleans and "
-            "numbers (beamtrove/execution/staged/records.py)."
+            "numbers (beamtrove/execution/jobs/staged/datasets.py)."
         )
     return dtype.str.encode("ascii")
 

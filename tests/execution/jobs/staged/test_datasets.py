@@ -183,7 +183,7 @@ def test_a_record_of_an_unregistered_type_fails_its_task_naming_the_type(record,
         write([record], tmp_path / "data")
     message = str(failed.value)
     assert f"A staged dataset cannot hold a {named}: " in message
-    assert "register the type there" in message and "beamtrove/execution/staged/records.py" in message
+    assert "register the type there" in message and "beamtrove/execution/jobs/staged/datasets.py" in message
     assert not list((tmp_path / "data").rglob("*.rec.json"))
 
 
