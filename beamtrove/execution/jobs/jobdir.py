@@ -139,8 +139,6 @@ def attempt_status(attempt_dir: pathlib.Path) -> str:
     return record.get("status", "running") if record else "running"
 
 
-
-
 def check_job_dir_is_posix(path: str | os.PathLike, named: str | None = None, instead: str | None = None) -> None:
     """Refuses a job directory on an object store, before anything is made there.
 

@@ -133,8 +133,8 @@ def _unregistered(value: Any, out: bytearray) -> None:
     kind = type(value)
     raise TypeError(
         f"A staged dataset cannot hold a {kind.__module__}.{kind.__qualname__}: its files hold only plain values, "
-        "numpy arrays and the record types of RECORD_TYPES in beamtrove/execution/jobs/staged/datasets.py, never pickles; "
-        "register the type there (its fields in the order its constructor takes them), or emit plain values."
+        "numpy arrays and the record types of RECORD_TYPES in beamtrove/execution/jobs/staged/datasets.py, never "
+        "pickles; register the type there (its fields in the order its constructor takes them), or emit plain values."
     )
 
 
