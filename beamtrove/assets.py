@@ -23,7 +23,6 @@ fasttext-predict, whose ``fasttext`` module shadows fasttext-numpy2's.
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import hashlib
 import json
 import logging
@@ -39,6 +38,7 @@ from collections.abc import Callable, Iterable
 from typing import BinaryIO
 
 from beamtrove.fs import file_sha256, replace_directory, staging_directory
+from beamtrove.progress import utc_timestamp
 
 __all__ = [
     "ASSET_NAMES",
@@ -307,7 +307,7 @@ def _install(name: str, source: str, root: pathlib.Path, download: pathlib.Path)
     """
     with staging_directory(root, name) as staging:
         record = {"asset": name, **_gather(name, source, staging, download)}
-        record["fetched"] = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+        record["fetched"] = utc_timestamp()
         record[_INSTALLED] = _installed(staging)
         (staging / "SOURCE.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
         try:

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
 from collections.abc import Mapping
 from typing import Any
 
 from beamtrove.fs import InputFile
+from beamtrove.progress import utc_timestamp
 
 __all__ = ["MARKER_CHECKSUM", "completion_marker_record", "marker_checksum", "parse_marker", "record_sha256"]
 
@@ -57,7 +57,7 @@ def completion_marker_record(
         "name": file.name,
         "size": file.size,
         "config_sha256": config_sha256,
-        "completed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "completed_at": utc_timestamp(),
         "outputs": dict(outputs),
         "counts": dict(counts),
         "counters": dict(counters),

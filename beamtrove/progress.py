@@ -23,6 +23,7 @@ Progress is only shown: nothing a run writes depends on it.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import logging
 import math
 import os
@@ -35,7 +36,7 @@ from typing import TextIO
 
 import orjson
 
-__all__ = ["ProgressBoard", "ProgressTotals", "count_progress", "format_duration", "record_progress"]
+__all__ = ["ProgressBoard", "ProgressTotals", "count_progress", "format_duration", "record_progress", "utc_timestamp"]
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -175,6 +176,11 @@ def record_progress(step: str, size: int = 0, files: int = 0, interval: float = 
             no board shows the run's progress; 0 or less turns them off.
     """
     _TOTALS.finished_bytes(step, size, files, interval)
+
+
+def utc_timestamp() -> str:
+    """Now, as every beamtrove record writes the time: ISO 8601 in UTC to the second (``2026-12-05T15:48:16+00:00``)."""
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
 
 
 def format_duration(seconds: float) -> str:

@@ -6,7 +6,8 @@ import argparse
 import json
 
 from beamtrove.cli.parsing import command, group
-from beamtrove.execution.jobs.jobdir import STAGED_KIND
+from beamtrove.execution.jobs.jobdir import JobDir
+from beamtrove.execution.jobs.kinds import job_kind
 from beamtrove.execution.jobs.shard_output import DEFAULT_SORT_MEMORY
 from beamtrove.execution.jobs.status import format_status, retry_tasks, state_counts, task_states
 from beamtrove.execution.jobs.worker import run_worker, slurm_array_script
@@ -33,14 +34,9 @@ def _prepare(args: argparse.Namespace, pipeline_argv: list[str]) -> int:
         "max_retries": args.max_retries,
         "attempt_timeout": args.attempt_timeout,
     }
-    manifest, created = prepare_job(args.job_dir, args.pipeline, args.input, args.num_shards, pipeline_argv, **limits)
-    records = sum(shard["records"] for shard in manifest["shards"])
+    _, created = prepare_job(args.job_dir, args.pipeline, args.input, args.num_shards, pipeline_argv, **limits)
     verb = "prepared" if created else "already prepared identically; nothing changed:"
-    shards, inputs = len(manifest["shards"]), len(manifest["inputs"])
-    if manifest["kind"] == STAGED_KIND:
-        print(f"{verb} {args.job_dir}: a staged job of {manifest['partitions']} partitions over {inputs} input file(s)")
-    else:
-        print(f"{verb} {args.job_dir}: {shards} shards over {inputs} input file(s), {records} records")
+    print(f"{verb} {args.job_dir}: {job_kind(JobDir(args.job_dir)).describe()}")
     return 0
 
 

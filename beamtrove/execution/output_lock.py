@@ -18,7 +18,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import dataclasses
-import datetime
 import logging
 import os
 import socket
@@ -30,6 +29,7 @@ from beamtrove.configuration import ConfigurationError
 from beamtrove.execution.lease import Claim, Lease, read_claim, stale_reason, take_lease
 from beamtrove.fs import filesystem, is_local, join
 from beamtrove.layout import LOCK_DIR
+from beamtrove.progress import utc_timestamp
 
 __all__ = ["LOCK_TIMEOUT_SECONDS", "OutputInUse", "OutputLock", "lock_holder", "lock_output"]
 
@@ -106,7 +106,7 @@ def lock_output(
         # Only a disk needs the folder: a store makes an object without one (and one made there would stay).
         fs, path = filesystem(folder, storage_options)
         fs.makedirs(path, exist_ok=True)
-    started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+    started = utc_timestamp()
     claim = {"host": socket.gethostname(), "pid": os.getpid(), "started": started}
     owner = join(folder, _LOCK_OWNER)
     for _ in range(3):

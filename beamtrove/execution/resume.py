@@ -25,7 +25,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from beamtrove import __version__
 from beamtrove.completion import parse_marker, record_sha256
 from beamtrove.execution.output import output_entries
-from beamtrove.fs import InputFile, file_sha256, filesystem, join, path_sha256, read_json, write_json
+from beamtrove.fs import InputFile, file_damage, filesystem, join, path_sha256, read_json, write_json
 from beamtrove.layout import COMPLETED_DIR, RESUME_CONFIG_FILE, input_stem
 from beamtrove.option_parsing import option_actions
 from beamtrove.options import paths_read
@@ -103,19 +103,6 @@ def _completion_markers(fs, folder: str, stems: set[str]) -> dict[str, tuple[str
     return {posixpath.basename(path).removesuffix(".json"): (path, data) for path, data in contents.items()}
 
 
-def _damaged_output(fs, output: str, relative: str, expected: Mapping[str, Any], storage_options) -> str:
-    """What is wrong with one output a marker names, or "" when it is as completed."""
-    path = filesystem(join(output, relative), storage_options)[1]
-    if not fs.exists(path):
-        return f"{relative} is missing"
-    size = fs.size(path)
-    if size != expected.get("bytes"):
-        return f"{relative} has {size} bytes, not the {expected.get('bytes')} it was completed with"
-    if file_sha256(join(output, relative), storage_options) != expected.get("sha256"):
-        return f"{relative} has other contents than it was completed with"
-    return ""
-
-
 def _verified(
     fs, output: str, marker_path: str, data: bytes, config_sha256: str, storage_options
 ) -> tuple[dict | None, str]:
@@ -126,9 +113,9 @@ def _verified(
     if marker.get("config_sha256") != config_sha256:
         return None, f"its completion marker {marker_path} was made with another configuration"
     for relative, expected in sorted(marker["outputs"].items()):
-        problem = _damaged_output(fs, output, relative, expected, storage_options)
-        if problem:
-            return None, problem
+        damage = file_damage(join(output, relative), expected.get("bytes"), expected.get("sha256"), storage_options)
+        if damage:
+            return None, f"{damage} (its input's completion marker)"
     return marker, ""
 
 

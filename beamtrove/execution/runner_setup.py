@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import datetime
 import fcntl
 import json
 import os
@@ -44,6 +43,7 @@ from beamtrove.execution.runner_parts import (
     read_manifest,
 )
 from beamtrove.fs import file_sha256, replace_directory, staging_directory, write_local_atomically
+from beamtrove.progress import utc_timestamp
 
 __all__ = ["SetupResult", "format_setup", "setup_runners"]
 
@@ -64,7 +64,7 @@ def _write_manifest(root: pathlib.Path, manifest: dict) -> pathlib.Path:
 
 
 def _now() -> str:
-    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+    return utc_timestamp()
 
 
 def _tail(text: str, limit: int = _ERROR_TAIL) -> str:

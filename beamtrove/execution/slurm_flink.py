@@ -55,6 +55,7 @@ from beamtrove.execution.runner_parts import (
 )
 from beamtrove.option_parsing import parse
 from beamtrove.pipelines import pipeline_spec
+from beamtrove.progress import utc_timestamp
 
 __all__ = ["CLUSTER_FAILED", "Submission", "SubmitError", "job_script", "run_node", "submit"]
 
@@ -206,7 +207,7 @@ def job_script(
     values = {
         "version": __version__,
         "beam_version": beam_version(),
-        "written": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "written": utc_timestamp(),
         "worker_pool_note": " and one Beam SDK worker pool" if worker_pool_port else "",
         "cluster_failed": str(CLUSTER_FAILED),
         "pipeline": re.sub(r"[^A-Za-z0-9_.-]", "_", pipeline),

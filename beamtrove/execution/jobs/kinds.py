@@ -53,6 +53,9 @@ class JobKind(Protocol):
     def flow(self, output: str) -> Any:
         """The pipeline's flow as the job's options build it, writing into ``output``."""
 
+    def describe(self) -> str:
+        """The job in a few words, for ``prepare``: its tasks and its input."""
+
     def check_unchanged(self) -> None:
         """Refuses a job whose input or files read changed since it was prepared (:class:`ElasticError`)."""
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import posixpath
-import time
 from typing import Any
 
 from beamtrove.configuration import ConfigurationError
@@ -17,6 +16,7 @@ from beamtrove.execution.run_result import run_stats
 from beamtrove.fs import InputFile, join
 from beamtrove.layout import STATS_FILE
 from beamtrove.option_parsing import parse
+from beamtrove.progress import utc_timestamp
 from beamtrove.stats import merge_stats, order_steps
 
 __all__ = ["format_verification", "merge_job", "verify_job"]
@@ -159,7 +159,7 @@ def merge_job(job_dir: str | os.PathLike, output: str | os.PathLike, overwrite: 
         "tasks": sum(1 for _ in kind.task_ids()),
         "documents": report["documents"],
         "hosts": report["hosts"],
-        "merged_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "merged_at": utc_timestamp(),
     }
     stats = merged_stats(kind, output, elastic=merged, **kind.stats_details())
     try:

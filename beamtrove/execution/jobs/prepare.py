@@ -11,11 +11,10 @@ from __future__ import annotations
 import os
 import socket
 import tempfile
-import time
 from collections.abc import Sequence
 from typing import Any
 
-from apache_beam.options.pipeline_options import DirectOptions, StandardOptions
+from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 
 from beamtrove import __version__
 from beamtrove.configuration import ConfigurationError
@@ -30,7 +29,7 @@ from beamtrove.execution.jobs.jobdir import (
     job_identity,
 )
 from beamtrove.execution.jobs.scan import scan_inputs, shard_inputs, shards
-from beamtrove.execution.jobs.staged.plan import not_staged
+from beamtrove.execution.jobs.staged.plan import refuse_unstaged
 from beamtrove.execution.jobs.staged.prepare import prepare_staged_job
 from beamtrove.execution.output_checks import input_folders
 from beamtrove.execution.resume import read_digests
@@ -39,8 +38,9 @@ from beamtrove.option_parsing import parse, split_beam_options
 from beamtrove.options import BeamtroveOptions, ResumeOptions
 from beamtrove.pipelines import pipeline_spec
 from beamtrove.pipelines.spec import PipelineSpec
+from beamtrove.progress import utc_timestamp
 
-__all__ = ["prepare_job"]
+__all__ = ["prepare_job", "refuse_for_tasks"]
 
 
 def _split_arguments(spec: PipelineSpec, pipeline_args: Sequence[str]) -> tuple[list[str], list[str], list[dict]]:
@@ -59,17 +59,41 @@ def _split_arguments(spec: PipelineSpec, pipeline_args: Sequence[str]) -> tuple[
                 f"{flag} is set by the workers: give the input to prepare with --input, "
                 "and merge the shards' outputs with `beamtrove elastic merge --output`."
             )
-    for flag, given in (("--skip", common.skip != 0), ("--limit", common.limit is not None)):
-        if given:
-            raise ElasticError(f"{flag} counts documents across the whole input, which shards cannot do: drop it.")
-    runner_name = options.view_as(StandardOptions).runner
-    if runner_name not in ("DirectRunner", None):
-        raise ElasticError(f"Elastic workers run the pipeline with a local DirectRunner, not {runner_name}.")
-    if options.view_as(DirectOptions).direct_running_mode == "multi_threading":
-        raise ElasticError("--direct_running_mode multi_threading loses elements on this Beam: use in_memory.")
+    try:
+        refuse_for_tasks(options, "elastic jobs")
+    except ConfigurationError as exc:
+        raise ElasticError(str(exc)) from None
     if options.view_as(ResumeOptions).resumable:
         raise ElasticError("Elastic jobs resume by shard on their own: drop --resumable.")
     return config, runner, read_digests(options, spec.option_classes)
+
+
+def refuse_for_tasks(options: PipelineOptions, runs: str, instead: str = "") -> None:
+    """Refuses the options that the tasks of a job cannot honour: counts across the whole input, another runner.
+
+    Args:
+        options: The pipeline's options.
+        runs: What runs the tasks, as the messages name it: ``--staged runs``, ``elastic jobs``.
+        instead: What a message about another runner offers besides dropping ``--runner``.
+
+    Raises:
+        ConfigurationError: One is given; the message says which and what to do.
+    """
+    common = options.view_as(BeamtroveOptions)
+    for flag, given in (("--skip", bool(common.skip)), ("--limit", common.limit is not None)):
+        if given:
+            raise ConfigurationError(
+                f"{flag} counts documents across the whole input, of which each task of {runs} sees a part: drop it."
+            )
+    if common.input_ranges:
+        raise ConfigurationError(f"--input_ranges is set for each task of {runs}: drop it.")
+    runner = options.view_as(StandardOptions).runner
+    if runner not in ("DirectRunner", None):
+        raise ConfigurationError(
+            f"The tasks of {runs} run on local DirectRunners, not {runner}: drop --runner{instead}."
+        )
+    if options.view_as(DirectOptions).direct_running_mode == "multi_threading":
+        raise ConfigurationError("--direct_running_mode multi_threading loses elements on this Beam: use in_memory.")
 
 
 def _known_pipeline(name: str) -> PipelineSpec:
@@ -92,14 +116,12 @@ def _prepare_staged(
     try:
         options = parse(spec, [*config, *(f"--input={pattern}" for pattern in inputs), "--output", str(job.path)])
         flow = spec.flow(options)
-        missing = not_staged(flow)
     except (ConfigurationError, ValueError, OSError) as exc:
         raise ElasticError(f"The {spec.name} pipeline cannot run with these options: {exc}") from None
-    if missing:
-        raise ElasticError(
-            f"The {spec.name} pipeline's {', '.join(missing)} step has no staged form yet, so elastic workers cannot "
-            f"run it: run it once, with `beamtrove run {spec.name}`."
-        )
+    try:
+        refuse_unstaged(flow, spec.name)
+    except ConfigurationError as exc:
+        raise ElasticError(str(exc)) from None
     manifest, resumed = prepare_staged_job(
         job.path,
         spec,
@@ -208,7 +230,7 @@ def prepare_job(
         "format": FORMAT_VERSION,
         "kind": SHARDS_KIND,
         "beamtrove_version": __version__,
-        "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "created_at": utc_timestamp(),
         "created_by": socket.gethostname(),
         "pipeline": {"name": pipeline, "args": config, "sha256": config_sha256(pipeline, config)},
         "runner_args": runner_args,

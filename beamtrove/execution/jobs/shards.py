@@ -93,6 +93,10 @@ class ShardJob:
         """While a worker runs this job's tasks: nothing to set up, attempts run in their own processes."""
         yield
 
+    def describe(self) -> str:
+        records = sum(shard["records"] for shard in self._shards.values())
+        return f"{len(self._shards)} shards over {len(self.manifest['inputs'])} input file(s), {records} records"
+
     def check_unchanged(self) -> None:
         self._attempts.check_unchanged(self.manifest)
 

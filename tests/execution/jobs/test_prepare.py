@@ -111,7 +111,7 @@ def test_the_manifest_records_configuration_runner_and_limits(review_jsonl, tmp_
         ("convert", ["--no_such_option", "1"], "unknown options --no_such_option 1 (see beamtrove run convert --help)"),
         ("convert", ["--lid_model", "x"], "--lid_model is an option of the filter and fineweb pipeline, not of"),
         ("extract", ["--resumable"], "Elastic jobs resume by shard on their own"),
-        ("convert", ["--runner", "DataflowRunner"], "local DirectRunner"),
+        ("convert", ["--runner", "DataflowRunner"], "The tasks of elastic jobs run on local DirectRunners"),
         ("convert", ["--direct_running_mode", "multi_threading"], "use in_memory"),
         ("fineweb", ["--lid_model", "/nowhere/lid.176.ftz"], "fineweb pipeline cannot run with these options"),
     ],

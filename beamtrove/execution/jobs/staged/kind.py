@@ -116,6 +116,10 @@ class StagedJob:
         finally:
             logger.setLevel(level)
 
+    def describe(self) -> str:
+        partitions, inputs = self.plan.partitions, len(self.manifest["inputs"])
+        return f"a staged job of {partitions} partitions over {inputs} input file(s)"
+
     def check_unchanged(self) -> None:
         check_unchanged(self.manifest)
 

@@ -45,7 +45,7 @@ from beamtrove.pipelines.spec import Flow, GlobalStep, PipelineSpec
 from beamtrove.transforms.ids import SHARED_IDS_STEP, ReportSharedIds
 from beamtrove.transforms.stages import SAME, SPREAD, Stage, StagedForm, flatten
 
-__all__ = ["READ", "WRITE", "JobPlan", "held_per_input_byte", "not_staged"]
+__all__ = ["READ", "WRITE", "JobPlan", "held_per_input_byte", "refuse_unstaged"]
 
 READ, WRITE = "read", "write"
 _READ_DOCUMENTS, _READ_DEAD_LETTERS = f"{READ}/documents", f"{READ}/{DEAD_LETTERS}"
@@ -53,12 +53,21 @@ _DOCUMENTS, _DEAD_LETTERS = "documents", "dead_letters"
 _EXCLUDED_TAG, _CLUSTERS_TAG = "excluded:", "clusters:"
 
 
-def not_staged(flow: Flow) -> list[str]:
-    """The global steps of ``flow`` that have no staged form, and its sink when it needs the whole input."""
+def refuse_unstaged(flow: Flow, pipeline: str) -> None:
+    """Refuses a flow with a global step, or a sink needing the whole input, that has no staged form.
+
+    Raises:
+        ConfigurationError: One has none; the message names it and says how to run the pipeline instead.
+    """
     steps = [step for step in flow.steps if isinstance(step, GlobalStep)]
     missing = [step.name for step in steps if not hasattr(step.transform, "staged_form")]
-    whole_sink = flow.sink.whole_input and not hasattr(flow.sink.transform, "staged_form")
-    return [*missing, *([flow.sink.label] if whole_sink else [])]
+    if flow.sink.whole_input and not hasattr(flow.sink.transform, "staged_form"):
+        missing.append(flow.sink.label)
+    if missing:
+        raise ConfigurationError(
+            f"The {pipeline} pipeline's {', '.join(missing)} has no staged form yet, so it cannot run as staged tasks "
+            f"(--staged, or an elastic job): run it in one piece, with `beamtrove run {pipeline}` without --staged."
+        )
 
 
 def held_per_input_byte(flow: Flow) -> float:
@@ -95,17 +104,26 @@ class JobPlan:
         self.partitions: int = manifest["partitions"]
         # What the plan's own flow would write, it never does: tasks build their stages writing into their attempts.
         self.flow = self.flow_for(0, str(job_path / "plan"))
-        missing = not_staged(self.flow)
-        if missing:
-            raise ConfigurationError(
-                f"--staged runs the global steps as tasks, and {', '.join(missing)} has no staged form yet: run it "
-                "without --staged."
-            )
+        refuse_unstaged(self.flow, self.spec.name)
         self.stages: tuple[Stage, ...] = fused(tuple(self._stages(self.flow, 0, str(job_path / "plan"))))
         self.producers = {dataset: stage for stage in self.stages for dataset in stage.writes}
+        # The stages every task of a worker runs as they are: those that neither read the input (each read task its
+        # own shard) nor lay files out for the run (the write stage, a staged sink's), which are built per task.
+        sink = f"{len(self.flow.steps) + 1:02d}-{self.flow.sink.label}"
+        self._resolved = {
+            stage.name: stage
+            for stage in self.stages[1:]
+            if stage.name != WRITE and not (self.sink_staged and sink in stage.name)
+        }
 
     def stage_for(self, name: str, partition: int, write_to: str) -> Stage:
-        """The stage ``name`` built for the task of ``partition``, writing what is not a dataset into ``write_to``."""
+        """The stage ``name`` for the task of ``partition``, writing what is not a dataset into ``write_to``.
+
+        Resolved once per plan, unless it reads the input or lays files out for the run: those are built for the
+        task, from the pipeline's flow over its input and writing into ``write_to``.
+        """
+        if name in self._resolved:
+            return self._resolved[name]
         stages = fused(tuple(self._stages(self.flow_for(0, write_to), partition, write_to)))
         return next(stage for stage in stages if stage.name == name)
 

@@ -7,7 +7,6 @@ import math
 import pathlib
 import shutil
 import socket
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -28,6 +27,7 @@ from beamtrove.formats.warc import WarcParser
 from beamtrove.fs import InputFile, read_json_record
 from beamtrove.input_ranges import input_ranges_json
 from beamtrove.pipelines.spec import PipelineSpec
+from beamtrove.progress import utc_timestamp
 
 __all__ = ["DEFAULT_LOCK_TIMEOUT", "partitions_for", "prepare_staged_job"]
 
@@ -99,7 +99,7 @@ def prepare_staged_job(
         "format": FORMAT_VERSION,
         "kind": STAGED_KIND,
         "beamtrove_version": __version__,
-        "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "created_at": utc_timestamp(),
         "created_by": socket.gethostname(),
         "pipeline": {"name": spec.name, "args": list(args), "sha256": config_sha256(spec.name, list(args))},
         "output": output,

@@ -24,13 +24,14 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+from apache_beam.options.pipeline_options import PipelineOptions
 
 from beamtrove.configuration import ConfigurationError
 from beamtrove.execution.jobs.jobdir import ElasticError, JobDir, check_job_dir_is_posix
 from beamtrove.execution.jobs.merge import merged_stats
+from beamtrove.execution.jobs.prepare import refuse_for_tasks
 from beamtrove.execution.jobs.staged.kind import StagedJob
-from beamtrove.execution.jobs.staged.plan import held_per_input_byte, not_staged
+from beamtrove.execution.jobs.staged.plan import held_per_input_byte, refuse_unstaged
 from beamtrove.execution.jobs.staged.prepare import prepare_staged_job
 from beamtrove.execution.jobs.status import retry_tasks, task_states
 from beamtrove.execution.output import check_auxiliary_inputs, check_separate, plan_output
@@ -84,21 +85,7 @@ def _job_args(argv: Sequence[str]) -> list[str]:
 
 
 def _check_options(spec: PipelineSpec, options: PipelineOptions) -> None:
-    common = options.view_as(BeamtroveOptions)
-    refused = {
-        "--skip": bool(common.skip),
-        "--limit": common.limit is not None,
-        "--input_ranges": bool(common.input_ranges),
-    }
-    for flag, given in refused.items():
-        if given:
-            raise ConfigurationError(f"--staged runs cut the input into partitions themselves: drop {flag}.")
-    runner = options.view_as(StandardOptions).runner
-    if runner not in (None, "DirectRunner"):
-        raise ConfigurationError(
-            f"--staged runs its tasks on local DirectRunners, not {runner}: drop --runner, or drop --staged to run "
-            "the pipeline on that runner in one piece."
-        )
+    refuse_for_tasks(options, "--staged runs", ", or drop --staged to run the pipeline on that runner in one piece")
     if spec.summary_stats and options.view_as(SummaryStatsOptions).summary_stats:
         raise ConfigurationError(
             "--staged runs do not compute --summary_stats yet: drop it, and compute them afterwards with "
@@ -260,12 +247,7 @@ def run_staged(spec: PipelineSpec, options: PipelineOptions) -> RunResult:
             raise ConfigurationError(str(exc)) from exc
         check_separate(flow.reader.patterns, flow.reader.files, flow.output)
         check_auxiliary_inputs(paths_read(options, spec.option_classes), flow.output)
-        missing = not_staged(flow)
-        if missing:
-            raise ConfigurationError(
-                f"--staged runs the global steps as tasks, and {', '.join(missing)} has no staged form yet: run it "
-                "without --staged."
-            )
+        refuse_unstaged(flow, spec.name)
         patterns = [str(pattern) for pattern in input_files(options)]
         try:
             # The arguments as given (Beam keeps them): what the workers parse, less where and how the run goes.

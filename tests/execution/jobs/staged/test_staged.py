@@ -203,10 +203,14 @@ def test_the_files_laid_out_for_the_run_are_verified_before_a_merge(elastic_job,
     [
         (
             ["--runner", "PrismRunner"],
-            "beamtrove: error: --staged runs its tasks on local DirectRunners, not PrismRunner: drop --runner, or "
-            "drop --staged to run the pipeline on that runner in one piece.",
+            "beamtrove: error: The tasks of --staged runs run on local DirectRunners, not PrismRunner: drop --runner, "
+            "or drop --staged to run the pipeline on that runner in one piece.",
         ),
-        (["--limit", "10"], "beamtrove: error: --staged runs cut the input into partitions themselves: drop --limit."),
+        (
+            ["--limit", "10"],
+            "beamtrove: error: --limit counts documents across the whole input, of which each task of --staged runs "
+            "sees a part: drop it.",
+        ),
         # Only the pipelines of per-document steps resume by their output; a staged run resumes by its tasks.
         (["--resumable"], "beamtrove: error: --resumable is an option of"),
         (["--summary_stats", "doc"], "beamtrove: error: --staged runs do not compute --summary_stats yet: drop it"),
@@ -232,8 +236,8 @@ def test_staged_refuses_a_global_step_without_a_staged_form(corpus, tmp_path, ca
     output = tmp_path / "out"
     assert main(dedup_argv(corpus, output, *EXACT, *staged(2))) == 2
     assert capsys.readouterr().err.splitlines() == [
-        "beamtrove: error: --staged runs the global steps as tasks, and exact has no staged form yet: run it "
-        "without --staged."
+        "beamtrove: error: The dedup pipeline's exact has no staged form yet, so it cannot run as staged tasks "
+        "(--staged, or an elastic job): run it in one piece, with `beamtrove run dedup` without --staged."
     ]
     assert not output.exists()
 
