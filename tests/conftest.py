@@ -26,7 +26,7 @@ from apache_beam.testing.util import assert_that, equal_to
 from beamtrove.cli import main
 from beamtrove.document import Document
 from beamtrove.execution.jobs import JobDir, prepare_job
-from beamtrove.execution.jobs.jobdir import publish_once
+from beamtrove.execution.jobs.jobdir import write_once
 from beamtrove.metrics import collect_stats
 from tests.cc_server import lay_out_common_crawl
 from tests.servers import gcs_server, s3_server, store  # noqa: F401 (fixtures: object store servers)
@@ -306,8 +306,8 @@ def shard_states_job(review_jsonl, tmp_path):
     stale = job.try_lock("shard-00001", "b")
     old = time.time() - 600
     os.utime(stale.path, (old, old))
-    publish_once(job.failed_path("shard-00002"), {"task": "shard-00002", "host": "b", "error": "exit code 1\nboom"})
-    publish_once(job.done_path("shard-00003"), {"task": "shard-00003", "host": "c", "pid": 7, "records": 120})
+    write_once(job.failed_path("shard-00002"), {"task": "shard-00002", "host": "b", "error": "exit code 1\nboom"})
+    write_once(job.done_path("shard-00003"), {"task": "shard-00003", "host": "c", "pid": 7, "records": 120})
     return job
 
 

@@ -4,7 +4,7 @@ No cluster is needed. A job is prepared once
 (:mod:`~beamtrove.execution.jobs.prepare`); any number of workers
 (:mod:`~beamtrove.execution.jobs.worker`), on any nodes that see the job
 directory, claim its tasks with ``O_CREAT|O_EXCL`` locks, attempt them and
-publish done records; ``status`` and ``retry``
+write done records; ``status`` and ``retry``
 (:mod:`~beamtrove.execution.jobs.status`) read and requeue them for every
 kind, and ``verify`` and ``merge`` (:mod:`~beamtrove.execution.jobs.merge`)
 check every task's files and publish the job's outputs as one run folder.
@@ -28,7 +28,7 @@ Job directory layout::
                         one attempt: attempt.json and what the kind's run made
                         (a shard's log.txt, inputs.json, output/ and
                         documents.jsonl.gz; a staged task's data/ and output/)
-    done/<task>.json    the task's first published done record
+    done/<task>.json    the task's done record, the first written
     failed/<task>.json  the task ran out of attempts
     stages/<stage>/     a staged job's sealed stage: its outputs listed by partition
     history/            archived stale locks and seals, and the attempts, failures and done records of retried tasks

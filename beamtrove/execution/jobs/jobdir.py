@@ -36,8 +36,8 @@ __all__ = [
     "check_job_dir_is_posix",
     "config_sha256",
     "job_identity",
-    "publish_once",
     "sha256_of",
+    "write_once",
 ]
 
 MANIFEST = "manifest.json"
@@ -62,7 +62,7 @@ class ElasticError(Exception):
 
 
 class DamagedRecord(ElasticError):
-    """A task's done or failed record that is not the JSON object a worker publishes; the message says what to do.
+    """A task's done or failed record that is not the JSON object a worker writes; the message says what to do.
 
     Attributes:
         path: The record's file.
@@ -118,12 +118,12 @@ def job_identity(manifest: Mapping[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in manifest.items() if key not in _PROVENANCE_KEYS}
 
 
-def publish_once(path: pathlib.Path, record: dict[str, Any]) -> bool:
-    """Publishes ``record`` as ``path`` unless it exists; True when this call published it.
+def write_once(path: pathlib.Path, record: dict[str, Any]) -> bool:
+    """Writes ``record`` as ``path`` unless it exists; True when this call wrote it.
 
     The record is complete before it has its name (a hard link from a
     temporary file), so readers never see half of one, and of racing
-    publishers exactly one wins.
+    writers exactly one wins.
     """
     with staging_file(path, json.dumps(record, indent=1).encode()) as staging:
         try:
@@ -212,7 +212,7 @@ class JobDir:
         return self._read_record(self.failed_path(task), task, _FAILED_FIELDS)
 
     def _read_record(self, path: pathlib.Path, task: str, fields: dict[str, type]) -> dict[str, Any] | None:
-        # Workers publish a record whole under its name (publish_once): a record that does not parse was damaged later.
+        # Workers write a record whole under its name (write_once): a record that does not parse was damaged later.
         try:
             data = path.read_bytes()
         except FileNotFoundError:

@@ -1,4 +1,4 @@
-"""``beamtrove elastic prepare``: check the pipeline and its options, scan the input, publish the job directory.
+"""``beamtrove elastic prepare``: check the pipeline and its options, scan the input, create the job directory.
 
 A job is prepared once: the pipeline must be shard-safe and its options fit
 for shards (no ``--skip``/``--limit``, a local runner), the pipeline is built
@@ -173,7 +173,7 @@ def prepare_job(
     max_retries: int = 2,
     attempt_timeout: float | None = None,
 ) -> tuple[dict[str, Any], bool]:
-    """Scans the input, cuts it into shards and publishes the job directory atomically.
+    """Scans the input, cuts it into shards and creates the job directory atomically.
 
     Input files are taken in sorted path order. Plain ``.jsonl`` files are cut
     between records; WARC and compressed JSONL files are whole units. The

@@ -1,4 +1,4 @@
-"""``beamtrove elastic worker``: claim tasks of a job, attempt each, publish done records; one loop for every kind.
+"""``beamtrove elastic worker``: claim tasks of a job, attempt each, write done records; one loop for every kind.
 
 A worker claims a task with an ``O_CREAT|O_EXCL`` lock whose heartbeat it
 renews while the task runs, takes over the lock of a worker that is gone,
@@ -23,7 +23,7 @@ import time
 import traceback
 from collections.abc import Callable
 
-from beamtrove.execution.jobs.jobdir import JobDir, publish_once
+from beamtrove.execution.jobs.jobdir import JobDir, write_once
 from beamtrove.execution.jobs.kinds import JobKind, job_kind
 from beamtrove.execution.jobs.shard_output import DEFAULT_SORT_MEMORY
 from beamtrove.execution.jobs.status import damage_line, task_states
@@ -179,7 +179,7 @@ class _Worker:
             **fields,
         }
         attempt.save(status="succeeded", seconds=seconds, finished_at=done["finished_at"])
-        if publish_once(self.job.done_path(task), done):
+        if write_once(self.job.done_path(task), done):
             self.echo(f"{task}: done, {done['records']} records in {seconds:.1f} s · {self.progress()}")
         else:
             self.echo(f"{task}: finished, but another attempt's done record came first; that one counts")
@@ -196,7 +196,7 @@ class _Worker:
 
     def fail(self, task: str, attempts: int, error: str) -> None:
         record = {"task": task, "attempts": attempts, "host": self.host, "at": time.time(), "error": error}
-        if publish_once(self.job.failed_path(task), record):
+        if write_once(self.job.failed_path(task), record):
             self.echo(
                 f"{task}: failed after {attempts} attempts; see its attempts directory, fix the cause, then "
                 f"`beamtrove elastic retry --job-dir {self.job.path} --task {task}`"

@@ -12,7 +12,7 @@ import pytest
 
 from beamtrove import __version__
 from beamtrove.execution.jobs import ElasticError, JobDir, prepare_job
-from beamtrove.execution.jobs.jobdir import MANIFEST, MANIFEST_CHECKSUM, publish_once, sha256_of
+from beamtrove.execution.jobs.jobdir import MANIFEST, MANIFEST_CHECKSUM, sha256_of, write_once
 
 _SHARDS = [f"shard-{k:05d}" for k in range(40)]
 
@@ -32,7 +32,7 @@ def _claim_all(job_path: str, host: str, start, results) -> None:
 def _publish_all(job_path: str, host: str, start, results) -> None:
     job = JobDir(job_path)
     start.wait()
-    won = [shard for shard in _SHARDS if publish_once(job.done_path(shard), {"task": shard, "host": host})]
+    won = [shard for shard in _SHARDS if write_once(job.done_path(shard), {"task": shard, "host": host})]
     results.put((host, won))
 
 

@@ -1,4 +1,4 @@
-"""Preparing a staged job: the input scanned and cut into partitions, the job directory published whole."""
+"""Preparing a staged job: the input scanned and cut into partitions, the job directory created whole."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def prepare_staged_job(
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
     max_retries: int = 2,
 ) -> tuple[dict[str, Any], bool]:
-    """Scans the input, cuts it into partitions and publishes the job directory, or finds the same job there.
+    """Scans the input, cuts it into partitions and creates the job directory, or finds the same job there.
 
     Args:
         job_path: The job directory.

@@ -131,7 +131,7 @@ class StagedTasks:
             seal = json.loads((self._seal_dir(stage) / _SEAL).read_bytes())
         except FileNotFoundError:
             if self._seal_dir(stage).exists():
-                self.unseal(stage)  # a seal is published whole: a folder without one was damaged
+                self.unseal(stage)  # a seal is written whole: a folder without one was damaged
             return None
         except ValueError:
             self.unseal(stage)
@@ -205,10 +205,10 @@ class StagedTasks:
             for task in redo:
                 self.job.requeue(task)
             return redo
-        self._publish_seal(stage, wanted, entries)
+        self._write_seal(stage, wanted, entries)
         return {}
 
-    def _publish_seal(
+    def _write_seal(
         self, stage: Stage, read: Mapping[str, str | None], entries: Mapping[str, Mapping[int, list[dict[str, Any]]]]
     ) -> None:
         root = self.job.path / _STAGES
