@@ -19,9 +19,9 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
 
 from beamtrove.execution.jobs.jobdir import SHARDS_KIND, STAGED_KIND, ElasticError, JobDir
-from beamtrove.execution.jobs.task import Attempt, RedoFirst, TaskFailed
+from beamtrove.execution.jobs.task import Attempt, OpenTasks, RedoFirst, TaskFailed
 
-__all__ = ["Attempt", "JobKind", "RedoFirst", "TaskFailed", "job_kind"]
+__all__ = ["Attempt", "JobKind", "OpenTasks", "RedoFirst", "TaskFailed", "job_kind"]
 
 # Each kind's module, imported when a job of that kind is opened: a shard job's status is read without Beam
 # (start-up time), and a staged job's plan is made of Beam transforms.
@@ -40,6 +40,8 @@ class JobKind(Protocol):
     noun: str
     #: Seconds between a worker's looks for claimable tasks while all are running elsewhere.
     poll_interval: float
+    #: Whether a worker says how far the job is after each task (reading every task's state).
+    states_after_each_task: bool
 
     def running(self) -> Any:
         """A context manager around a worker's run of tasks."""
@@ -59,8 +61,9 @@ class JobKind(Protocol):
     def check_unchanged(self) -> None:
         """Refuses a job whose input or files read changed since it was prepared (:class:`ElasticError`)."""
 
-    def open_tasks(self) -> list[str] | None:
-        """The tasks a worker may claim now, in order; [] while those left run elsewhere; None when none is left."""
+    def open_tasks(self) -> Iterator[str] | None:
+        """Tasks a worker may claim now, in order (:class:`OpenTasks`), none while those left run elsewhere; None
+        when none is left."""
 
     def prepare(self, task: str) -> Any:
         """What an attempt of ``task`` needs, checked (its input's bytes, its producers' files); may raise

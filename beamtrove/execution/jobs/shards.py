@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import gzip
-import os
 import pathlib
 from collections.abc import Callable, Iterator, Mapping
 from types import ModuleType
@@ -21,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from beamtrove.execution.jobs.jobdir import ElasticError, JobDir
 from beamtrove.execution.jobs.shard_output import DEFAULT_SORT_MEMORY
-from beamtrove.execution.jobs.task import Attempt, RedoFirst
+from beamtrove.execution.jobs.task import Attempt, OpenTasks, RedoFirst
 from beamtrove.fs import file_damage
 from beamtrove.pipelines import pipeline_spec
 
@@ -68,6 +67,9 @@ class ShardJob:
         self.echo = echo
         self.sort_memory = sort_memory
         self._shards = {shard["id"]: shard for shard in manifest["shards"]}
+        self._open = OpenTasks(job, self._shards)
+        # A shard takes minutes: the job's states, read after each, cost little beside it.
+        self.states_after_each_task = True
         # A shard takes minutes; its worker may die and leave it to be taken over once its lock is stale.
         self.poll_interval = min(manifest["lock_timeout"] / 5, 10.0)
 
@@ -107,10 +109,8 @@ class ShardJob:
     def records_in(self, task: str) -> int:
         return self._shards[task]["records"]
 
-    def open_tasks(self) -> list[str] | None:
-        finished = set(os.listdir(self.job.path / "done")) | set(os.listdir(self.job.path / "failed"))
-        tasks = [shard_id for shard_id in self._shards if f"{shard_id}.json" not in finished]
-        return tasks or None
+    def open_tasks(self) -> Iterator[str] | None:
+        return self._open.offered()
 
     def prepare(self, task: str) -> None:
         self._attempts.check_input(self, task)

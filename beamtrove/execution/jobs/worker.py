@@ -21,12 +21,12 @@ import socket
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from beamtrove.execution.jobs.jobdir import JobDir, write_once
 from beamtrove.execution.jobs.kinds import JobKind, job_kind
 from beamtrove.execution.jobs.shard_output import DEFAULT_SORT_MEMORY
-from beamtrove.execution.jobs.status import damage_line, task_states
+from beamtrove.execution.jobs.status import damage_line, job_progress, task_states
 from beamtrove.execution.jobs.task import Attempt, RedoFirst, TaskFailed
 from beamtrove.execution.lease import Lease
 from beamtrove.processes import stopped_by, stops_interrupt
@@ -62,7 +62,6 @@ class _Worker:
         self.echo = echo
         self.poll = poll
         self.timeout = self.manifest["lock_timeout"]
-        self.tasks = sum(1 for _ in kind.task_ids())
         #: The stop signals received (SIGTERM, Ctrl-C), filled in as they come.
         self.stopped: list[int] = []
 
@@ -96,7 +95,7 @@ class _Worker:
             processed += 1
         return processed
 
-    def claim(self, tasks: list[str]) -> tuple[str, Lease] | None:
+    def claim(self, tasks: Iterator[str]) -> tuple[str, Lease] | None:
         """Claims the first of ``tasks`` no live worker holds and that is still open."""
         for task in tasks:
             lock = self.lock(task)
@@ -180,7 +179,10 @@ class _Worker:
         }
         attempt.save(status="succeeded", seconds=seconds, finished_at=done["finished_at"])
         if write_once(self.job.done_path(task), done):
-            self.echo(f"{task}: done, {done['records']} records in {seconds:.1f} s · {self.progress()}")
+            progress = (
+                f" · {job_progress(task_states(self.job.path, self.kind))}" if self.kind.states_after_each_task else ""
+            )
+            self.echo(f"{task}: done, {done['records']} records in {seconds:.1f} s{progress}")
         else:
             self.echo(f"{task}: finished, but another attempt's done record came first; that one counts")
 
@@ -189,10 +191,6 @@ class _Worker:
         files): one with no done record to show for it is no fault of its task, so it is not counted."""
         if not self.job.done_path(task).exists():
             attempt.save(status="interrupted", finished_at=time.time())
-
-    def progress(self) -> str:
-        """``k/N tasks done``, from one listing of the done records whatever the job's size (``status`` says more)."""
-        return f"{len(os.listdir(self.job.path / 'done'))}/{self.tasks} tasks done"
 
     def fail(self, task: str, attempts: int, error: str) -> None:
         record = {"task": task, "attempts": attempts, "host": self.host, "at": time.time(), "error": error}

@@ -32,7 +32,7 @@ from beamtrove.execution.jobs.scan import check_unchanged, shard_sha256
 from beamtrove.execution.jobs.staged.datasets import ReadDataset, WriteDataset, written_files
 from beamtrove.execution.jobs.staged.plan import JobPlan
 from beamtrove.execution.jobs.staged.tasks import DATA_DIR, RUN_OUTPUT_DIR, StagedTasks, TaskFiles, file_entries
-from beamtrove.execution.jobs.task import Attempt, RedoFirst
+from beamtrove.execution.jobs.task import Attempt, OpenTasks, RedoFirst
 from beamtrove.fs import file_damage, is_local, join, put_file
 from beamtrove.metrics import collect_stats
 from beamtrove.transforms.stages import Stage
@@ -84,6 +84,8 @@ class StagedJob:
     noun = "task"
     #: A stage's last tasks take seconds, and the next stage waits on them.
     poll_interval = 0.5
+    #: A task may take a fraction of a second: reading every task's state after each would cost more.
+    states_after_each_task = False
 
     def __init__(
         self,
@@ -103,6 +105,9 @@ class StagedJob:
         self.spec = self.plan.spec
         self.tasks = StagedTasks(job, self.plan)
         self._seals: dict[str, str | None] = {}
+        # The open tasks of the stage workers are at, as this worker last looked.
+        self._open: OpenTasks | None = None
+        self._open_stage: str | None = None
 
     @contextlib.contextmanager
     def running(self) -> Iterator[None]:
@@ -131,35 +136,36 @@ class StagedJob:
     def records_in(self, task: str) -> int:
         return 0
 
-    def open_tasks(self) -> list[str] | None:
-        """The open tasks of the first stage not sealed, sealing each stage whose tasks are all done.
+    def open_tasks(self) -> Iterator[str] | None:
+        """The open tasks of the first stage not sealed, sealing each stage once its tasks are all done.
 
-        Reads one seal per stage and lists the done and failed records once, whatever the number of tasks.
+        Reads one seal per stage and, over a stage, a few records per task, whatever the number of tasks.
         """
         while True:
             seals: dict[str, str | None] = {}
             stage = next((s for s in self.plan.stages if self.tasks.current_seals(seals, s.name)[s.name] is None), None)
             if stage is None:
                 return None
-            finished = set(os.listdir(self.job.path / "done"))
-            failed = set(os.listdir(self.job.path / "failed"))
-            ids = self.tasks.ids(stage)
-            waiting = [task for task in ids if f"{task}.json" not in finished]
-            open_ = [task for task in waiting if f"{task}.json" not in failed]
-            if open_:
+            if self._open is None or self._open_stage != stage.name:
+                self._open, self._open_stage = OpenTasks(self.job, self.tasks.ids(stage)), stage.name
+            offered = self._open.offered()
+            if offered is not None:
                 self._seals = seals
-                return open_
-            if waiting:  # only failed tasks left: the stage cannot be sealed until they are retried
+                return offered
+            if self._open.failed:  # the stage cannot be sealed until they are retried
                 return None
             # One worker seals a stage: it may requeue tasks, which another must not archive at the same time.
             lock = self.job.try_lock(f"seal-{stage.name}", self.host, timeout=self.manifest["lock_timeout"])
             if lock is None:
-                return []
+                return iter(())
             try:
-                for task, why in self.tasks.try_seal(stage, seals).items():
-                    self.echo(f"{task}: {why}; running it again")
+                redo = self.tasks.try_seal(stage, seals)
             finally:
                 lock.release()
+            for task, why in redo.items():
+                self.echo(f"{task}: {why}; running it again")
+            if redo:
+                self._open = None  # they are open again
 
     def prepare(self, task: str) -> TaskFiles:
         stage, index = self.tasks.stage_of(task)

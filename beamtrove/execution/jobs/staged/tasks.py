@@ -177,20 +177,21 @@ class StagedTasks:
         """Seals ``stage``, whose every task has a done record; returns the tasks that must run again first, and why.
 
         Every done record is read once here: a damaged one, or one made from seals replaced since, is requeued
-        (and returned) instead. Otherwise the stage's listings are written beside its final place and renamed
-        there whole; a worker that finds it sealed by another first leaves it.
+        (and returned) instead; a task whose record went meanwhile (requeued by another worker) is returned.
+        Otherwise the stage's listings are written beside its final place and renamed there whole; a worker that
+        finds it sealed by another first leaves it.
         """
         wanted = {name: seals.get(name) for name in self.inputs[stage.name]}
         entries: dict[str, dict[int, list[dict[str, Any]]]] = {}
-        redo = {}
+        redo, missing = {}, []
         for task in self.ids(stage):
             try:
                 done = self.job.read_done(task)
             except DamagedRecord:
                 redo[task] = "its done record cannot be read"
                 continue
-            if done is None:  # requeued since the look that found it done
-                redo[task] = "its done record is gone"
+            if done is None:  # requeued since this worker saw it done: it is another's to run
+                missing.append(task)
                 continue
             if done.get("read", {}) != wanted:
                 redo[task] = "its done record was made from files of tasks redone since"
@@ -201,10 +202,10 @@ class StagedTasks:
                         path = str(pathlib.Path(done["attempt"]) / DATA_DIR / entry["path"])
                         listed = {**entry, "path": path, "task": task, "token": done["token"]}
                         entries.setdefault(dataset, {}).setdefault(int(partition), []).append(listed)
-        if redo:
-            for task in redo:
-                self.job.requeue(task)
-            return redo
+        for task in redo:
+            self.job.requeue(task)
+        if redo or missing:
+            return {**redo, **dict.fromkeys(missing, "its done record is gone")}
         self._write_seal(stage, wanted, entries)
         return {}
 
