@@ -1,7 +1,7 @@
 """A lease: a claim on a path that one process holds at a time, renewed while its owner lives.
 
 The output folder's lock (:mod:`beamtrove.execution.output_lock`) and the task
-locks of a job directory (:mod:`beamtrove.execution.elastic.jobdir`) are both
+locks of a job directory (:mod:`beamtrove.execution.jobs.jobdir`) are both
 leases. :func:`take_lease` creates the claim, a small JSON file naming its
 owner (``host``, ``pid``, what the caller adds) with a ``token`` and a
 ``heartbeat`` time, only if it is absent: ``O_CREAT|O_EXCL`` on a local,

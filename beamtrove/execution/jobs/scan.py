@@ -26,7 +26,15 @@ from beamtrove.formats.jsonl import JsonlParser
 from beamtrove.formats.warc import WarcParser
 from beamtrove.fs import InputFile, compression_of, file_sha256, match_inputs
 
-__all__ = ["check_unchanged", "cut_shards", "scan_inputs", "shard_inputs", "shard_sha256", "shards"]
+__all__ = [
+    "check_shard_bytes",
+    "check_unchanged",
+    "cut_shards",
+    "scan_inputs",
+    "shard_inputs",
+    "shard_sha256",
+    "shards",
+]
 
 _CHUNK = 1 << 20
 
@@ -239,6 +247,20 @@ def shard_sha256(manifest: dict[str, Any], shard: dict[str, Any], *, trust_file_
         else:
             digest.update(bytes.fromhex(_range_sha256(source["url"], segment["start"], segment["end"])))
     return digest.hexdigest()
+
+
+def check_shard_bytes(manifest: dict[str, Any], shard: dict[str, Any], task: str) -> None:
+    """Refuses to run ``task`` over ``shard`` when its bytes changed since prepare (sizes and times were checked
+    when the worker started: :func:`check_unchanged`).
+
+    Raises:
+        ElasticError: They changed.
+    """
+    if shard_sha256(manifest, shard) != shard["sha256"]:
+        raise ElasticError(
+            f"The bytes of the input of {task} changed since the job was prepared although sizes and times did "
+            "not: restore the input, or prepare a new job directory."
+        )
 
 
 def check_unchanged(manifest: dict[str, Any]) -> None:

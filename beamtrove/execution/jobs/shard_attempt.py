@@ -19,8 +19,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from beamtrove.execution.direct_workers import direct_workers_given
-from beamtrove.execution.jobs.jobdir import ElasticError
-from beamtrove.execution.jobs.scan import check_unchanged, shard_inputs, shard_sha256
+from beamtrove.execution.jobs.scan import shard_inputs
 from beamtrove.execution.jobs.shard_output import collect_documents
 from beamtrove.execution.jobs.task import Attempt, TaskFailed
 from beamtrove.fs import join, put_file
@@ -36,7 +35,7 @@ from beamtrove.transforms.writers.base import SHARD, FilenameTemplate
 if TYPE_CHECKING:
     from beamtrove.execution.jobs.shards import ShardJob
 
-__all__ = ["SHARD_DOCUMENTS", "check_input", "check_unchanged", "flow", "lay_out", "run"]
+__all__ = ["SHARD_DOCUMENTS", "flow", "lay_out", "run"]
 
 SHARD_DOCUMENTS = "documents.jsonl.gz"
 _LOG_TAIL_LINES = 20
@@ -113,19 +112,6 @@ class _AttemptProcess:
             self._process.kill()
         else:
             self._popen.kill()
-
-
-def check_input(kind: ShardJob, task: str) -> None:
-    """Refuses to run a shard whose input bytes changed since prepare (sizes and times were checked at start).
-
-    Raises:
-        ElasticError: They changed.
-    """
-    if shard_sha256(kind.manifest, kind.shard(task)) != kind.shard(task)["sha256"]:
-        raise ElasticError(
-            f"The bytes of {task} changed since prepare although sizes and times did not: "
-            "restore the input, or prepare a new job directory."
-        )
 
 
 def run(kind: ShardJob, task: str, attempt: Attempt) -> dict[str, Any]:

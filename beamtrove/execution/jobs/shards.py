@@ -82,6 +82,13 @@ class ShardJob:
         return shard_attempt
 
     @functools.cached_property
+    def _scan(self) -> ModuleType:
+        """What checks the input against the manifest: imported by workers, never by ``elastic status``."""
+        from beamtrove.execution.jobs import scan  # noqa: PLC0415 - it imports Beam (start-up time)
+
+        return scan
+
+    @functools.cached_property
     def spec(self) -> PipelineSpec:
         """The job's pipeline (looked up when used: it imports Beam, which status does without)."""
         return pipeline_spec(self.manifest["pipeline"]["name"])
@@ -100,7 +107,7 @@ class ShardJob:
         return f"{len(self._shards)} shards over {len(self.manifest['inputs'])} input file(s), {records} records"
 
     def check_unchanged(self) -> None:
-        self._attempts.check_unchanged(self.manifest)
+        self._scan.check_unchanged(self.manifest)
 
     def task_ids(self) -> Iterator[tuple[str, str | None]]:
         for shard_id in self._shards:
@@ -110,10 +117,15 @@ class ShardJob:
         return self._shards[task]["records"]
 
     def open_tasks(self) -> Iterator[str] | None:
-        return self._open.offered()
+        offered = self._open.offered()
+        if offered is None:
+            # Every shard seen finished: one fresh look finds those requeued meanwhile (`retry` while workers run).
+            self._open = OpenTasks(self.job, self._shards)
+            offered = self._open.offered()
+        return offered
 
     def prepare(self, task: str) -> None:
-        self._attempts.check_input(self, task)
+        self._scan.check_shard_bytes(self.manifest, self._shards[task], task)
 
     def requeue(self, task: str, *, holding_lock: bool = False) -> None:
         self.job.requeue(task, holding_lock=holding_lock)

@@ -28,7 +28,7 @@ from apache_beam.runners.runner import PipelineState
 
 from beamtrove.execution.direct_runner import pipeline_runner
 from beamtrove.execution.jobs.jobdir import ElasticError, JobDir
-from beamtrove.execution.jobs.scan import check_unchanged, shard_sha256
+from beamtrove.execution.jobs.scan import check_shard_bytes, check_unchanged
 from beamtrove.execution.jobs.staged.datasets import ReadDataset, WriteDataset, written_files
 from beamtrove.execution.jobs.staged.plan import JobPlan
 from beamtrove.execution.jobs.staged.tasks import DATA_DIR, RUN_OUTPUT_DIR, StagedTasks, TaskFiles, file_entries
@@ -170,12 +170,7 @@ class StagedJob:
     def prepare(self, task: str) -> TaskFiles:
         stage, index = self.tasks.stage_of(task)
         if stage is self.plan.stages[0]:
-            shard = self.manifest["shards"][index]
-            if shard_sha256(self.manifest, shard) != shard["sha256"]:
-                raise ElasticError(
-                    f"The bytes of the input of {task} changed since the job was prepared although sizes and times "
-                    "did not: restore the input, or prepare a new job directory."
-                )
+            check_shard_bytes(self.manifest, self.manifest["shards"][index], task)
         # The seals of the look that offered the task: a seal replaced since shows as a damaged file.
         return self.tasks.files(stage, index, self._seals)
 
