@@ -204,6 +204,8 @@ def test_of_processes_racing_for_a_stale_lease_exactly_one_takes_it_over(tmp_pat
     assert not path.with_suffix(".takeover").exists()
 
 
+# Slow: the default suite takes the output lock, a lease, on both servers (tests/execution/test_output_stores.py).
+@pytest.mark.slow
 def test_a_lease_on_an_object_store(store):
     url = f"{store.bucket()}/lease/owner.json"
     lease = take_lease(url, {"host": "elsewhere", "pid": 1}, 60)

@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from beamtrove.execution.jobs.jobdir import SHARDS_KIND, STAGED_KIND, ElasticError, JobDir
 from beamtrove.execution.jobs.task import Attempt, OpenTasks, RedoFirst, TaskFailed
+
+if TYPE_CHECKING:
+    from beamtrove.pipelines.spec import PipelineSpec
 
 __all__ = ["Attempt", "JobKind", "OpenTasks", "RedoFirst", "TaskFailed", "job_kind"]
 
@@ -36,6 +39,8 @@ class JobKind(Protocol):
 
     job: JobDir
     manifest: dict[str, Any]
+    #: The job's pipeline.
+    spec: PipelineSpec
     #: What its tasks are called in messages: ``shard`` or ``task``.
     noun: str
     #: Seconds between a worker's looks for claimable tasks while all are running elsewhere.
@@ -43,23 +48,16 @@ class JobKind(Protocol):
     #: Whether a worker says how far the job is after each task (reading every task's state).
     states_after_each_task: bool
 
-    def running(self) -> Any:
-        """A context manager around a worker's run of tasks."""
-
-    def steps(self) -> list[Mapping[str, Any]]:
-        """The step counters of every done task."""
-
-    def stats_details(self) -> dict[str, Any]:
-        """What ``stats.json`` says of the job's kind (a staged job's ``staged`` section), beside every job's."""
-
-    def flow(self, output: str) -> Any:
-        """The pipeline's flow as the job's options build it, writing into ``output``."""
+    # What workers do.
 
     def describe(self) -> str:
         """The job in a few words, for ``prepare``: its tasks and its input."""
 
     def check_unchanged(self) -> None:
         """Refuses a job whose input or files read changed since it was prepared (:class:`ElasticError`)."""
+
+    def running(self) -> Any:
+        """A context manager around a worker's run of tasks."""
 
     def open_tasks(self) -> Iterator[str] | None:
         """Tasks a worker may claim now, in order (:class:`OpenTasks`), none while those left run elsewhere; None
@@ -81,6 +79,8 @@ class JobKind(Protocol):
     def redo(self, redo: RedoFirst) -> None:
         """Requeues the producer named by ``redo`` unless it was redone since; its lock is held."""
 
+    # What status and verify read.
+
     def task_ids(self) -> Iterator[tuple[str, str | None]]:
         """Every task with its group (a staged job's stage, else None), in the order workers run them."""
 
@@ -95,6 +95,17 @@ class JobKind(Protocol):
 
     def mismatches(self, task: str, done: Mapping[str, Any]) -> str | None:
         """Where the done record disagrees with the manifest, for ``verify``; None when it agrees."""
+
+    # What a merge lays out.
+
+    def steps(self) -> list[Mapping[str, Any]]:
+        """The step counters of every done task."""
+
+    def flow(self, output: str) -> Any:
+        """The pipeline's flow as the job's options build it, writing into ``output``."""
+
+    def stats_details(self) -> dict[str, Any]:
+        """What ``stats.json`` says of the job's kind (a staged job's ``staged`` section), beside every job's."""
 
     def lay_out(self, folder: str, *, link: bool) -> None:
         """Puts the job's outputs into ``folder`` as one run folder."""

@@ -4,7 +4,7 @@ A worker claims a task with an ``O_CREAT|O_EXCL`` lock whose heartbeat it
 renews while the task runs, takes over the lock of a worker that is gone,
 counts the task's attempts (one stopped by SIGTERM or Ctrl-C is no fault of
 the task and is not counted), has the job's kind
-(:mod:`~beamtrove.execution.jobs.kinds`) run the attempt, and publishes the
+(:mod:`~beamtrove.execution.jobs.kinds`) run the attempt, and writes the
 task's done record, or its failure record once it ran out of attempts.
 
 Also the Slurm array script that runs one worker per array task
@@ -145,12 +145,7 @@ class _Worker:
             self.interrupted(task, attempt)
             raise
         except TaskFailed as failed:
-            attempt.save(status="failed", error=failed.error, finished_at=time.time(), **failed.details)
-            if last:
-                self.fail(task, len(spent) + 1, failed.error)
-            else:
-                line = (failed.error.strip().splitlines() or [""])[-1]
-                self.echo(f"{task}: attempt {attempt.directory.name} failed ({line}); it will be retried")
+            self.attempt_failed(task, attempt, failed, len(spent) + 1, last=last)
             return
         except Exception as exc:  # a task that fails is retried, then failed; the worker goes on
             if self.stopped:
@@ -163,11 +158,8 @@ class _Worker:
                     attempt.save(status="interrupted", error="the file system is full", finished_at=time.time())
                 raise _NoSpace(task) from exc
             error = "".join(traceback.format_exception_only(exc)).strip()
-            attempt.save(status="failed", error=error, traceback=traceback.format_exc(), finished_at=time.time())
-            if last:
-                self.fail(task, len(spent) + 1, error)
-            else:
-                self.echo(f"{task}: attempt {attempt.directory.name} failed ({error}); it will be retried")
+            failed = TaskFailed(error, traceback=traceback.format_exc())
+            self.attempt_failed(task, attempt, failed, len(spent) + 1, last=last)
             return
         seconds = round(time.monotonic() - started, 3)
         done = {
@@ -185,6 +177,15 @@ class _Worker:
             self.echo(f"{task}: done, {done['records']} records in {seconds:.1f} s{progress}")
         else:
             self.echo(f"{task}: finished, but another attempt's done record came first; that one counts")
+
+    def attempt_failed(self, task: str, attempt: Attempt, failed: TaskFailed, attempts: int, *, last: bool) -> None:
+        """Records why the attempt failed; fails the task when it was its last, else says it will be retried."""
+        attempt.save(status="failed", error=failed.error, finished_at=time.time(), **failed.details)
+        if last:
+            self.fail(task, attempts, failed.error)
+        else:
+            line = (failed.error.strip().splitlines() or [""])[-1]
+            self.echo(f"{task}: attempt {attempt.directory.name} failed ({line}); it will be retried")
 
     def interrupted(self, task: str, attempt: Attempt) -> None:
         """Records an attempt a stop (SIGTERM, Ctrl-C) ended, wherever it came (the task's run, the hashing of its

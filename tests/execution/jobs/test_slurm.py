@@ -22,7 +22,7 @@ def test_an_array_of_workers_completes_the_job(slurm, review_jsonl, single_conve
     logs = run_worker_array(job, tmp_path)
     assert len(logs) == 2
     for log in logs:
-        assert "finished after processing" in log.read_text(), log.read_text()[-2000:]
+        assert "finished after running" in log.read_text(), log.read_text()[-2000:]
     status = beamtrove("elastic", "status", "--job-dir", str(job), "--json")
     assert status.returncode == 0 and json.loads(status.stdout)["counts"]["done"] == 4
     merged = tmp_path / "merged"

@@ -58,7 +58,8 @@ def _ids_in_shard_order(job: pathlib.Path, merged: list[bytes]) -> None:
 def test_racing_workers_do_every_shard_once_and_merge_to_the_single_run(review_jsonl, single_convert, tmp_path):
     job = tmp_path / "job"
     _prepare(job, "convert", str(review_jsonl), 6)
-    workers = [start_worker(job, f"node{k}") for k in range(3)]
+    # Looking again every half second, not every 10 s: the last shard's other workers end as soon as it is done.
+    workers = [start_worker(job, f"node{k}", "--poll-interval", "0.5") for k in range(3)]
     assert [worker.wait(timeout=600) for worker in workers] == [0, 0, 0]
     attempts = _attempts(job)
     assert sorted(attempts) == [f"shard-{k:05d}" for k in range(6)]
@@ -109,7 +110,7 @@ def test_fineweb_shards_merge_to_the_single_run(warc_set, single_fineweb, tmp_pa
     single, single_stats = single_fineweb
     job = tmp_path / "job"
     _prepare(job, "fineweb", str(warc_set / "*.warc.gz"), 3, args=fineweb_assets())
-    workers = [start_worker(job, f"node{k}") for k in range(2)]
+    workers = [start_worker(job, f"node{k}", "--poll-interval", "0.5") for k in range(2)]
     assert [worker.wait(timeout=900) for worker in workers] == [0, 0]
     merged = _merge(job, tmp_path / "merged")
     assert len(merged) > 20 and sorted(merged) == single
@@ -367,7 +368,10 @@ def test_workers_refuse_a_tampered_manifest_or_changed_input(review_jsonl, tmp_p
     changed.write_bytes(data.replace(b"the", b"THE", 1))
     os.utime(changed, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     assert start_worker(job, "x").wait(timeout=300) == 2
-    assert "changed since prepare" in (tmp_path / "worker-x.log").read_text()
+    assert (
+        "The bytes of the input of shard-00000 changed since the job was prepared"
+        in (tmp_path / "worker-x.log").read_text()
+    )
     changed.write_bytes(data + b"\n")
     assert start_worker(job, "y").wait(timeout=120) == 2
     assert "reviews-0.jsonl changed since prepare" in (tmp_path / "worker-y.log").read_text()

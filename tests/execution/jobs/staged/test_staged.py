@@ -251,7 +251,7 @@ def test_a_slurm_array_runs_a_staged_job_to_the_one_pipeline_run(slurm, corpus, 
     logs = run_worker_array(job, tmp_path)
     assert len(logs) == 2
     for log in logs:
-        assert "finished after processing" in log.read_text(), log.read_text()[-2000:]
+        assert "finished after running" in log.read_text(), log.read_text()[-2000:]
     merged = tmp_path / "merged"
     assert beamtrove_here("elastic", "merge", "--job-dir", str(job), "--output", str(merged)).returncode == 0
     assert run_rows(merged) == run_rows(one_pipeline_exact)
