@@ -168,7 +168,7 @@ def test_sigterm_frees_the_shard_at_once_without_spending_an_attempt(review_json
     # As a shell reports a process SIGTERM ended: 128 + 15.
     assert worker.wait(timeout=60) == 143
     assert (
-        "stopped by SIGTERM; the interrupted shard is free for other workers"
+        "stopped by SIGTERM; the shard it was running is free for other workers"
         in (tmp_path / "worker-preempted.log").read_text()
     )
     assert json.loads(attempt.read_text())["status"] == "interrupted"

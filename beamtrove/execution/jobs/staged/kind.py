@@ -82,8 +82,8 @@ class StagedJob:
     """
 
     noun = "task"
-    #: A stage's last tasks take seconds, and the next stage waits on them.
-    poll_interval = 0.5
+    #: A stage's last tasks take a second or two, and the next stage waits on them; a look costs a few stats.
+    poll_interval = 0.2
     #: A task may take a fraction of a second: reading every task's state after each would cost more.
     states_after_each_task = False
 

@@ -66,6 +66,7 @@ def _check_stop(step, corpus, one_pipeline, one_pipeline_exact, tmp_path) -> Non
     assert sorted(path.name for path in output.iterdir()) == sorted(path.name for path in one_pipeline_exact.iterdir())
 
 
+@pytest.mark.slow  # the default suite publishes staged runs whole and refuses damaged files before a merge
 def test_a_staged_publish_stopped_before_it_commits_loses_nothing(corpus, one_pipeline, one_pipeline_exact, tmp_path):
     # What lost every output: the files moved out of the job before the publish committed, and the rerun found
     # its tasks done with nothing left to publish.
