@@ -237,7 +237,7 @@ def run_worker(
         max_tasks: Stop after running this many tasks.
         host: The host name recorded in locks and done records (default: this machine's).
         poll_interval: Seconds between looks for claimable tasks when all are running elsewhere (default: the
-            kind's: for shards a fifth of the lock timeout, at most 10; for a staged job's tasks, half a second).
+            kind's: for shards a fifth of the lock timeout, at most 10; for a staged job's tasks, 0.2).
         sort_memory: A shard job's: about how many bytes of documents to hold while sorting a shard's output by
             id (at least 64 KiB); a larger shard is sorted in runs spilled to its attempt directory, then merged.
         echo: Where progress lines go.
