@@ -36,7 +36,8 @@ class RedoFirst(Exception):
 
     Attributes:
         task: The producer.
-        token: The token of the producer's done record found damaged (None when it had none).
+        token: The token of the producer's done record whose file is damaged; None when what is damaged is a
+            stage's listing, which is written again from the records when the stage is sealed again.
     """
 
     def __init__(self, task: str, token: str | None, message: str):

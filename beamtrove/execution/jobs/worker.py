@@ -87,7 +87,8 @@ class _Worker:
                 self.process(task, lock)
             except RedoFirst as redo:
                 lock.release()  # before claiming the producer's
-                self.echo(f"{task}: {redo}; running {redo.task} again first")
+                # A producer whose record it names runs again; a damaged listing only has its stage sealed again.
+                self.echo(f"{task}: {redo}" + (f"; running {redo.task} again first" if redo.token else ""))
                 self.redo(redo)
                 continue
             finally:
