@@ -6,6 +6,8 @@ import os
 import posixpath
 from typing import Any
 
+from apache_beam.options.pipeline_options import PipelineOptions
+
 from beamtrove.configuration import ConfigurationError
 from beamtrove.execution.jobs.jobdir import ElasticError, JobDir
 from beamtrove.execution.jobs.kinds import JobKind, job_kind
@@ -103,11 +105,21 @@ def _check_separate(job: JobDir, manifest: dict[str, Any], output: str) -> None:
         raise ElasticError(str(exc)) from None
 
 
-def merged_stats(kind: JobKind, output: str, state: str = "DONE", **details: Any) -> dict[str, Any]:
-    """What ``stats.json`` holds for a job's run folder: its options, its funnel and every task's counters added up."""
-    manifest = kind.manifest
+def merged_stats(
+    kind: JobKind, output: str, state: str = "DONE", options: PipelineOptions | None = None, **details: Any
+) -> dict[str, Any]:
+    """What ``stats.json`` holds for a job's run folder: its options, its funnel and every task's counters added up.
+
+    Args:
+        kind: The job's kind.
+        output: The run folder.
+        state: The run's final state.
+        options: The options the run was given (a ``--staged`` run's); default: the job's, writing into ``output``.
+        details: More sections of ``stats.json`` (see :func:`~beamtrove.execution.run_result.run_stats`).
+    """
     flow = kind.flow(output)
-    options = parse(kind.spec, [*manifest["pipeline"]["args"], "--output", output])
+    if options is None:
+        options = parse(kind.spec, [*kind.manifest["pipeline"]["args"], "--output", output])
     steps = order_steps(merge_stats(kind.steps()), flow.funnel, flow.writers)
     return run_stats(kind.spec, options, state, flow.funnel, steps, **details)
 

@@ -230,17 +230,17 @@ def run_staged(spec: PipelineSpec, options: PipelineOptions) -> RunResult:
     except ElasticError as exc:
         raise ConfigurationError(str(exc)) from None
     plan = plan_output(output, overwrite=options.view_as(BeamtroveOptions).overwrite)
-    former = pathlib.Path(join(output, FORMER_JOB_DIR))
-    if former.exists():
-        _LOGGER.warning(
-            "%s: removing %s, a --staged job of beamtrove 0.15 or earlier, whose layout this one does not read: the "
-            "run starts over",
-            output,
-            former,
-        )
-        shutil.rmtree(former)
     job_path = pathlib.Path(join(output, JOB_DIR))
     try:
+        former = pathlib.Path(join(output, FORMER_JOB_DIR))
+        if former.exists():
+            _LOGGER.warning(
+                "%s: removing %s, a --staged job of beamtrove 0.15 or earlier, whose layout this one does not "
+                "read: the run starts over",
+                output,
+                former,
+            )
+            shutil.rmtree(former)
         try:
             flow = spec.flow(options, plan.write_to)
         except (ValueError, OSError) as exc:
@@ -279,9 +279,8 @@ def run_staged(spec: PipelineSpec, options: PipelineOptions) -> RunResult:
             # A worker lost (killed) is no failure of the run when the others did every task.
             if any(codes) and not all(entry["state"] == "done" for entry in task_states(kind.job.path, kind)):
                 details = {**kind.stats_details()["staged"], "workers": workers, "resumed": resumed}
-                stats = merged_stats(
-                    kind, output, "FAILED", wall_seconds=round(time.monotonic() - started, 3), staged=details
-                )
+                wall = round(time.monotonic() - started, 3)
+                stats = merged_stats(kind, output, "FAILED", options, wall_seconds=wall, staged=details)
                 plan.abandon()
                 return RunResult("FAILED", stats, "", detail=_why_failed(job_path, kind, codes))
             if any(codes):
@@ -302,7 +301,8 @@ def run_staged(spec: PipelineSpec, options: PipelineOptions) -> RunResult:
                 "same command."
             )
         details = {**kind.stats_details()["staged"], "workers": workers, "resumed": resumed}
-        stats = merged_stats(kind, output, "DONE", wall_seconds=round(time.monotonic() - started, 3), staged=details)
+        wall = round(time.monotonic() - started, 3)
+        stats = merged_stats(kind, output, "DONE", options, wall_seconds=wall, staged=details)
         report = publish_merged(plan, lambda folder: kind.lay_out(folder, link=True), stats)
     except BaseException:
         plan.abandon()

@@ -65,6 +65,9 @@ def test_staged_every_step_gives_the_one_pipeline_run(staged_run, one_pipeline):
     stats = json.loads((staged_run / "stats.json").read_text())
     assert stats["staged"] == {"partitions": stats["staged"]["partitions"], "workers": 2, "resumed": False}
     assert stats["staged"]["partitions"] >= 4
+    # The options it was given, as the one pipeline's stats record them (one builder of stats.json for both).
+    one = json.loads((one_pipeline / "stats.json").read_text())["options"]
+    assert stats["options"]["input"] == one["input"] and stats["options"]["output"] == str(staged_run)
     # The job directory goes once the run is published; the folder holds what a one-pipeline run's holds.
     assert sorted(entry.name for entry in staged_run.iterdir()) == sorted(
         entry.name for entry in one_pipeline.iterdir()
