@@ -22,8 +22,10 @@ from beamtrove.fs import filesystem, join, open_url, write_url_atomically
 from beamtrove.layout import STATS_FILE, TOKENS_AFTER_DEDUP, TOKENS_BEFORE_DEDUP
 
 __all__ = [
+    "LANGUAGE_COUNTERS",
     "OUTCOME_PREFIXES",
     "add_distribution",
+    "by_language",
     "format_stats",
     "merge_stats",
     "order_steps",
@@ -33,6 +35,23 @@ __all__ = [
 
 #: The counters of what a step did not pass on, by prefix (see :mod:`beamtrove.metrics`).
 OUTCOME_PREFIXES = ("skipped.", "dropped.", "errors.")
+#: The prefix of a step's counters of one language: ``language.<key>.in``, ``.out`` and ``.dropped.<reason>``
+#: (see :attr:`~beamtrove.transforms.filters.base.DocumentFilter.counts_by_language`).
+LANGUAGE_COUNTERS = "language."
+
+
+def by_language(steps: Mapping[str, Any]) -> dict[str, dict[str, dict[str, int]]]:
+    """Each language's counters, per step that counts them: ``{language: {step: {"in": n, "out": n, ...}}}``.
+
+    Languages come by the documents their first step received, most first; steps in the order of ``steps``.
+    """
+    found: dict[str, dict[str, dict[str, int]]] = {}
+    for step, entry in steps.items():
+        for name, value in entry.get("counters", {}).items():
+            if name.startswith(LANGUAGE_COUNTERS):
+                language, _, counter = name[len(LANGUAGE_COUNTERS) :].partition(".")
+                found.setdefault(language, {}).setdefault(step, {})[counter] = value
+    return dict(sorted(found.items(), key=lambda item: (-next(iter(item[1].values())).get("in", 0), item[0])))
 
 
 def order_steps(
@@ -266,7 +285,11 @@ def format_stats(stats: Mapping[str, Any]) -> str:
             unaccounted = counters["in"] - counters["out"] - sum(outcomes.values())
             if unaccounted:
                 details.append(f"unaccounted: {_number(unaccounted)}")
-        details += [f"{name}: {_number(counters[name])}" for name in sorted(counters) if name not in ("in", "out")]
+        details += [
+            f"{name}: {_number(counters[name])}"
+            for name in sorted(counters)
+            if name not in ("in", "out") and not name.startswith(LANGUAGE_COUNTERS)
+        ]
         details += [
             f"{name}: count {_number(d['count'])}, mean {_number(d['mean'])}, min {_number(d['min'])}, "
             f"max {_number(d['max'])}"
@@ -281,7 +304,28 @@ def format_stats(stats: Mapping[str, Any]) -> str:
     if not rows:
         lines.append("(no step counted anything)")
     lines += ["", "kept%: out of in, per step; total%: out of the documents read.", *_notes(stats)]
-    return "\n".join(lines)
+    return "\n".join(lines + _language_lines(steps))
+
+
+def _language_lines(steps: Mapping[str, Any]) -> list[str]:
+    """Per language, what the steps that count languages received and passed on (none when no step does)."""
+    languages = by_language(steps)
+    if not languages:
+        return []
+    counting = list(dict.fromkeys(step for per_step in languages.values() for step in per_step))
+    width = max(len("language"), *map(len, languages))
+    columns = ["in", *counting, "kept%"]
+    lines = ["", "Per language (documents each step passed on):"]
+    lines.append(f"{'language':<{width}}  " + "  ".join(f"{column:>{max(10, len(column))}}" for column in columns))
+    for language, per_step in languages.items():
+        received = per_step[counting[0]].get("in", 0) if counting[0] in per_step else 0
+        passed = [per_step.get(step, {}).get("out", 0) for step in counting]
+        cells = [_number(received), *map(_number, passed), _share(passed[-1], received)]
+        lines.append(
+            f"{language:<{width}}  "
+            + "  ".join(f"{cell:>{max(10, len(column))}}" for cell, column in zip(cells, columns, strict=True))
+        )
+    return lines
 
 
 def _notes(stats: Mapping[str, Any]) -> list[str]:

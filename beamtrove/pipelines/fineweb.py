@@ -45,7 +45,7 @@ from beamtrove.transforms.filters import (
 )
 from beamtrove.transforms.readers import ReadWarc
 
-__all__ = ["SPEC", "FineWebOptions"]
+__all__ = ["SPEC", "FineWebOptions", "add_dump", "dump_output", "pages_reader"]
 
 _ADD_DUMP = "add_dump"
 
@@ -90,7 +90,7 @@ class FineWebOptions(PipelineOptions):
     )
 
 
-def _output(options: PipelineOptions) -> str | None:
+def dump_output(options: PipelineOptions) -> str | None:
     """``--output``, or the dump's folder under it with ``--dump``: everything of the run goes there.
 
     Raises:
@@ -121,11 +121,16 @@ def _dump_files(options: PipelineOptions) -> DumpFiles | None:
     return DumpFiles(own.dump, own.cc_base, "warc", start, end, own.cc_files, own.cc_seed)
 
 
-def _reader(options: PipelineOptions) -> ReadWarc:
+def pages_reader(options: PipelineOptions) -> ReadWarc:
+    """The WARC files of ``--dump`` (as the options select them), else those of ``--input``.
+
+    Raises:
+        ValueError: Neither is given, or a selection of the dump's files without reading it.
+    """
     dump_files = _dump_files(options)
     inputs = [dump_files] if dump_files else input_files(options)
     if not inputs:
-        raise ValueError("fineweb needs --input or --dump.")
+        raise ValueError("This pipeline needs --input or --dump.")
     return warc_reader(options, inputs)
 
 
@@ -142,7 +147,8 @@ class _AddDumpFn(beam.DoFn):
         yield dataclasses.replace(document, metadata={**document.metadata, "dump": self._dump})
 
 
-def _add_dump(options: PipelineOptions) -> DocumentStep | None:
+def add_dump(options: PipelineOptions) -> DocumentStep | None:
+    """The step recording ``--dump`` in each document's metadata; None without ``--dump``."""
     dump = options.view_as(FineWebOptions).dump
     return DocumentStep(_ADD_DUMP, _AddDumpFn(dump, _ADD_DUMP)) if dump else None
 
@@ -159,9 +165,9 @@ SPEC = PipelineSpec(
         ExtractionOptions,
         WordSplitterOptions,
     ),
-    reader=_reader,
+    reader=pages_reader,
     steps=(
-        _add_dump,
+        add_dump,
         # Blocked pages are dropped before they cost an extraction.
         url_filter,
         # Pages clearly in another language are dropped before they cost an extraction.
@@ -175,7 +181,7 @@ SPEC = PipelineSpec(
         word_counting_filter(FineWebQualityFilter),
     ),
     sink=documents_sink,
-    output=_output,
+    output=dump_output,
     resumable=True,
     summary_stats=True,
 )

@@ -37,6 +37,7 @@ __all__ = [
     "fixed_filter",
     "language_filter",
     "language_screen",
+    "selected_languages",
     "url_filter",
     "word_counting_filter",
 ]
@@ -69,8 +70,9 @@ class LanguageOptions(PipelineOptions):
         ),
         Option(
             "languages",
-            "Comma-separated ISO 639 codes of the languages to keep; 'all' keeps any language. Default: en.",
-            default="en",
+            "Comma-separated languages to keep, as the model labels them: ISO 639 codes for lid.176 (en, fr), "
+            "language_Script pairs for GlotLID (deu_Latn, or deu for every script of it); 'all' keeps any language. "
+            "Default: en (fineweb), all (fineweb2).",
         ),
         Option("language_threshold", "Minimum language score. Default: 0.65.", float, 0.65, range=FRACTION),
     )
@@ -176,9 +178,15 @@ def language_screen(options: PipelineOptions) -> DocumentStep | None:
         raise ValueError(f"--languages {exc}") from None
 
 
-def _languages(options: LanguageOptions) -> list[str] | None:
-    """The codes ``--languages`` names; None for 'all'."""
-    return None if options.languages == "all" else [code.strip() for code in options.languages.split(",")]
+def _languages(options: LanguageOptions, default: str = "en") -> list[str] | None:
+    """The codes ``--languages`` names (``default`` when it is not given); None for 'all'."""
+    given = options.languages or default
+    return None if given == "all" else [code.strip() for code in given.split(",")]
+
+
+def selected_languages(options: PipelineOptions) -> list[str] | None:
+    """The languages ``--languages`` names for a multilingual pipeline, where it defaults to 'all' (None)."""
+    return _languages(options.view_as(LanguageOptions), default="all")
 
 
 def filter_step(rule: DocumentFilter) -> DocumentStep:

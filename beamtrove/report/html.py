@@ -12,7 +12,7 @@ from typing import Any
 
 from beamtrove.report.charts import UNACCOUNTED, documents_read, funnel_steps, funnel_svg, histogram_svg, set_aside
 from beamtrove.report.sampling import Sample, StatFigures
-from beamtrove.stats import OUTCOME_PREFIXES
+from beamtrove.stats import LANGUAGE_COUNTERS, OUTCOME_PREFIXES, by_language
 
 __all__ = ["render_report"]
 
@@ -47,7 +47,7 @@ def _steps_table(stats: Mapping[str, Any]) -> str:
         others = ", ".join(
             f"{_escape(name)}: {_number(value)}"
             for name, value in sorted(counters.items())
-            if name not in ("in", "out") and not name.startswith(OUTCOME_PREFIXES)
+            if name not in ("in", "out") and not name.startswith((*OUTCOME_PREFIXES, LANGUAGE_COUNTERS))
         )
         cells = [
             f"<th>{_escape(step)}</th>",
@@ -65,6 +65,33 @@ def _steps_table(stats: Mapping[str, Any]) -> str:
     header = "<th>step</th><th>in</th><th>out</th><th>kept % of read</th><th>kept % of in</th>"
     header += "<th>set aside, per reason</th><th>other counters</th>" + ("<th>seconds</th>" if timed else "")
     return f"<table class=steps><thead><tr>{header}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def _languages_section(stats: Mapping[str, Any]) -> str:
+    """Per language, what each step that counts languages passed on, and why it set documents aside."""
+    languages = by_language(stats.get("steps", {}))
+    if not languages:
+        return ""
+    counting = list(dict.fromkeys(step for per_step in languages.values() for step in per_step))
+    rows = []
+    for language, per_step in languages.items():
+        received = per_step.get(counting[0], {}).get("in", 0)
+        passed = [per_step.get(step, {}).get("out", 0) for step in counting]
+        reasons = "<br>".join(
+            f"{_escape(step)}: {_escape(name)}: {value:,}"
+            for step in counting
+            for name, value in per_step.get(step, {}).items()
+            if name.startswith(OUTCOME_PREFIXES) and value
+        )
+        cells = "".join(f"<td>{value:,}</td>" for value in (received, *passed))
+        rows.append(
+            f"<tr><th>{_escape(language)}</th>{cells}<td>{_share(passed[-1], received)}</td>"
+            f"<td class=reasons>{reasons}</td></tr>"
+        )
+    header = "<th>language</th><th>in</th>" + "".join(f"<th>{_escape(step)}</th>" for step in counting)
+    header += "<th>kept % of in</th><th>set aside, per step and reason</th>"
+    table = f"<table class=steps><thead><tr>{header}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    return f"<h2 id=languages>Languages</h2>\n{table}\n"
 
 
 def _summary_line(stat: StatFigures) -> str:
@@ -214,7 +241,7 @@ def render_report(
 {funnel_chart}
 <h2 id=steps>Steps</h2>
 {_steps_table(stats)}
-<h2 id=summary-stats>Summary statistics of the kept documents</h2>
+{_languages_section(stats)}<h2 id=summary-stats>Summary statistics of the kept documents</h2>
 {_histograms_section(summary_stats or {})}
 <h2 id=excluded>What each filter dropped</h2>
 {_samples_section(stats, excluded or {})}

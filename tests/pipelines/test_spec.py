@@ -52,7 +52,7 @@ def test_the_dump_moves_a_fineweb_run_into_its_folder(data_dir, tmp_path):
     with pytest.raises(FileNotFoundError, match=r"Common Crawl has no dump CC-MAIN-2020-34 under .*warc\.paths\.gz"):
         fineweb.flow(PipelineOptions(["--output", str(tmp_path), "--dump", "CC-MAIN-2020-34", "--cc_base",
                                       str(tmp_path)]))  # fmt: skip
-    with pytest.raises(ValueError, match="fineweb needs --input or --dump"):
+    with pytest.raises(ValueError, match="This pipeline needs --input or --dump"):
         fineweb.flow(PipelineOptions(["--output", str(tmp_path)]))
 
 

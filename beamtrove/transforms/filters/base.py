@@ -21,6 +21,7 @@ from apache_beam import pvalue
 
 from beamtrove.dead_letter import DeadLetter
 from beamtrove.document import Document
+from beamtrove.languages import language_key
 from beamtrove.layout import DEAD_LETTERS, EXCLUDED, FILTER_REASON_KEY
 from beamtrove.metrics import StepMetrics
 from beamtrove.resources import load_once
@@ -82,6 +83,9 @@ class DocumentFilter(abc.ABC):
     name: ClassVar[str]
     #: Documents :meth:`filter_batch` receives at once (1: no batching).
     batch_size: ClassVar[int] = 1
+    #: Whether the step also counts each language's documents: ``language.<key>.in``, ``.out`` and
+    #: ``.dropped.<reason>`` (the key of :func:`~beamtrove.languages.language_key`, ``unknown`` without one).
+    counts_by_language: ClassVar[bool] = False
 
     def setup(self) -> None:  # noqa: B027 - optional hook
         """Loads what the filter needs, once per worker process."""
@@ -151,7 +155,14 @@ class _FilterFn(BatchDoFn):
             else:
                 self._metrics.emitted()
                 outputs.append(verdict)
+            if self._rule.counts_by_language:
+                self._count_language(verdict.document or document if isinstance(verdict, Drop) else verdict, verdict)
         return outputs
+
+    def _count_language(self, document: Document, verdict: Verdict) -> None:
+        prefix = f"language.{language_key(document.metadata) or 'unknown'}."
+        self._metrics.inc(prefix + "in")
+        self._metrics.inc(prefix + ("dropped." + verdict.reason if isinstance(verdict, Drop) else "out"))
 
     def _dead_letter(self, document: Document, exc: Exception):
         if isinstance(exc, CpuTimeLimitExceeded):
