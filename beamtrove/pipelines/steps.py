@@ -13,7 +13,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from beamtrove.assets import default_lid_model, default_url_blocklist
 from beamtrove.configuration import FRACTION, Range
-from beamtrove.options import Option, WordSplitterOptions, declared
+from beamtrove.options import Option, declared, word_splitting
 from beamtrove.pipelines.common import ExtractionOptions
 from beamtrove.pipelines.spec import DocumentStep
 from beamtrove.transforms.extractors import Extract, Extractor, ReadabilityInscriptis, Resiliparse, Trafilatura
@@ -196,9 +196,12 @@ def fixed_filter(rule_class: type[DocumentFilter], **settings) -> Callable[[Pipe
 
 
 def word_counting_filter(rule_class: type[DocumentFilter], **settings) -> Callable[[PipelineOptions], DocumentStep]:
-    """A step factory for a filter that counts words, split by the splitter ``--word_splitter`` names."""
+    """A step factory for a filter that counts words, split by the splitter ``--word_splitter`` names.
+
+    ``--word_splitter language`` splits each document by its language's tokenizer, from ``--word_tokenizers``.
+    """
 
     def make(options: PipelineOptions) -> DocumentStep:
-        return filter_step(rule_class(**settings, word_splitter=options.view_as(WordSplitterOptions).word_splitter))
+        return filter_step(rule_class(**settings, **word_splitting(options)))
 
     return make
