@@ -39,8 +39,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from beamtrove.assets import default_word_tokenizers
-from beamtrove.fs import open_url
-from beamtrove.resources import require_on_worker
+from beamtrove.fs import filesystem, open_url
 
 __all__ = [
     "FALLBACK",
@@ -144,12 +143,17 @@ def read_word_tokenizers(path: str | None = None) -> Mapping[str, Assignment]:
         ValueError: The table lacks a column, or names a tokenizer DataTrove does not have.
     """
     path = path or default_word_tokenizers()
-    if path == default_word_tokenizers() and not os.path.exists(path):
-        raise FileNotFoundError(
-            f"The word tokenizer table {path} is not fetched: run `beamtrove assets fetch --only word_tokenizers`, "
-            "or give a copy of DataTrove's tokenizer_assignment.csv with --word_tokenizers."
+    fs, local = filesystem(path)
+    if not fs.exists(local):
+        fetch = (
+            "fetch it with `beamtrove assets fetch --only word_tokenizers`, or "
+            if path == default_word_tokenizers()
+            else ""
         )
-    require_on_worker(path, "The word tokenizer table", "--word_tokenizers")
+        raise FileNotFoundError(
+            f"There is no word tokenizer table at {path}: {fetch}give DataTrove's tokenizer_assignment.csv with "
+            "--word_tokenizers (on a cluster, a path every worker reads)."
+        )
     with open_url(path, "rb") as raw:
         text = raw.read().decode("utf-8")
     rows = csv.DictReader(io.StringIO(text))
