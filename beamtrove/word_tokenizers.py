@@ -11,9 +11,9 @@ words DataTrove's ``load_word_tokenizer(key).word_tokenize(text)`` gives, each s
 The kinds, each backed by an optional package (``pip install 'beamtrove[multilingual]'`` installs those that
 work offline):
 
-* ``spacy``: spaCy's blank pipeline of the language (``zh`` segmented by jieba, ``vi`` by pyvi); ``ja`` is
-  SudachiPy's split mode A, as DataTrove's own Japanese tokenizer gives it, on the cuts DataTrove makes every
-  40,000 bytes.
+* ``spacy``: spaCy's blank pipeline of the language (``vi`` segmented by pyvi); ``zh`` is jieba's words, as
+  spaCy's pipeline with jieba gives them; ``ja`` is SudachiPy's split mode A, as DataTrove's own Japanese
+  tokenizer gives it, on the cuts DataTrove makes every 40,000 bytes.
 * ``thai``: PyThaiNLP's ``newmm-safe``. ``indic``: Indic NLP's ``trivial_tokenize``. ``kiwi``: Kiwi's
   skip-bigram model (kiwipiepy before 0.22, which dropped it). ``khmer``: khmer-nltk. ``lao``: LaoNLP.
   ``burmese``: pyidaungsu. ``tibetan``: botok, with its ``general`` dialect pack already downloaded (botok
@@ -314,12 +314,11 @@ def _made(assignment: Assignment) -> Callable[[str], tuple[str, ...]]:
 def _spacy_tokens(code: str) -> Callable[[str], Iterable[str]]:
     if code == "ja":
         return _japanese_tokens()
+    if code == "zh":
+        return _chinese_tokens()
     import spacy  # noqa: PLC0415 - an optional dependency
 
-    if code == "zh":
-        nlp = spacy.blank("zh", config={"nlp": {"tokenizer": {"segmenter": "jieba"}}})
-    else:
-        nlp = spacy.blank(code)
+    nlp = spacy.blank(code)
     tokenizer = nlp.tokenizer
 
     def tokens(text: str) -> list[str]:
@@ -328,6 +327,18 @@ def _spacy_tokens(code: str) -> Callable[[str], Iterable[str]]:
             return [token.text for token in tokenizer(text)]
 
     return tokens
+
+
+def _chinese_tokens() -> Callable[[str], Iterable[str]]:
+    """jieba's words, as spaCy's Chinese pipeline with the jieba segmenter (DataTrove's) gives them.
+
+    spaCy keeps jieba's words as they are and adds the text's spaces around them, which the stripping drops: the
+    words are jieba's. Called directly, as spaCy's alignment of the words with the text copies the rest of the
+    text at every word, which makes a long text cost the square of its length.
+    """
+    import jieba  # noqa: PLC0415 - an optional dependency
+
+    return functools.partial(jieba.cut, cut_all=False)
 
 
 def _japanese_tokens() -> Callable[[str], Iterable[str]]:
