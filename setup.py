@@ -58,6 +58,23 @@ setup(
         "s3": ["s3fs>=2024.2"],
         # DataTrove's own word splitting, for word statistics equal to its WordStats (--summary_word_splitter spacy).
         "spacy": ["spacy>=3.7,<4"],
+        # Each language's word tokenizer, as DataTrove assigns them (--word_splitter language), those that work
+        # offline. Not here: stanza (torch, and models to download), botok (downloads its dictionary on first use),
+        # pyidaungsu-numpy2 (its fasttext-numpy2-wheel overwrites the fasttext module beamtrove's language ID
+        # loads: pip install --no-deps pyidaungsu-numpy2 python-crfsuite emoji). kiwipiepy before 0.22, whose
+        # models no longer hold the skip-bigram one DataTrove asks for.
+        "multilingual": [
+            "indic-nlp-library>=0.92",
+            "jieba>=0.42",
+            "khmer-nltk>=1.6",
+            "kiwipiepy>=0.21,<0.22",
+            "laonlp>=1.2",
+            "pythainlp>=5.0",
+            "pyvi>=0.1.1",
+            "spacy>=3.7,<4",
+            "sudachidict_core>=20240409",
+            "sudachipy>=0.6.8",
+        ],
         # English word frequencies, the default table of UnigramLogProbFilter.
         "unigram": ["wordfreq>=3.1,<4"],
         "test": ["matplotlib>=3.8", "pytest>=8", "pytest-timeout>=2.3", "pytest-xdist>=3.6"],
@@ -76,6 +93,10 @@ setup(
             "s3fs>=2024.2",
             "spacy>=3.7,<4",
             "wordfreq>=3.1,<4",
+            # Thai and Chinese words for the language splitter's tests: pure Python, quick to install; the other
+            # languages' tests skip without their package (pip install -e '.[multilingual]').
+            "jieba>=0.42",
+            "pythainlp>=5.0",
         ],
     },
     entry_points={"console_scripts": ["beamtrove=beamtrove.cli:main"]},

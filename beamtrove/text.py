@@ -8,7 +8,9 @@ without depending on spaCy, and works for any script: text without spaces
 those rules can still count. Where exact agreement with DataTrove matters more
 (text in other languages, where spaCy's English exceptions such as ``im`` →
 ``i m`` and ``cannot`` → ``can not`` apply too), :func:`word_splitter` gives
-spaCy's tokenizer itself, by name.
+spaCy's tokenizer itself, by name; and, as DataTrove does since 0.4, each
+language's own tokenizer, chosen by the document's language
+(:mod:`beamtrove.word_tokenizers`).
 
 Dedup and decontamination compare texts after :func:`normalize_text`, as
 DataTrove's do after its default text simplification: a text gives the same
@@ -22,9 +24,11 @@ import importlib.util
 import string
 import sys
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import regex
+
+from beamtrove.word_tokenizers import check_languages, language_words
 
 __all__ = [
     "TERMINAL_PUNCTUATION",
@@ -32,15 +36,19 @@ __all__ = [
     "check_word_splitter",
     "count_sentences",
     "find_duplicates",
+    "is_language_splitter",
     "is_punctuation",
     "normalize_text",
     "split_words",
     "word_splitter",
 ]
 
-#: Names of the word splitters: ``beamtrove`` (:func:`split_words`) and ``spacy`` (the tokens of spaCy's blank
-#: English pipeline, stripped, empty ones dropped: DataTrove's words; needs ``pip install 'beamtrove[spacy]'``).
-WORD_SPLITTERS: tuple[str, ...] = ("beamtrove", "spacy")
+#: Names of the word splitters: ``beamtrove`` (:func:`split_words`), ``spacy`` (the tokens of spaCy's blank
+#: English pipeline, stripped, empty ones dropped: DataTrove's words; needs ``pip install 'beamtrove[spacy]'``)
+#: and ``language`` (each document split by the tokenizer DataTrove assigns to its language, see
+#: :mod:`beamtrove.word_tokenizers`; needs ``pip install 'beamtrove[multilingual]'``). A language key of the
+#: word tokenizer table (``"tha_Thai"``, ``"th"``) names a splitter too: that language's, for every document.
+WORD_SPLITTERS: tuple[str, ...] = ("beamtrove", "spacy", "language")
 
 # Code points a property scan joins at once: all 1.1 M as strings at once would take ~100 MB in every process.
 _SCAN_BLOCK = 1 << 16
@@ -337,28 +345,85 @@ def split_words(text: str) -> tuple[str, ...]:
     return _split_cached(text)
 
 
-def check_word_splitter(name: str) -> None:
+def is_language_splitter(name: str) -> bool:
+    """Whether the word splitter ``name`` splits by language: ``language``, or a language key (``"tha_Thai"``)."""
+    return name not in _ENGLISH_SPLITTERS
+
+
+# The splitters of English (whatever the text's language), which read no word tokenizer table.
+_ENGLISH_SPLITTERS = ("beamtrove", "spacy")
+
+
+def check_word_splitter(name: str, languages: Iterable[str] = (), *, word_tokenizers: str | None = None) -> None:
     """Fails fast on a word splitter this process cannot make.
 
+    Args:
+        name: One of :data:`WORD_SPLITTERS`, or a language key of the word tokenizer table (``"tha_Thai"``).
+        languages: For ``language``: the languages the documents will be in (keys such as ``"tha_Thai"`` or
+            ``"th"``), each of whose tokenizer must be usable here. Languages the table does not list are split
+            by its fallback, which needs spaCy, as ``language`` always does.
+        word_tokenizers: The word tokenizer table (DataTrove's ``tokenizer_assignment.csv``), path or fsspec
+            URL; the fetched asset when None. Read for ``language`` and language keys only.
+
     Raises:
-        ValueError: An unknown name, or ``spacy`` without spaCy installed.
+        ValueError: An unknown name, or a package (named in the message, with what to pip install) or model
+            the splitter needs that this process lacks.
+        FileNotFoundError: ``language`` or a language key, and no table at ``word_tokenizers``.
     """
-    if name not in WORD_SPLITTERS:
-        raise ValueError(f"The word splitter is one of {', '.join(WORD_SPLITTERS)}, not {name!r}.")
-    if name == "spacy" and importlib.util.find_spec("spacy") is None:
-        raise ValueError("Splitting words with spaCy needs it installed: pip install 'beamtrove[spacy]'.")
+    if not is_language_splitter(name):
+        if name == "spacy" and importlib.util.find_spec("spacy") is None:
+            raise ValueError("Splitting words with spaCy needs it installed: pip install 'beamtrove[spacy]'.")
+        return
+    if name == "language":
+        check_languages([None, *languages], word_tokenizers)
+        return
+    try:
+        check_languages([name], word_tokenizers, listed=True)
+    except FileNotFoundError as missing:
+        raise ValueError(
+            f"The word splitter is one of {', '.join(WORD_SPLITTERS)} or a language of the word tokenizer table, "
+            f"not {name!r}, and that table is not there to look it up: {missing}"
+        ) from None
+    except ValueError as problem:
+        if "is not a language of" not in str(problem):
+            raise
+        raise ValueError(
+            f"The word splitter is one of {', '.join(WORD_SPLITTERS)} or a language of the word tokenizer table "
+            f"(tha_Thai, th, ...), not {name!r}."
+        ) from None
+
+
+def word_splitter(
+    name: str, language: str | None = None, *, word_tokenizers: str | None = None
+) -> Callable[[str], Sequence[str]]:
+    """The word splitter called ``name``, for a document in ``language``; each is made once per process.
+
+    Args:
+        name: One of :data:`WORD_SPLITTERS`, or a language key of the word tokenizer table (``"tha_Thai"``,
+            ``"th"``): that language's splitter for every document, as DataTrove's ``language=`` argument.
+        language: For ``language``: the document's language key (:func:`beamtrove.languages.language_key` of
+            its metadata). None, or a language the table does not list, is split by the table's fallback, spaCy's
+            multi-language tokenizer (:data:`beamtrove.word_tokenizers.FALLBACK`), as DataTrove's is. Other
+            names ignore it.
+        word_tokenizers: The word tokenizer table, path or fsspec URL; the fetched asset when None.
+
+    Raises:
+        ValueError: An unknown name, or a package or model the splitter needs that this process lacks.
+        FileNotFoundError: ``language`` or a language key, and no table at ``word_tokenizers``.
+    """
+    if name == "language":
+        return language_words(language, word_tokenizers)
+    return _named_splitter(name, word_tokenizers)
 
 
 @functools.cache
-def word_splitter(name: str) -> Callable[[str], Sequence[str]]:
-    """The word splitter called ``name`` (one of :data:`WORD_SPLITTERS`), made once per process.
-
-    Raises:
-        ValueError: An unknown name, or ``spacy`` without spaCy installed.
-    """
-    check_word_splitter(name)
+def _named_splitter(name: str, word_tokenizers: str | None) -> Callable[[str], Sequence[str]]:
     if name == "beamtrove":
         return split_words
+    if name != "spacy":
+        check_word_splitter(name, word_tokenizers=word_tokenizers)
+        return language_words(name, word_tokenizers)
+    check_word_splitter(name)
     import spacy  # noqa: PLC0415 - an optional dependency, loaded by the processes that split with it
 
     tokenizer = spacy.blank("en").tokenizer

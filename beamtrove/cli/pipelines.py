@@ -90,6 +90,10 @@ def _stats(args: argparse.Namespace, _: list[str]) -> int:
     return 0
 
 
+# The assets' names as a column.
+_NAME_WIDTH = max(map(len, ASSET_NAMES))
+
+
 def _assets_fetch(args: argparse.Namespace, _: list[str]) -> int:
     """Download the assets into $BEAMTROVE_ASSETS (default ~/.cache/beamtrove/assets).
 
@@ -103,14 +107,15 @@ def _assets_fetch(args: argparse.Namespace, _: list[str]) -> int:
         print(f"beamtrove: error: {exc}", file=sys.stderr)
         return 1
     for name, path in paths.items():
-        print(f"{name:<7} {'already present' if present[name] and not args.force else 'fetched':<15} {path}")
+        state = "already present" if present[name] and not args.force else "fetched"
+        print(f"{name:<{_NAME_WIDTH}} {state:<15} {path}")
     return 0
 
 
 def _assets_path(args: argparse.Namespace, _: list[str]) -> int:
     """Print where each asset is and whether it is present."""
     for name in ASSET_NAMES:
-        print(f"{name:<7} {asset_state(name):<7} {asset_path(name)}")
+        print(f"{name:<{_NAME_WIDTH}} {asset_state(name):<7} {asset_path(name)}")
     return 0
 
 
@@ -120,7 +125,7 @@ def add_commands(commands) -> None:
     run.add_argument("pipeline", nargs="?")
     stats = command(commands, "stats", _stats)
     stats.add_argument("path", help="a stats.json file or the output directory holding one")
-    assets = group(commands, "assets", "Fetch or locate the language-ID model and URL blocklist")
+    assets = group(commands, "assets", "Fetch or locate the language-ID model, URL blocklist and word tokenizer table")
     fetch = command(assets, "fetch", _assets_fetch)
     fetch.add_argument(
         "--source",

@@ -16,7 +16,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from beamtrove.configuration import Range
 from beamtrove.fs import InputFile
-from beamtrove.options import Option, WordSplitterOptions, declared
+from beamtrove.options import Option, WordSplitterOptions, declared, word_splitting
 from beamtrove.pipelines.common import reader_settings, required_inputs
 from beamtrove.pipelines.spec import PipelineSpec, Sink
 from beamtrove.transforms.decont import BuildDecontIndex, DecontConfig
@@ -80,7 +80,7 @@ def _sink(options: PipelineOptions, output: str, files: Sequence[InputFile]) -> 
         n_grams=own.decont_ngrams,
         find_query_ngrams=own.decont_find_query_ngrams,
         find_overlap_ngrams=not own.decont_no_overlap_ngrams,
-        word_splitter=options.view_as(WordSplitterOptions).word_splitter,
+        **word_splitting(options),
     )
     index = BuildDecontIndex(
         output,

@@ -23,9 +23,10 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from beamtrove.configuration import FRACTION, Range
 from beamtrove.layout import PART_FILES, TOKENS_AFTER_DEDUP, TOKENS_BEFORE_DEDUP
-from beamtrove.options import Option, WordSplitterOptions, declared
+from beamtrove.options import Option, WordSplitterOptions, declared, word_splitting
 from beamtrove.pipelines.common import RowInputOptions, documents_sink, row_reader
 from beamtrove.pipelines.spec import DocumentStep, GlobalStep, PipelineSpec
+from beamtrove.text import is_language_splitter
 from beamtrove.transforms.dedup import (
     BloomDedup,
     BloomDedupConfig,
@@ -175,10 +176,21 @@ def _chosen(options: PipelineOptions) -> list[str]:
 
 
 def minhash_config(options: PipelineOptions) -> MinHashConfig:
-    """The MinHash settings ``--minhash_*`` set."""
+    """The MinHash settings ``--minhash_*`` set; ``--word_splitter`` when it splits by language.
+
+    The English splitters leave MinHash's words as they were, the normalized text's space-separated ones.
+    """
     own = options.view_as(DedupOptions)
+    splitting = word_splitting(options)
+    if not is_language_splitter(splitting["word_splitter"]):
+        splitting = {}
     return MinHashConfig(
-        own.minhash_ngrams, own.minhash_buckets, own.minhash_hashes_per_bucket, own.minhash_seed, own.minhash_threshold
+        own.minhash_ngrams,
+        own.minhash_buckets,
+        own.minhash_hashes_per_bucket,
+        own.minhash_seed,
+        own.minhash_threshold,
+        **splitting,
     )
 
 
@@ -231,8 +243,8 @@ def _bloom(options: PipelineOptions) -> GlobalStep | None:
         fpr=own.bloom_fpr,
         expected_shingles=own.bloom_expected_shingles,
         filter_bytes=own.bloom_filter_bytes,
-        word_splitter=options.view_as(WordSplitterOptions).word_splitter,
         partitions=own.bloom_partitions,
+        **word_splitting(options),
     )
     # Bloom removes a document for the shingles it shares with many others, not as a member of one group.
     return GlobalStep(BloomDedup(config, keep_by=own.keep_by))

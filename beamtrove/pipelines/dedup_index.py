@@ -19,7 +19,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from beamtrove.configuration import Range
 from beamtrove.fs import InputFile
-from beamtrove.options import BeamtroveOptions, Option, declared
+from beamtrove.options import BeamtroveOptions, Option, WordSplitterOptions, declared
 from beamtrove.pipelines.common import RowInputOptions, row_reader
 from beamtrove.pipelines.dedup import DedupOptions, minhash_config
 from beamtrove.pipelines.spec import PipelineSpec, Sink
@@ -79,7 +79,7 @@ def _sink(options: PipelineOptions, output: str, files: Sequence[InputFile]) -> 
 SPEC = PipelineSpec(
     name="dedup_index",
     description="Write a dedup index (exact, URL, MinHash and sentence-span keys) for dedup --against.",
-    options=(DedupIndexOptions, DedupOptions, RowInputOptions),
+    options=(DedupIndexOptions, DedupOptions, WordSplitterOptions, RowInputOptions),
     reader=row_reader,
     steps=(),
     sink=_sink,

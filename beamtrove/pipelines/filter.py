@@ -16,7 +16,7 @@ from collections.abc import Callable
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beamtrove.configuration import ConfigurationError, did_you_mean
-from beamtrove.options import Option, WordSplitterOptions, declared
+from beamtrove.options import Option, WordSplitterOptions, declared, word_splitting
 from beamtrove.pipelines.common import RowInputOptions, documents_sink, row_reader
 from beamtrove.pipelines.spec import DocumentStep, PipelineSpec
 from beamtrove.pipelines.steps import (
@@ -108,7 +108,8 @@ def _decont(options: PipelineOptions) -> DocumentStep:
     paths = [path.strip() for path in (given or "").split(",") if path.strip()]
     if not paths:
         raise ValueError("The decont step needs --decont_index, an index folder from `beamtrove run decont_index`.")
-    return filter_step(NGramsDecontFilter(paths))
+    word_tokenizers = options.view_as(WordSplitterOptions).word_tokenizers
+    return filter_step(NGramsDecontFilter(paths, word_tokenizers=word_tokenizers))
 
 
 class ClassifierOptions(PipelineOptions):
@@ -187,8 +188,8 @@ class UnigramOptions(PipelineOptions):
 
 def _unigram(options: PipelineOptions) -> DocumentStep:
     own = options.view_as(UnigramOptions)
-    splitter = options.view_as(WordSplitterOptions).word_splitter
-    return filter_step(UnigramLogProbFilter(own.unigram_threshold, table=own.unigram_table, word_splitter=splitter))
+    splitting = word_splitting(options)
+    return filter_step(UnigramLogProbFilter(own.unigram_threshold, table=own.unigram_table, **splitting))
 
 
 #: Step name -> the step, in the order ``--help`` lists them. Names are the steps' stats names.

@@ -13,9 +13,10 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from beamtrove.assets import default_lid_model, default_url_blocklist
 from beamtrove.configuration import FRACTION, Range
-from beamtrove.options import Option, WordSplitterOptions, declared
+from beamtrove.options import Option, declared, word_splitting
 from beamtrove.pipelines.common import ExtractionOptions
 from beamtrove.pipelines.spec import DocumentStep
+from beamtrove.text import check_word_splitter
 from beamtrove.transforms.extractors import Extract, Extractor, ReadabilityInscriptis, Resiliparse, Trafilatura
 from beamtrove.transforms.filters import (
     DEFAULT_SCREEN_THRESHOLD,
@@ -204,9 +205,19 @@ def fixed_filter(rule_class: type[DocumentFilter], **settings) -> Callable[[Pipe
 
 
 def word_counting_filter(rule_class: type[DocumentFilter], **settings) -> Callable[[PipelineOptions], DocumentStep]:
-    """A step factory for a filter that counts words, split by the splitter ``--word_splitter`` names."""
+    """A step factory for a filter that counts words, split by the splitter ``--word_splitter`` names.
+
+    ``--word_splitter language`` splits each document by its language's tokenizer, from ``--word_tokenizers``;
+    the tokenizers of the languages ``--languages`` keeps are checked when the step is made.
+    """
 
     def make(options: PipelineOptions) -> DocumentStep:
-        return filter_step(rule_class(**settings, word_splitter=options.view_as(WordSplitterOptions).word_splitter))
+        splitting = word_splitting(options)
+        languages = options.view_as(LanguageOptions).languages or "all"
+        if languages != "all":
+            # The languages the language filter keeps: each one's tokenizer must be usable before the run starts.
+            kept = [language.strip() for language in languages.split(",") if language.strip()]
+            check_word_splitter(splitting["word_splitter"], kept, word_tokenizers=splitting["word_tokenizers"])
+        return filter_step(rule_class(**settings, **splitting))
 
     return make

@@ -16,7 +16,13 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from beamtrove.fs import InputFile, join
 from beamtrove.layout import SUMMARY_STATS_DIR
-from beamtrove.options import BLOCKS, STATS_PIPELINE_BLOCKS, SummaryStatsOptions, WordSplitterOptions
+from beamtrove.options import (
+    BLOCKS,
+    STATS_PIPELINE_BLOCKS,
+    SummaryStatsOptions,
+    WordSplitterOptions,
+    word_splitting,
+)
 from beamtrove.pipelines.common import RowInputOptions, row_reader
 from beamtrove.pipelines.spec import PipelineSpec, Sink
 from beamtrove.transforms.summary import (
@@ -63,7 +69,7 @@ def _block(name: str, options: PipelineOptions) -> StatsBlock:
     if name == "token":
         return TokenStats(own.summary_tokenizer)
     if name == "word":
-        return WordStats(word_splitter=options.view_as(WordSplitterOptions).word_splitter)
+        return WordStats(**word_splitting(options))
     return {
         "doc": DocStats,
         "line": LineStats,

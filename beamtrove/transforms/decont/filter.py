@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from beamtrove.document import Document
+from beamtrove.languages import language_key
 from beamtrove.text import normalize_text, word_splitter
 from beamtrove.transforms.decont.index import DecontIndex, IndexManifest, read_manifest
 from beamtrove.transforms.decont.ngrams import hash_ngram, word_ngrams
@@ -22,7 +23,7 @@ class _Lookup:
     """The indexes that split words alike and use n-grams of one length, merged."""
 
     n_grams: int
-    split: Callable[[str], Sequence[str]]
+    word_splitter: str
     index: DecontIndex
 
 
@@ -31,7 +32,7 @@ def _load_lookups(manifests: tuple[IndexManifest, ...], storage_options: Mapping
     for manifest in manifests:
         groups.setdefault((manifest.config.n_grams, manifest.config.word_splitter), []).append(manifest)
     return [
-        _Lookup(n_grams, word_splitter(splitter), DecontIndex(members, storage_options))
+        _Lookup(n_grams, splitter, DecontIndex(members, storage_options))
         for (n_grams, splitter), members in groups.items()
     ]
 
@@ -44,13 +45,17 @@ class NGramsDecontFilter(DocumentFilter):
     run of ``n`` words is looked up. The first one found, in text order,
     drops the document as ``contaminated_<task>``, with
     ``contaminated_ngram`` (the normalized n-gram) and ``contaminated_task``
-    in its metadata. Indexes are loaded once per worker process.
+    in its metadata. Indexes are loaded once per worker process. An index
+    built with ``word_splitter="language"`` splits each document by its own
+    language (:func:`beamtrove.text.word_splitter`).
 
     Args:
         index_paths: Index folders (paths or fsspec URLs) written by
             :class:`~beamtrove.transforms.decont.BuildDecontIndex`
             (``beamtrove run decont_index``) or by DataTrove's ``NGramsDecontIndexer``.
         storage_options: fsspec filesystem options.
+        word_tokenizers: The word tokenizer table an index's language
+            splitter reads; the fetched one when None.
 
     Raises:
         ValueError: No index given, or an index whose manifest cannot be used here.
@@ -61,11 +66,17 @@ class NGramsDecontFilter(DocumentFilter):
 
     name = "decont"
 
-    def __init__(self, index_paths: str | Sequence[str], storage_options: Mapping[str, Any] | None = None):
+    def __init__(
+        self,
+        index_paths: str | Sequence[str],
+        storage_options: Mapping[str, Any] | None = None,
+        word_tokenizers: str | None = None,
+    ):
         paths = (index_paths,) if isinstance(index_paths, str) else tuple(index_paths)
         if not paths:
             raise ValueError("NGramsDecontFilter needs at least one index folder.")
         self._storage_options = dict(storage_options or {})
+        self.word_tokenizers = word_tokenizers
         self._manifests = tuple(read_manifest(path, self._storage_options) for path in paths)
         self._lookups: list[_Lookup] | None = None
 
@@ -81,8 +92,10 @@ class NGramsDecontFilter(DocumentFilter):
         if self._lookups is None:
             self.setup()
         normalized = normalize_text(document.text)
+        language = language_key(document.metadata)
         for lookup in self._lookups:
-            ngrams = word_ngrams(lookup.split(normalized), lookup.n_grams)
+            split = word_splitter(lookup.word_splitter, language, word_tokenizers=self.word_tokenizers)
+            ngrams = word_ngrams(split(normalized), lookup.n_grams)
             hashes = np.fromiter(map(hash_ngram, ngrams), dtype=np.uint64, count=len(ngrams))
             match = lookup.index.first_match(hashes)
             if match is not None:

@@ -19,6 +19,7 @@ import orjson
 
 from beamtrove.document import Document
 from beamtrove.fs import join, write_json, write_url_atomically
+from beamtrove.languages import language_key
 from beamtrove.metrics import StepMetrics
 from beamtrove.text import word_splitter
 from beamtrove.transforms.decont.index import (
@@ -58,10 +59,6 @@ class _HashItemsFn(beam.DoFn):
         self._query_key = query_key
         self._task_key = task_key
         self._metrics = StepMetrics(step)
-        self._split = None
-
-    def setup(self):
-        self._split = word_splitter(self._config.word_splitter)
 
     def process(self, item: Document):
         self._metrics.received()
@@ -69,7 +66,9 @@ class _HashItemsFn(beam.DoFn):
         if query is not None and not isinstance(query, str):
             self._metrics.skipped("query_not_a_string")
             return
-        ngrams = benchmark_ngrams(item.text, query, self._config, self._split)
+        config = self._config
+        split = word_splitter(config.word_splitter, language_key(item.metadata), word_tokenizers=config.word_tokenizers)
+        ngrams = benchmark_ngrams(item.text, query, config, split)
         if not ngrams:
             self._metrics.skipped("too_short")
             return

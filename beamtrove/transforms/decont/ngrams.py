@@ -41,18 +41,24 @@ class DecontConfig:
         find_overlap_ngrams: Also index n-grams that end the query and start the label.
         word_splitter: ``beamtrove`` (:func:`beamtrove.text.split_words`) or
             ``spacy`` (spaCy's English tokenizer, DataTrove's: the same hashes
-            as DataTrove's index, needs ``pip install 'beamtrove[spacy]'``).
+            as DataTrove's index, needs ``pip install 'beamtrove[spacy]'``); a
+            language key (``"tha_Thai"``: that language's words, as DataTrove's
+            ``language=``), or ``language`` (each item's and each document's
+            language's, see :data:`beamtrove.text.WORD_SPLITTERS`).
+        word_tokenizers: The word tokenizer table a language splitter reads;
+            the fetched one when None.
     """
 
     n_grams: int = 12
     find_query_ngrams: bool = False
     find_overlap_ngrams: bool = True
     word_splitter: str = "beamtrove"
+    word_tokenizers: str | None = None
 
     def __post_init__(self):
         if self.n_grams < 1:
             raise ValueError(f"n_grams must be at least 1 (got {self.n_grams}).")
-        check_word_splitter(self.word_splitter)
+        check_word_splitter(self.word_splitter, word_tokenizers=self.word_tokenizers)
 
 
 def word_ngrams(words: Sequence[str], n: int) -> list[str]:
@@ -69,7 +75,7 @@ def benchmark_ngrams(
         label: The gold answer.
         query: The prompt, or None when the item has none.
         config: Which n-grams to take.
-        split: The word splitter ``config.word_splitter`` names.
+        split: The word splitter ``config.word_splitter`` names, for the item's language.
     """
     n = config.n_grams
     label_words = list(split(normalize_text(label)))

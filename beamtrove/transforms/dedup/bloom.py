@@ -60,6 +60,7 @@ import apache_beam as beam
 import numpy as np
 
 from beamtrove.document import Document
+from beamtrove.languages import language_key
 from beamtrove.layout import EXCLUDED
 from beamtrove.metrics import StepMetrics
 from beamtrove.transforms.dedup.bloom_filter import (
@@ -111,7 +112,9 @@ class _ShinglesFn(beam.DoFn):
     def process(self, document: Document):
         self._metrics.received()
         self._metrics.chars("in", document.text)
-        hashes = bloom_shingles(document.text, self._config.n_grams, self._config.word_splitter)
+        config = self._config
+        language = language_key(document.metadata)
+        hashes = bloom_shingles(document.text, config.n_grams, config.word_splitter, language, config.word_tokenizers)
         if not len(hashes):
             self._metrics.inc("no_shingles")
             self._metrics.emitted()

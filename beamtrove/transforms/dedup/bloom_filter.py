@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from beamtrove.text import check_word_splitter, normalize_text, word_splitter
-from beamtrove.transforms.dedup.shingles import shingle_hashes
+from beamtrove.transforms.dedup.shingles import word_shingle_hashes
 
 __all__ = ["POPCOUNT", "BloomDedupConfig", "SharedBits", "bloom_shingles", "in_two_documents"]
 
@@ -44,7 +44,10 @@ class BloomDedupConfig:
         filter_bytes: A filter size in bytes, instead of the size derived from
             ``fpr``; ``k`` is still the best for ``expected_shingles``.
         word_splitter: What splits the normalized text into words, see
-            :data:`beamtrove.text.WORD_SPLITTERS` (``"spacy"``: DataTrove's words).
+            :data:`beamtrove.text.WORD_SPLITTERS` (``"spacy"``: DataTrove's words;
+            ``"language"``: each document's language's).
+        word_tokenizers: The word tokenizer table ``language`` reads; the
+            fetched one when None.
         partitions: Slices of the shingle key space, each searched for repeats
             by one worker at a time; ``None``: one per 2**21 expected shingles,
             at least 16. The result does not depend on it.
@@ -57,6 +60,7 @@ class BloomDedupConfig:
     filter_bytes: int | None = None
     word_splitter: str = "beamtrove"
     partitions: int | None = None
+    word_tokenizers: str | None = None
 
     def __post_init__(self):
         if isinstance(self.n_grams, bool) or not isinstance(self.n_grams, int) or self.n_grams < 1:
@@ -80,7 +84,7 @@ class BloomDedupConfig:
                 f"A Bloom filter of {self.bits} bits is larger than the {_MAX_BITS} allowed: "
                 "raise fpr, or lower expected_shingles or filter_bytes."
             )
-        check_word_splitter(self.word_splitter)
+        check_word_splitter(self.word_splitter, word_tokenizers=self.word_tokenizers)
 
     @property
     def exact(self) -> bool:
@@ -118,19 +122,27 @@ class BloomDedupConfig:
         return (1 - math.exp(-self.hashes * self.expected_shingles / self.bits)) ** self.hashes
 
 
-def bloom_shingles(text: str, n_grams: int = 13, word_splitter_name: str = "beamtrove") -> np.ndarray:
+def bloom_shingles(
+    text: str,
+    n_grams: int = 13,
+    word_splitter_name: str = "beamtrove",
+    language: str | None = None,
+    word_tokenizers: str | None = None,
+) -> np.ndarray:
     """The 64-bit hashes of every word n-gram of ``text`` in order, repeats included, as :class:`BloomDedup` sees them.
 
     Args:
         text: A document's text.
         n_grams: Words per shingle.
-        word_splitter_name: One of :data:`beamtrove.text.WORD_SPLITTERS`.
+        word_splitter_name: One of :data:`beamtrove.text.WORD_SPLITTERS`, or a language key.
+        language: The document's language key, for ``language``.
+        word_tokenizers: The word tokenizer table ``language`` reads; the fetched one when None.
 
     Returns:
         A ``uint64`` array, empty when the text has fewer than ``n_grams`` words.
     """
-    words = word_splitter(word_splitter_name)(normalize_text(text))
-    return shingle_hashes(" ".join(words), n_grams)
+    words = word_splitter(word_splitter_name, language, word_tokenizers=word_tokenizers)(normalize_text(text))
+    return word_shingle_hashes(words, n_grams)
 
 
 def _bit_indexes(hashes: np.ndarray, bits: int, k: int) -> np.ndarray:

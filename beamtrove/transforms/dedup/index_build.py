@@ -17,6 +17,7 @@ import orjson
 
 from beamtrove.document import Document
 from beamtrove.fs import join, write_json, write_url_atomically
+from beamtrove.languages import language_key
 from beamtrove.metrics import StepMetrics
 from beamtrove.transforms.dedup.exact import key_digest, normalize_url
 from beamtrove.transforms.dedup.index_manifest import (
@@ -55,7 +56,7 @@ class _IndexRecordsFn(beam.DoFn):
         if "url" in self._kinds and isinstance(url, str) and url.strip():
             yield beam.pvalue.TaggedOutput("url", (key_digest(normalize_url(url)), rank))
         if "minhash" in self._kinds:
-            signature = self._hasher.signature(document.text)
+            signature = self._hasher.signature(document.text, language_key(document.metadata))
             if signature is not None:
                 record = {
                     "id": document.id,
@@ -197,6 +198,9 @@ class BuildDedupIndex(beam.PTransform):
         settings = {kind: {} for kind in self._kinds}
         if "minhash" in settings:
             settings["minhash"] = {field: getattr(self._minhash, field) for field in MINHASH_FIELDS}
+            if self._minhash.word_splitter is not None:
+                # Recorded only when set: an index of space-separated words reads as every earlier one.
+                settings["minhash"]["word_splitter"] = self._minhash.word_splitter
         if "sentence" in settings:
             settings["sentence"] = {"span_sentences": self._span_sentences}
         return settings

@@ -99,6 +99,14 @@ class DedupIndexManifest:
         """Raises ConfigurationError unless the index holds band keys made with ``config``'s shingles and hashes."""
         built = self.entry("minhash")
         differing = [field for field in MINHASH_FIELDS if built[field] != getattr(config, field)]
+        if built.get("word_splitter") != config.word_splitter:
+            words = {None: "space-separated words"}
+            raise ConfigurationError(
+                f"Index {self.path} was built with other MinHash words "
+                f"({words.get(built.get('word_splitter'), built.get('word_splitter'))}) than this run's "
+                f"({words.get(config.word_splitter, config.word_splitter)}): run with the --word_splitter it was "
+                "built with, or rebuild the index with this run's."
+            )
         if differing:
             settings = ", ".join(f"{field} {built[field]}" for field in differing)
             wanted = ", ".join(f"{field} {getattr(config, field)}" for field in differing)

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 import apache_beam as beam
 
 from beamtrove.document import Document
+from beamtrove.languages import language_key
 from beamtrove.layout import CLUSTERS, EXCLUDED
 from beamtrove.metrics import StepMetrics
 from beamtrove.transforms.dedup.components import ConnectedComponents
@@ -77,7 +78,7 @@ class _SignatureFn(beam.DoFn):
 
     def process(self, document: Document):
         self._metrics.inc("documents")
-        signature = self._hasher.signature(document.text)
+        signature = self._hasher.signature(document.text, language_key(document.metadata))
         if signature is None:
             self._metrics.inc("too_short")
             return

@@ -15,9 +15,11 @@ such hashes, shared with the token-window hashes of
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
-__all__ = ["mix64", "powers", "shingle_hashes"]
+__all__ = ["mix64", "powers", "shingle_hashes", "word_shingle_hashes"]
 
 # Odd, so that its powers are invertible modulo 2**64.
 _BASE = np.uint64(0x9E3779B97F4A7C15)
@@ -108,6 +110,37 @@ def shingle_hashes(normalized: str, n_grams: int) -> np.ndarray:
         return np.empty(0, dtype=np.uint64)
     starts = np.concatenate(([0], spaces + 1))
     ends = np.concatenate((spaces, [len(data)]))
+    return _ngram_hashes(data, starts, ends, n_grams)
+
+
+def word_shingle_hashes(words: Sequence[str], n_grams: int) -> np.ndarray:
+    """The 64-bit hashes of every run of ``n_grams`` consecutive ``words``, in order.
+
+    An n-gram hashes as its words joined by single spaces, so words without spaces hash as in
+    :func:`shingle_hashes` of the text they are the words of (``shingle_hashes(text, n)`` equals
+    ``word_shingle_hashes(text.split(" "), n)``), and a word with spaces inside (pyvi's Vietnamese ``sinh viên``)
+    stays one word.
+
+    Args:
+        words: The words, none empty.
+        n_grams: Words per shingle.
+
+    Returns:
+        A ``uint64`` array with one hash per n-gram; empty when there are fewer than ``n_grams`` words.
+    """
+    if len(words) < n_grams:
+        return np.empty(0, dtype=np.uint64)
+    encoded = [word.encode("utf-8", "surrogatepass") for word in words]
+    data = np.frombuffer(b" ".join(encoded), dtype=np.uint8)
+    lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
+    # Each word starts one byte (the space) after the previous one ends.
+    ends = np.cumsum(lengths + 1) - 1
+    starts = ends - lengths
+    return _ngram_hashes(data, starts, ends, n_grams)
+
+
+def _ngram_hashes(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, n_grams: int) -> np.ndarray:
+    """The hashes of the bytes of ``data`` from each word's start to the end of the word ``n_grams - 1`` later."""
     first, last = starts[: len(starts) - n_grams + 1], ends[n_grams - 1 :]
     forward, inverse = powers(len(data))
     # prefix[i] = sum of (byte + 1) * base**j for j < i: the hash of bytes [s, e) is

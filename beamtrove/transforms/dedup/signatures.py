@@ -3,7 +3,9 @@
 A signature is ``num_buckets`` times ``hashes_per_bucket`` minima of affine
 permutations (modulo a Mersenne prime) of a text's word n-gram shingle hashes
 (:func:`~beamtrove.transforms.dedup.shingles.shingle_hashes` of its
-:func:`~beamtrove.text.normalize_text`). The permutations come from numpy's
+:func:`~beamtrove.text.normalize_text`: its space-separated words; with a
+``word_splitter``, the n-grams of the words that splitter finds in it, as
+DataTrove's MinHash given a ``language`` splits its simplified text). The permutations come from numpy's
 ``RandomState`` with the configured seed, so every worker, rerun and dedup
 index computes the same signatures.
 """
@@ -16,8 +18,8 @@ import struct
 
 import numpy as np
 
-from beamtrove.text import normalize_text
-from beamtrove.transforms.dedup.shingles import shingle_hashes
+from beamtrove.text import check_word_splitter, normalize_text, word_splitter
+from beamtrove.transforms.dedup.shingles import shingle_hashes, word_shingle_hashes
 
 __all__ = ["DIGEST_BYTES", "MinHashConfig", "MinHasher", "sketch_agreement"]
 
@@ -45,6 +47,12 @@ class MinHashConfig:
         threshold: Verify every LSH link: keep it only when the signatures
             agree on at least this fraction of their hashes. ``None`` links
             every pair that shares a band, as DataTrove does.
+        word_splitter: What splits the normalized text into the words of
+            the shingles: None for its space-separated words; ``language``
+            (each document's language's words) or a language key
+            (``"tha_Thai"``), see :data:`beamtrove.text.WORD_SPLITTERS`.
+        word_tokenizers: The word tokenizer table a language splitter
+            reads; the fetched one when None.
     """
 
     n_grams: int = 5
@@ -52,6 +60,8 @@ class MinHashConfig:
     hashes_per_bucket: int = 8
     seed: int = 1
     threshold: float | None = None
+    word_splitter: str | None = None
+    word_tokenizers: str | None = None
 
     def __post_init__(self):
         for name in ("n_grams", "num_buckets", "hashes_per_bucket"):
@@ -61,6 +71,8 @@ class MinHashConfig:
             raise ValueError(f"MinHash threshold must be in (0, 1] (got {self.threshold}).")
         if self.num_buckets > 0xFFFF:
             raise ValueError(f"MinHash num_buckets must be at most 65535 (got {self.num_buckets}).")
+        if self.word_splitter is not None:
+            check_word_splitter(self.word_splitter, word_tokenizers=self.word_tokenizers)
 
     def match_probability(self, similarity: float) -> float:
         """The probability that two documents with this Jaccard similarity share a band."""
@@ -82,9 +94,14 @@ class MinHasher:
         self._multipliers = generator.randint(1, _PRIME, size=hashes, dtype=np.uint64)
         self._offsets = generator.randint(0, _PRIME, size=hashes, dtype=np.uint64)
 
-    def signature(self, text: str) -> np.ndarray | None:
-        """The ``(num_buckets, hashes_per_bucket)`` ``uint64`` signature, or None below ``n_grams`` words."""
-        shingles = shingle_hashes(normalize_text(text), self.config.n_grams)
+    def signature(self, text: str, language: str | None = None) -> np.ndarray | None:
+        """The ``(num_buckets, hashes_per_bucket)`` ``uint64`` signature, or None below ``n_grams`` words.
+
+        Args:
+            text: A document's text.
+            language: Its language key, for the ``language`` word splitter.
+        """
+        shingles = self.shingles(text, language)
         if not len(shingles):
             return None
         minimum = np.full(len(self._multipliers), _PRIME, dtype=np.uint64)
@@ -97,6 +114,15 @@ class MinHasher:
             np.subtract(reduced, _PRIME, out=reduced, where=reduced >= _PRIME)
             np.minimum(minimum, reduced.min(axis=0), out=minimum)
         return minimum.reshape(self.config.num_buckets, self.config.hashes_per_bucket)
+
+    def shingles(self, text: str, language: str | None = None) -> np.ndarray:
+        """The hashes of the word n-grams of ``text`` normalized, in order (see :class:`MinHashConfig`)."""
+        config = self.config
+        normalized = normalize_text(text)
+        if config.word_splitter is None:
+            return shingle_hashes(normalized, config.n_grams)
+        split = word_splitter(config.word_splitter, language, word_tokenizers=config.word_tokenizers)
+        return word_shingle_hashes(split(normalized), config.n_grams)
 
     @staticmethod
     def band_keys(signature: np.ndarray) -> list[bytes]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from beamtrove.document import Document
+from beamtrove.languages import language_key
 from beamtrove.text import TERMINAL_PUNCTUATION, check_word_splitter, find_duplicates, word_splitter
 from beamtrove.transforms.filters.base import DocumentFilter, Drop, Verdict
 
@@ -29,9 +30,11 @@ class FineWebQualityFilter(DocumentFilter):
         new_line_ratio: Maximum newlines per word (``list_ratio``).
         word_splitter: What splits the words ``list_ratio`` counts (see
             :data:`beamtrove.text.WORD_SPLITTERS`).
+        word_tokenizers: The word tokenizer table ``language`` reads; the
+            fetched one when None.
 
     Raises:
-        ValueError: An unknown word splitter, or ``spacy`` without spaCy installed.
+        ValueError: An unknown word splitter, or one whose package is not installed.
     """
 
     name = "fineweb_quality"
@@ -44,9 +47,10 @@ class FineWebQualityFilter(DocumentFilter):
     char_duplicates_ratio: float = 0.01
     new_line_ratio: float = 0.3
     word_splitter: str = "beamtrove"
+    word_tokenizers: str | None = None
 
     def __post_init__(self):
-        check_word_splitter(self.word_splitter)
+        check_word_splitter(self.word_splitter, word_tokenizers=self.word_tokenizers)
 
     def filter(self, document: Document) -> Verdict:
         text = document.text
@@ -60,7 +64,8 @@ class FineWebQualityFilter(DocumentFilter):
             return Drop("short_line_ratio")
         if find_duplicates(lines)[1] / (len(text) - text.count("\n")) > self.char_duplicates_ratio:
             return Drop("char_dup_ratio")
-        words = word_splitter(self.word_splitter)(text)
+        split = word_splitter(self.word_splitter, language_key(document.metadata), word_tokenizers=self.word_tokenizers)
+        words = split(text)
         if not words or text.count("\n") / len(words) > self.new_line_ratio:
             return Drop("list_ratio")
         return document

@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterable
 
 from beamtrove.document import Document
+from beamtrove.languages import language_key
 from beamtrove.text import check_word_splitter, find_duplicates, is_punctuation, word_splitter
 from beamtrove.transforms.filters.base import DocumentFilter, Drop, Verdict
 
@@ -57,10 +58,12 @@ class GopherRepetitionFilter(DocumentFilter):
     rule. Drop reasons: ``dup_para_frac``, ``dup_para_char_frac``,
     ``dup_line_frac``, ``dup_line_char_frac``, ``top_<n>_gram``,
     ``duplicated_<n>_n_grams``, ``empty``. ``word_splitter`` names what
-    splits the n-grams' words (see :data:`beamtrove.text.WORD_SPLITTERS`).
+    splits the n-grams' words (see :data:`beamtrove.text.WORD_SPLITTERS`;
+    ``language``: each document's language's, from the table at
+    ``word_tokenizers``, the fetched one when None).
 
     Raises:
-        ValueError: An unknown word splitter, or ``spacy`` without spaCy installed.
+        ValueError: An unknown word splitter, or one whose package is not installed.
     """
 
     name = "gopher_repetition"
@@ -74,9 +77,11 @@ class GopherRepetitionFilter(DocumentFilter):
         top_n_grams: Iterable[tuple[int, float]] = ((2, 0.2), (3, 0.18), (4, 0.16)),
         dup_n_grams: Iterable[tuple[int, float]] = ((5, 0.15), (6, 0.14), (7, 0.13), (8, 0.12), (9, 0.11), (10, 0.10)),
         word_splitter: str = "beamtrove",
+        word_tokenizers: str | None = None,
     ):
-        check_word_splitter(word_splitter)
+        check_word_splitter(word_splitter, word_tokenizers=word_tokenizers)
         self.word_splitter = word_splitter
+        self.word_tokenizers = word_tokenizers
         self.dup_line_frac = dup_line_frac
         self.dup_para_frac = dup_para_frac
         self.dup_line_char_frac = dup_line_char_frac
@@ -96,7 +101,8 @@ class GopherRepetitionFilter(DocumentFilter):
             max_char_frac = getattr(self, f"dup_{unit}_char_frac")
             if max_char_frac is not None and repeated_chars / len(text) > max_char_frac:
                 return Drop(f"dup_{unit}_char_frac")
-        words = word_splitter(self.word_splitter)(text)
+        split = word_splitter(self.word_splitter, language_key(document.metadata), word_tokenizers=self.word_tokenizers)
+        words = split(text)
         for n, max_frac in self.top_n_grams:
             if _top_ngram_chars(words, n) / len(text) > max_frac:
                 return Drop(f"top_{n}_gram")
@@ -115,7 +121,9 @@ class GopherQualityFilter(DocumentFilter):
     """Drops documents that fail Gopher's quality heuristics.
 
     Words are the tokens of ``word_splitter`` (:func:`beamtrove.text.split_words`
-    by default; ``spacy`` for DataTrove's, see :data:`beamtrove.text.WORD_SPLITTERS`);
+    by default; ``spacy`` for DataTrove's English ones, ``language`` for each
+    document's language's from the table at ``word_tokenizers``, see
+    :data:`beamtrove.text.WORD_SPLITTERS`);
     "symbol" tokens are those made of punctuation only and do not count as
     words for the length rules. ``None`` disables a rule. Drop reasons: ``gopher_short_doc``,
     ``gopher_long_doc``, ``gopher_below_avg_threshold``,
@@ -125,7 +133,7 @@ class GopherQualityFilter(DocumentFilter):
     ``gopher_enough_stop_words`` (the names DataTrove reports).
 
     Raises:
-        ValueError: An unknown word splitter, or ``spacy`` without spaCy installed.
+        ValueError: An unknown word splitter, or one whose package is not installed.
     """
 
     name = "gopher_quality"
@@ -143,9 +151,11 @@ class GopherQualityFilter(DocumentFilter):
         min_stop_words: int | None = 2,
         stop_words: Iterable[str] = GOPHER_STOP_WORDS,
         word_splitter: str = "beamtrove",
+        word_tokenizers: str | None = None,
     ):
-        check_word_splitter(word_splitter)
+        check_word_splitter(word_splitter, word_tokenizers=word_tokenizers)
         self.word_splitter = word_splitter
+        self.word_tokenizers = word_tokenizers
         self.min_doc_words = min_doc_words
         self.max_doc_words = max_doc_words
         self.min_avg_word_length = min_avg_word_length
@@ -159,7 +169,8 @@ class GopherQualityFilter(DocumentFilter):
 
     def filter(self, document: Document) -> Verdict:
         text = document.text
-        tokens = word_splitter(self.word_splitter)(text)
+        split = word_splitter(self.word_splitter, language_key(document.metadata), word_tokenizers=self.word_tokenizers)
+        tokens = split(text)
         words = [token for token in tokens if not is_punctuation(token)]
         if self.min_doc_words is not None and len(words) < self.min_doc_words:
             return Drop("gopher_short_doc")

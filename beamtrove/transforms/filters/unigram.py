@@ -24,6 +24,7 @@ import numpy as np
 from beamtrove.configuration import Range
 from beamtrove.document import Document
 from beamtrove.fs import filesystem, is_local, open_url
+from beamtrove.languages import language_key
 from beamtrove.text import check_word_splitter, word_splitter
 from beamtrove.transforms.filters.base import DocumentFilter, Drop, Verdict, load_once
 
@@ -116,28 +117,37 @@ class UnigramLogProbFilter(DocumentFilter):
             other compressions by name); ``None`` for wordfreq's English
             frequencies (``pip install 'beamtrove[unigram]'``).
         word_splitter: ``beamtrove`` or ``spacy`` (spaCy's English tokenizer,
-            as DataTrove; ``pip install 'beamtrove[spacy]'``).
+            as DataTrove; ``pip install 'beamtrove[spacy]'``), or ``language``
+            or a language key (see :data:`beamtrove.text.WORD_SPLITTERS`).
+        word_tokenizers: The word tokenizer table ``language`` reads; the
+            fetched one when None.
 
     Raises:
         FileNotFoundError: There is no table at ``table``.
         ValueError: A threshold out of range, an unreadable table, no
-            wordfreq for the default table, an unknown splitter, or ``spacy``
-            without spaCy installed.
+            wordfreq for the default table, an unknown splitter, or one whose
+            package is not installed.
     """
 
     name = "unigram_logprob"
 
-    def __init__(self, logprobs_threshold: float = -10.0, table: str | None = None, word_splitter: str = "beamtrove"):
-        check_word_splitter(word_splitter)
+    def __init__(
+        self,
+        logprobs_threshold: float = -10.0,
+        table: str | None = None,
+        word_splitter: str = "beamtrove",
+        word_tokenizers: str | None = None,
+    ):
+        check_word_splitter(word_splitter, word_tokenizers=word_tokenizers)
         self.logprobs_threshold = LOGPROB_THRESHOLDS.check(logprobs_threshold, "logprobs_threshold")
         self.table = table
         self.word_splitter = word_splitter
+        self.word_tokenizers = word_tokenizers
         # Reads the table now: a missing or malformed one fails before the run starts.
         self._shared_log_probabilities()
 
     def setup(self) -> None:
         self._log_probabilities = self._shared_log_probabilities()
-        self._split = word_splitter(self.word_splitter)
         self._unknown = float(np.log(_UNKNOWN_PROBABILITY))
 
     def preload(self) -> None:
@@ -151,14 +161,14 @@ class UnigramLogProbFilter(DocumentFilter):
 
         return load_once((UnigramLogProbFilter, self.table), load)
 
-    def score(self, text: str) -> float:
-        """The average log probability of the words of ``text`` (0 when it has none)."""
-        words = self._split(text)
+    def score(self, text: str, language: str | None = None) -> float:
+        """The average log probability of the words of ``text`` (0 when it has none), split as in ``language``."""
+        words = word_splitter(self.word_splitter, language, word_tokenizers=self.word_tokenizers)(text)
         if not words:
             return 0.0
         return sum(self._log_probabilities.get(word.lower(), self._unknown) for word in words) / len(words)
 
     def filter(self, document: Document) -> Verdict:
-        if self.score(document.text) > self.logprobs_threshold:
+        if self.score(document.text, language_key(document.metadata)) > self.logprobs_threshold:
             return document
         return Drop(self.name)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from beamtrove.document import Document
+from beamtrove.languages import language_key
 from beamtrove.text import check_word_splitter, word_splitter
 from beamtrove.transforms.filters.gopher import GOPHER_STOP_WORDS
 from beamtrove.transforms.summary.base import StatsBlock, length_ratios, ratio
@@ -24,16 +25,19 @@ class WordStats(StatsBlock):
     run whole, and spelled-out contractions (``im``, ``dont``) stay one word.
     ``word_splitter="spacy"`` splits with spaCy's English tokenizer itself, as
     DataTrove does, for statistics equal to DataTrove's (spaCy must be
-    installed: ``pip install 'beamtrove[spacy]'``).
+    installed: ``pip install 'beamtrove[spacy]'``); ``word_splitter="language"``
+    with each document's language's tokenizer, as DataTrove's ``WordStats``
+    given a language.
 
     Args:
         short_word_chars: The ``k`` of each ``short_word_ratio_<k>``.
         long_word_chars: The ``k`` of each ``long_word_ratio_<k>``.
         stop_words: The words ``stop_word_ratio`` counts.
-        word_splitter: ``beamtrove`` or ``spacy``.
+        word_splitter: One of :data:`beamtrove.text.WORD_SPLITTERS`, or a language key.
+        word_tokenizers: The word tokenizer table ``language`` reads; the fetched one when None.
 
     Raises:
-        ValueError: An unknown splitter, or ``spacy`` without spaCy installed.
+        ValueError: An unknown splitter, or one whose package is not installed.
     """
 
     name = "word"
@@ -44,15 +48,18 @@ class WordStats(StatsBlock):
         long_word_chars: Sequence[int] = (7,),
         stop_words: Iterable[str] = GOPHER_STOP_WORDS,
         word_splitter: str = "beamtrove",
+        word_tokenizers: str | None = None,
     ):
-        check_word_splitter(word_splitter)
+        check_word_splitter(word_splitter, word_tokenizers=word_tokenizers)
         self.short_word_chars = tuple(short_word_chars)
         self.long_word_chars = tuple(long_word_chars)
         self.stop_words = frozenset(stop_words)
         self.word_splitter = word_splitter
+        self.word_tokenizers = word_tokenizers
 
     def extract(self, document: Document) -> dict[str, int | float]:
-        words = word_splitter(self.word_splitter)(document.text)
+        split = word_splitter(self.word_splitter, language_key(document.metadata), word_tokenizers=self.word_tokenizers)
+        words = split(document.text)
         count = len(words)
         lengths = [len(word) for word in words]
         return {

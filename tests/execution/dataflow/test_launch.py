@@ -34,6 +34,8 @@ _SAMPLES = {
     "classifier_labels": "hq:0.5",
     "classifier_remove_labels": "lq:0.75",
     "cc_range": "0:3",
+    # A splitter's name or a language key: text, not a choice.
+    "word_splitter": "tha_Thai",
 }
 
 

@@ -58,5 +58,5 @@ def test_spacy_splits_words_as_datatrove_and_beamtrove_keeps_them_whole():
 def test_bad_settings_fail_at_construction():
     with pytest.raises(ValueError, match="n_grams must be at least 1"):
         DecontConfig(n_grams=0)
-    with pytest.raises(ValueError, match="one of beamtrove, spacy, not 'nltk'"):
+    with pytest.raises(ValueError, match=r"one of beamtrove, spacy, language or a language of .*, not 'nltk'"):
         DecontConfig(word_splitter="nltk")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import importlib.util
 
 import apache_beam as beam
 import numpy as np
@@ -12,11 +13,13 @@ from apache_beam.pipeline import PipelineVisitor
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
+from beamtrove.assets import asset_present
 from beamtrove.document import Document
 from beamtrove.execution.build import build
 from beamtrove.metrics import collect_stats
 from beamtrove.option_parsing import parse
 from beamtrove.pipelines import pipeline_spec
+from beamtrove.text import normalize_text, word_splitter
 from beamtrove.transforms.dedup import (
     ClusterMember,
     KeepOrder,
@@ -26,6 +29,7 @@ from beamtrove.transforms.dedup import (
     MinHasher,
     sketch_agreement,
 )
+from beamtrove.transforms.dedup.shingles import shingle_hashes, word_shingle_hashes
 from tests.conftest import near_copy
 
 
@@ -38,6 +42,31 @@ def test_signatures_are_deterministic_and_shaped_by_the_config(reviews):
     assert not np.array_equal(signature, MinHasher(MinHashConfig(seed=2)).signature(text))
     assert MinHasher(MinHashConfig(num_buckets=20, hashes_per_bucket=5)).signature(text).shape == (20, 5)
     assert MinHasher(MinHashConfig()).signature("too short to shingle") is None
+
+
+def test_a_language_splitter_shingles_each_document_in_its_language_s_words(udhr_texts):
+    if not asset_present("word_tokenizers") or importlib.util.find_spec("pythainlp") is None:
+        pytest.skip("needs the fetched word tokenizer table and pythainlp (pip install 'beamtrove[multilingual]')")
+    thai = udhr_texts["tha"]
+    normalized = normalize_text(thai)
+    # By default, the normalized text's space-separated words: 349 runs of Thai, as before.
+    spaces = MinHasher(MinHashConfig())
+    assert np.array_equal(spaces.shingles(thai, "tha_Thai"), shingle_hashes(normalized, 5))
+    assert len(spaces.shingles(thai)) == 349 - 4
+    # With the language splitter, PyThaiNLP's 2,506 words of the normalized text, as DataTrove's MinHash given
+    # language="tha_Thai" splits its simplified text.
+    by_language = MinHasher(MinHashConfig(word_splitter="language"))
+    words = word_splitter("language", "tha_Thai")(normalized)
+    assert len(words) == 2506
+    assert np.array_equal(by_language.shingles(thai, "tha_Thai"), word_shingle_hashes(words, 5))
+    # A document without a language gets the fallback's words (spaCy's xx: the spaces' runs, less punctuation).
+    assert len(by_language.shingles(thai)) != len(by_language.shingles(thai, "tha_Thai"))
+    assert not np.array_equal(by_language.signature(thai), by_language.signature(thai, "tha_Thai"))
+    # A fixed language splits every document alike.
+    assert np.array_equal(
+        MinHasher(MinHashConfig(word_splitter="tha_Thai")).signature(thai, "eng_Latn"),
+        by_language.signature(thai, "tha_Thai"),
+    )
 
 
 def test_signature_agreement_estimates_jaccard_similarity(reviews):

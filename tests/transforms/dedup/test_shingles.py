@@ -9,6 +9,7 @@ import numpy as np
 
 from beamtrove.text import normalize_text
 from beamtrove.transforms.dedup import shingle_hashes
+from beamtrove.transforms.dedup.shingles import word_shingle_hashes
 
 
 def test_shingles_of_real_reviews_are_one_hash_per_distinct_five_gram(reviews):
@@ -62,3 +63,14 @@ def test_documents_beyond_the_cached_powers_hash_the_same_ngrams_alike(reviews):
     # The same 5-gram recurs every len(words) positions, before and after the first MiB.
     assert np.array_equal(hashes[period:], hashes[:-period])
     assert np.array_equal(hashes[: period - 4], shingle_hashes(" ".join(words), 5))
+
+
+def test_word_shingles_hash_as_the_text_of_those_words_does(reviews):
+    for document in reviews[:200]:
+        normalized = normalize_text(document.text)
+        assert np.array_equal(word_shingle_hashes(normalized.split(" "), 5), shingle_hashes(normalized, 5))
+    # A word with a space inside (pyvi's Vietnamese "sinh viên") stays one word of the n-gram.
+    words = ["tôi", "là", "sinh viên", "đại học", "bách khoa"]
+    assert len(word_shingle_hashes(words, 5)) == 1
+    assert len(shingle_hashes(" ".join(words), 5)) == 4
+    assert word_shingle_hashes(words[:4], 5).size == 0

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import importlib.util
 import re
 
 import apache_beam as beam
 import pytest
 from apache_beam.testing.util import assert_that, equal_to
 
+from beamtrove.assets import asset_present
 from beamtrove.document import Document
+from beamtrove.text import split_words, word_splitter
 from beamtrove.transforms.filters import Drop, Filter, GopherQualityFilter, GopherRepetitionFilter
 from tests.conftest import run_and_collect
 from tests.transforms.filters.conftest import article, outcomes
@@ -264,7 +267,29 @@ def test_the_default_splitter_parts_from_spacy_on_text_without_spaces(udhr_texts
 
 
 def test_an_unknown_word_splitter_is_refused():
-    with pytest.raises(ValueError, match="The word splitter is one of beamtrove, spacy, not 'nltk'"):
+    with pytest.raises(ValueError, match=r"The word splitter is one of beamtrove, spacy, language or .*, not 'nltk'"):
         GopherQualityFilter(word_splitter="nltk")
     with pytest.raises(ValueError, match="not 'Spacy'"):
         GopherRepetitionFilter(word_splitter="Spacy")
+
+
+def test_the_language_splitter_counts_thai_words(udhr_texts):
+    if not asset_present("word_tokenizers") or importlib.util.find_spec("pythainlp") is None:
+        pytest.skip("needs the fetched word tokenizer table and pythainlp (pip install 'beamtrove[multilingual]')")
+    # The Thai UDHR as GlotLID labels it.
+    thai = Document(text=udhr_texts["tha"], id="tha", metadata={"language": "tha", "language_script": "Thai"})
+    thai_stop_words = ("และ", "การ", "ของ", "ใน")
+    # beamtrove's splitter counts a word per Thai character: 8,929 one-character "words".
+    assert len(split_words(thai.text)) == 8929
+    per_character = GopherQualityFilter(stop_words=thai_stop_words)
+    assert per_character.filter(thai).reason == "gopher_below_avg_threshold"
+    # PyThaiNLP's words, as DataTrove's tokenizer for tha_Thai: 1,867 of 4.8 characters on average.
+    words = word_splitter("language", "tha_Thai")(thai.text)
+    assert len(words) == 1867 and round(sum(map(len, words)) / len(words), 2) == 4.79
+    assert GopherQualityFilter(stop_words=thai_stop_words, word_splitter="language").filter(thai) is thai
+    # With English stop words, the one rule Thai text fails.
+    assert GopherQualityFilter(word_splitter="language").filter(thai).reason == "gopher_enough_stop_words"
+    # Five characters recur far more than five words do.
+    no_line_rules = {f"dup_{unit}_{what}": None for unit in ("line", "para") for what in ("frac", "char_frac")}
+    assert GopherRepetitionFilter(**no_line_rules).filter(thai).reason == "duplicated_5_n_grams"
+    assert GopherRepetitionFilter(**no_line_rules, word_splitter="language").filter(thai) is thai
