@@ -28,7 +28,6 @@ one band with probability ``1 - (1 - s**r)**b`` (``r`` hashes per bucket,
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
@@ -67,10 +66,13 @@ _DOCUMENTS, _COMPONENT = "documents", "component"
 class _SignatureFn(beam.DoFn):
     """Keys each document by a digest of its whole signature, with its band keys (and sketch) as the value."""
 
-    def __init__(self, config: MinHashConfig, order: KeepOrder, against_indexes: bool, metrics: StepMetrics):
+    def __init__(
+        self, config: MinHashConfig, order: KeepOrder, against_indexes: bool, per_language: bool, metrics: StepMetrics
+    ):
         self._config = config
         self._order = order
         self._against_indexes = against_indexes
+        self._per_language = per_language
         self._metrics = metrics
 
     def setup(self):
@@ -78,15 +80,18 @@ class _SignatureFn(beam.DoFn):
 
     def process(self, document: Document):
         self._metrics.inc("documents")
-        signature = self._hasher.signature(document.text, language_key(document.metadata))
+        language = language_key(document.metadata)
+        signature = self._hasher.signature(document.text, language)
         if signature is None:
             self._metrics.inc("too_short")
             return
         node = self._order.node(document)
         if self._against_indexes:
             node = input_node(node)
-        digest = hashlib.blake2b(signature.astype("<u8", copy=False).tobytes(), digest_size=DIGEST_BYTES).digest()
-        bands = b"".join(MinHasher.band_keys(signature))
+        # Keyed by the language, a signature and its bands meet only those of documents in the same language.
+        within = (language or "").encode("utf-8") if self._per_language else b""
+        digest = MinHasher.digest(signature, within)
+        bands = b"".join(MinHasher.band_keys(signature, within))
         if self._config.threshold is None:
             yield digest, (node, bands)
         else:
@@ -188,9 +193,14 @@ class MinHashClusters(beam.PTransform):
         against: Dedup indexes whose documents join the graph before every
             input document. Nodes are then :func:`input_node` s of the
             documents and :func:`index_node` s of the indexed ones.
+        per_language: Link only documents of the same language
+            (:func:`~beamtrove.languages.language_key` of their metadata; those
+            without one form a group of their own), as FineWeb-2 deduplicated
+            each language apart.
 
     Raises:
-        ValueError: An index built with other shingles or hashes than ``config``.
+        ValueError: An index built with other shingles or hashes than ``config``, or indexes with ``per_language``
+            (an index's keys belong to no language).
     """
 
     def __init__(
@@ -200,13 +210,17 @@ class MinHashClusters(beam.PTransform):
         max_rounds: int = 30,
         step: str = "minhash",
         against: DedupIndexes | None = None,
+        per_language: bool = False,
     ):
         super().__init__()
         self._config = config or MinHashConfig()
         if against is not None:
+            if per_language:
+                raise ValueError("MinHash within each language cannot run against dedup indexes, whose keys have none.")
             for manifest in against.manifests:
                 manifest.check_minhash(self._config)
         self._against = against
+        self._per_language = per_language
         self._order = KeepOrder(keep_by)
         self._components = ConnectedComponents(max_rounds, step=step)
         self._metrics = StepMetrics(step)
@@ -227,7 +241,7 @@ class MinHashClusters(beam.PTransform):
         return links | "Components" >> self._components
 
     def _signatures(self, pipeline, inputs, sides):
-        fn = _SignatureFn(self._config, self._order, self._against is not None, self._metrics)
+        fn = _SignatureFn(self._config, self._order, self._against is not None, self._per_language, self._metrics)
         return {"signatures": inputs["documents"] | "Signatures" >> beam.ParDo(fn)}
 
     def _band_keys(self, pipeline, inputs, sides):
@@ -390,6 +404,7 @@ class MinHashDedup(DedupStep):
         max_rounds: Connected-components rounds to unroll.
         against: Dedup indexes whose documents come before every input document.
         step: Stats name of the clustering and of the removal alike.
+        per_language: Compare only documents of the same language (see :class:`MinHashClusters`).
     """
 
     def __init__(
@@ -399,9 +414,10 @@ class MinHashDedup(DedupStep):
         max_rounds: int = 30,
         against: DedupIndexes | None = None,
         step: str = "minhash",
+        per_language: bool = False,
     ):
         super().__init__(step)
-        self._clusters = MinHashClusters(config, keep_by, max_rounds, step, against)
+        self._clusters = MinHashClusters(config, keep_by, max_rounds, step, against, per_language)
         # Its components arrive through the stages, not the constructor.
         self._remove = RemoveClustered(None, keep_by, step=step, against=against)
 

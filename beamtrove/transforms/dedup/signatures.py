@@ -125,13 +125,23 @@ class MinHasher:
         return word_shingle_hashes(split(normalized), config.n_grams)
 
     @staticmethod
-    def band_keys(signature: np.ndarray) -> list[bytes]:
-        """One key per bucket: the bucket number then a 128-bit digest of its band's hashes."""
+    def band_keys(signature: np.ndarray, within: bytes = b"") -> list[bytes]:
+        """One key per bucket: the bucket number then a 128-bit digest of its band's hashes.
+
+        ``within`` names a group (a language) whose keys no other group's share: the digests are keyed with it
+        (blake2b's key; the empty one is no key, the keys of every group-less run and index).
+        """
         little_endian = signature.astype("<u8", copy=False)
         return [
-            struct.pack("<H", bucket) + hashlib.blake2b(band.tobytes(), digest_size=DIGEST_BYTES).digest()
+            struct.pack("<H", bucket) + hashlib.blake2b(band.tobytes(), digest_size=DIGEST_BYTES, key=within).digest()
             for bucket, band in enumerate(little_endian)
         ]
+
+    @staticmethod
+    def digest(signature: np.ndarray, within: bytes = b"") -> bytes:
+        """A 128-bit digest of the whole signature, keyed with ``within`` as :meth:`band_keys` are."""
+        data = signature.astype("<u8", copy=False).tobytes()
+        return hashlib.blake2b(data, digest_size=DIGEST_BYTES, key=within).digest()
 
     @staticmethod
     def sketch(signature: np.ndarray) -> bytes:

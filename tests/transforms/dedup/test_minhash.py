@@ -117,6 +117,35 @@ def test_exact_and_near_copies_are_removed_and_their_originals_kept(reviews):
         assert_that(result.kept | "Count" >> beam.combiners.Count.Globally(), equal_to([201]), label="KeptCount")
 
 
+@pytest.mark.parametrize("per_language", [False, True])
+def test_per_language_links_only_documents_of_the_same_language(udhr_texts, per_language):
+    # The same texts labelled in two languages (as two language IDs might read one page): within each language one
+    # copy goes; across languages the copies stay when each language is deduplicated on its own.
+    german, french = udhr_texts["deu"], udhr_texts["fra"]
+    labelled = [
+        Document(text, f"{name}-{language}", metadata={"language": language, "language_script": "Latn"})
+        for name, text in (("german", german), ("french", french))
+        for language in ("deu", "fra")
+    ]
+    copies = [
+        Document(
+            near_copy(german, 0.01, seed=1), "german-deu-near", metadata={"language": "deu", "language_script": "Latn"}
+        )
+    ]
+    with TestPipeline() as pipeline:
+        result = pipeline | beam.Create(labelled + copies) | MinHashDedup(per_language=per_language)
+        removed = result.excluded | beam.Map(lambda d: (d.id, d.metadata["duplicate_of"]))
+        expected = [("german-deu-near", "german-deu")]
+        if not per_language:
+            expected += [("german-fra", "german-deu"), ("french-fra", "french-deu")]
+        assert_that(removed, equal_to(expected))
+
+
+def test_per_language_dedup_refuses_indexes():
+    with pytest.raises(ValueError, match="cannot run against dedup indexes"):
+        MinHashClusters(against=object(), per_language=True)
+
+
 def test_keep_by_keeps_the_earliest_copy(reviews):
     original = dataclasses.replace(reviews[3], metadata={"date": "2024-05-02"})
     earlier = Document(near_copy(original.text, 0.01, seed=3), "zz-mirror", metadata={"date": "2021-01-01"})
