@@ -25,6 +25,9 @@ from beamtrove.transforms.filters.base import DocumentFilter, Drop, Verdict, loa
 __all__ = ["LanguageFilter", "LanguageScores", "UnknownLanguageError", "fasttext_model_problem", "load_fasttext_model"]
 
 _LABEL_PREFIX = "__label__"
+# fastText reports a label's probability plus 1e-5 (it ranks labels by log(p + 1e-5)), but compares the probability
+# itself with the threshold it is given: asked for a little less, it reports every label whose score reaches it.
+_REPORTED_EXCESS = 2e-5
 
 
 class LanguageScores(NamedTuple):
@@ -336,7 +339,10 @@ class LanguageFilter(DocumentFilter):
         """For each text, whether one of ``languages`` (which must be set) scores ``threshold`` or more: what
         :meth:`language_scores` tells at less cost, the model reporting only the labels that do."""
         wanted = self._wanted_labels
-        return [not wanted.isdisjoint(labels) for labels in self._predict(texts, k=-1, threshold=threshold)[0]]
+        return [
+            any(label in wanted and score >= threshold for label, score in zip(labels, scores, strict=True))
+            for labels, scores in zip(*self._predict(texts, k=-1, threshold=threshold), strict=True)
+        ]
 
     def filter(self, document: Document) -> Verdict:
         return self.filter_batch([document])[0]
@@ -347,7 +353,7 @@ class LanguageFilter(DocumentFilter):
         if floor is None:
             labels, scores = self._predict(texts, k=1)
         else:
-            # Only the labels scoring at least the floor, not the model's every label (GlotLID has 2,000):
+            # Only the labels scoring about the floor or more, not the model's every label (GlotLID has 2,000):
             # turning each into Python objects costs more than the prediction.
             labels, scores = (list(found) for found in self._predict(texts, k=-1, threshold=floor))
             unlabelled = [index for index, found in enumerate(labels) if not len(found)]
@@ -370,6 +376,10 @@ class LanguageFilter(DocumentFilter):
         return min(floors, default=None)
 
     def _predict(self, texts: list[str], k: int, threshold: float = 0.0):
+        """fastText's ``k`` likeliest labels of each text and their scores, best first; with ``threshold``, each
+        label scoring at least that, and maybe some just under it (callers compare the scores)."""
+        if threshold > 0:
+            threshold = max(threshold - _REPORTED_EXCESS, 0.0)
         # fastText predicts one line per text.
         return self._model.predict([text.replace("\n", " ") for text in texts], k=k, threshold=threshold)
 

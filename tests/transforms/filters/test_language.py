@@ -288,6 +288,21 @@ def test_top_pairs_are_every_label_above_the_threshold_as_datatrove_writes_them(
     assert pairs_seen > 2 * len(lines)
 
 
+def test_a_score_just_above_a_threshold_counts_as_in_datatrove(glotlid_model, glotlid_lines):
+    # fastText reports p + 1e-5 but compares p with the threshold it is given: asked for labels at 0.01, it leaves
+    # out a label it reports at 0.010005, which DataTrove, reading every label, writes.
+    line = glotlid_lines["deu_Latn"].held_out[-1]
+    rule = language_rule(str(glotlid_model), languages=["deu_Latn"], label_only=True)
+    labels, scores = rule._model.predict(line, k=-1)
+    second, score = labels[1].removeprefix("__label__"), float(scores[1])
+    paired = language_rule(str(glotlid_model), languages=None, label_only=True, keep_top_pairs_threshold=score - 5e-6)
+    assert paired.filter(Document(text=line, id="deu")).metadata[f"top_language_{second}_score"] == score
+    # The language screen's question, at a score the model reports: reached.
+    screen = language_rule(str(glotlid_model), languages=[second])
+    assert screen.language_scores([line])[0].wanted == score
+    assert screen.reach([line], score) == [True] and screen.reach([line], score + 1e-6) == [False]
+
+
 def test_top_pairs_with_languages_are_those_of_the_languages(glotlid_model, udhr_texts):
     # DataTrove keeps the scores of the wanted languages alone, in their order.
     wanted = ["uzn_Latn", "uig_Latn", "deu_Latn"]
