@@ -370,8 +370,8 @@ class LanguageFilter(DocumentFilter):
         floors = []
         if self.keep_top_pairs_threshold is not None:
             floors.append(self.keep_top_pairs_threshold)
-        # Past 0.5 only the most likely language can clear the threshold: it alone decides.
-        if self.languages is not None and self.language_threshold < 0.5:
+        # Past 0.5 (as fastText reports scores) only the most likely language can clear the threshold: it decides.
+        if self.languages is not None and self.language_threshold < 0.5 + _REPORTED_EXCESS:
             floors.append(self.language_threshold)
         return min(floors, default=None)
 
