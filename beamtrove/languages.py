@@ -12,7 +12,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["LANGUAGE", "LANGUAGE_SCORE", "LANGUAGE_SCRIPT", "join_language", "language_key", "split_language"]
+__all__ = [
+    "LANGUAGE",
+    "LANGUAGE_SCORE",
+    "LANGUAGE_SCRIPT",
+    "join_language",
+    "language_key",
+    "split_language",
+    "top_language_score_key",
+]
 
 #: The metadata keys language ID writes (DataTrove's names).
 LANGUAGE, LANGUAGE_SCRIPT, LANGUAGE_SCORE = "language", "language_script", "language_score"
@@ -32,6 +40,12 @@ def split_language(key: str) -> tuple[str, str | None]:
     if language and len(script) == 4 and script[0].isupper() and script[1:].islower():
         return language, script
     return key, None
+
+
+def top_language_score_key(label: str) -> str:
+    """The metadata key of a label's score among a document's top languages: ``"deu_Latn"`` ->
+    ``"top_language_deu_Latn_score"`` (DataTrove's ``keep_top_pairs_threshold`` names them so)."""
+    return f"top_language_{label}_score"
 
 
 def language_key(metadata: Mapping[str, Any]) -> str | None:

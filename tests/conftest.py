@@ -29,6 +29,7 @@ from beamtrove.execution.jobs import JobDir, prepare_job
 from beamtrove.execution.jobs.jobdir import write_once
 from beamtrove.metrics import collect_stats
 from tests.cc_server import lay_out_common_crawl
+from tests.lid_models import LabelledLines, label_lines, train_glotlid_style_model
 from tests.servers import gcs_server, s3_server, store  # noqa: F401 (fixtures: object store servers)
 
 SHARED = pathlib.Path(__file__).resolve().parents[1].parent / "shared"
@@ -124,6 +125,22 @@ def udhr_texts(data_dir) -> dict[str, str]:
             if name.endswith(".txt"):
                 texts[name.rsplit("/", 1)[-1][: -len(".txt")]] = archive.read(name).decode("utf-8")
     return texts
+
+
+@pytest.fixture(scope="session")
+def glotlid_model(udhr_texts, tmp_path_factory) -> pathlib.Path:
+    """A fastText language-ID model labelled as GlotLID's are (``__label__deu_Latn``), trained on the UDHR with
+    :func:`tests.lid_models.train_glotlid_style_model` (364 labels; the same model every session, in about 5 s)."""
+    path = tmp_path_factory.mktemp("glotlid") / "model.bin"
+    train_glotlid_style_model(udhr_texts, path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def glotlid_lines(udhr_texts) -> dict[str, LabelledLines]:
+    """The UDHR's lines by the label of :func:`glotlid_model` (``"deu_Latn"``): those it was trained on, and
+    those held out of its training."""
+    return label_lines(udhr_texts)
 
 
 def zip_texts(path) -> dict[str, str]:

@@ -222,6 +222,8 @@ _NEVER_NUMBERS = ("nan", "inf", "-inf", "1e309", "", "0x10")
         ("extract", "--max_payload_bytes", "an integer of at least 1", ("0", "-1", "1.5")),
         ("filter", "--unigram_threshold", "a finite number below 0", ("0", "2")),
         ("filter", "--language_threshold", "a number from 0 to 1", ("2", "-1")),
+        ("filter", "--keep_top_pairs_threshold", "a number from 0 to 1", ("2", "-1")),
+        ("fineweb", "--keep_top_pairs_threshold", "a number from 0 to 1", ("1.5", "-0.01")),
         ("dedup", "--bloom_fpr", "a number of at least 0 and below 1", ("1", "2", "-1")),
         ("dedup", "--bloom_threshold", "a number from 0 to 1", ("2", "-1")),
         ("dedup", "--minhash_threshold", "a number above 0 and at most 1", ("0", "2")),

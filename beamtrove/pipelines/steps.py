@@ -59,23 +59,31 @@ class URLFilterOptions(PipelineOptions):
 
 
 class LanguageOptions(PipelineOptions):
-    """The language filter's model, languages and threshold."""
+    """The language filter's model, languages, threshold and top pairs."""
 
     _add_argparse_args = declared(
         Option(
             "lid_model",
-            "fastText language-ID model (lid.176.ftz or .bin), path or fsspec URL. "
-            "Default: the one `beamtrove assets fetch` stores in the asset cache.",
+            "fastText language-ID model (lid.176.ftz or .bin, or GlotLID's model.bin: docs/filters.md), path or "
+            "fsspec URL. Default: the lid.176 model `beamtrove assets fetch` stores in the asset cache.",
             default=default_lid_model(),
             reads="path",
         ),
         Option(
             "languages",
-            "Comma-separated languages to keep, as the model labels them: ISO 639 codes for lid.176 (en, fr), "
-            "language_Script pairs for GlotLID (deu_Latn, or deu for every script of it); 'all' keeps any language. "
-            "Default: en (fineweb), all (fineweb2).",
+            "Comma-separated labels of the languages to keep, as the model names them: ISO 639 codes for lid.176 "
+            "(en), language_Script for GlotLID (deu_Latn; deu alone keeps each of its scripts); 'all' keeps any "
+            "language. Default: en (fineweb2: all).",
+            default="en",
         ),
         Option("language_threshold", "Minimum language score. Default: 0.65.", float, 0.65, range=FRACTION),
+        Option(
+            "keep_top_pairs_threshold",
+            "Also write top_language_<label>_score for each label scoring above this (of --languages only, when "
+            "they are named), as DataTrove's keep_top_pairs_threshold; FineWeb-2 used 0.01. Default: none written.",
+            float,
+            range=FRACTION,
+        ),
     )
 
 
@@ -131,14 +139,19 @@ def url_filter(options: PipelineOptions) -> DocumentStep:
 
 
 def language_filter(options: PipelineOptions) -> DocumentStep:
-    """The language filter, with the model, languages and threshold the options name.
+    """The language filter, with the model, languages, threshold and top pairs the options name.
 
     Raises:
         ValueError: ``--languages`` names a language the model does not know.
     """
     own = options.view_as(LanguageOptions)
     try:
-        rule = LanguageFilter(own.lid_model, languages=_languages(own), language_threshold=own.language_threshold)
+        rule = LanguageFilter(
+            own.lid_model,
+            languages=_languages(own),
+            language_threshold=own.language_threshold,
+            keep_top_pairs_threshold=own.keep_top_pairs_threshold,
+        )
     except UnknownLanguageError as exc:
         raise ValueError(f"--languages {exc}") from None
     return filter_step(rule)

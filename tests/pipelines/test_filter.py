@@ -90,6 +90,29 @@ def test_word_splitter_spacy_gives_datatrove_decisions_on_text_without_spaces(ud
     }
 
 
+def test_the_language_filter_takes_a_glotlid_model_its_pairs_and_top_pairs(udhr_texts, glotlid_model, tmp_path):
+    names = ("deu", "fra", "tha", "uzn_cyrl", "uzn_latn")
+    rows = [json.dumps({"id": name, "text": udhr_texts[name]}) for name in names]
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "udhr.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    argv = ["run", "filter", "--input", str(tmp_path / "in"), "--output", str(tmp_path / "out")]
+    options = ["--lid_model", str(glotlid_model), "--languages", "deu_Latn,uzn", "--keep_top_pairs_threshold", "0.01"]
+    assert main([*argv, "--steps", "language_filter", *options]) == 0
+    kept = {row["id"]: row["metadata"] for row in jsonl_rows(tmp_path / "out" / "documents")}
+    excluded = {row["id"]: row["metadata"] for row in jsonl_rows(tmp_path / "out" / "excluded" / "language_filter")}
+    assert sorted(kept) == ["deu", "uzn_cyrl", "uzn_latn"] and sorted(excluded) == ["fra", "tha"]
+    found = {name: (data["language"], data["language_script"]) for name, data in {**kept, **excluded}.items()}
+    assert found == {
+        "deu": ("deu", "Latn"), "fra": ("fra", "Latn"), "tha": ("tha", "Thai"), "uzn_cyrl": ("uzn", "Cyrl"),
+        "uzn_latn": ("uzn", "Latn"),
+    }  # fmt: skip
+    # The scores of the wanted labels above 0.01 alone: uzn stands for both its scripts.
+    for name, metadata in {**kept, **excluded}.items():
+        top = {key for key in metadata if key.startswith("top_language_")}
+        assert top <= {"top_language_deu_Latn_score", "top_language_uzn_Cyrl_score", "top_language_uzn_Latn_score"}
+        assert (f"top_language_{metadata['language']}_{metadata['language_script']}_score" in top) == (name in kept)
+
+
 @pytest.mark.parametrize(
     ("steps", "message"),
     [

@@ -1,4 +1,4 @@
-"""Language identification with fastText's lid.176 model."""
+"""Language identification with a fastText model: lid.176 (``en``) or GlotLID (``deu_Latn``)."""
 
 from __future__ import annotations
 
@@ -18,12 +18,16 @@ from beamtrove.assets import default_lid_model
 from beamtrove.configuration import FRACTION
 from beamtrove.document import Document
 from beamtrove.fs import filesystem, is_local, open_url
+from beamtrove.languages import LANGUAGE, LANGUAGE_SCORE, LANGUAGE_SCRIPT, split_language, top_language_score_key
 from beamtrove.resources import require_on_worker
 from beamtrove.transforms.filters.base import DocumentFilter, Drop, Verdict, load_once
 
 __all__ = ["LanguageFilter", "LanguageScores", "UnknownLanguageError", "fasttext_model_problem", "load_fasttext_model"]
 
 _LABEL_PREFIX = "__label__"
+# fastText reports a label's probability plus 1e-5 (it ranks labels by log(p + 1e-5)), but compares the probability
+# itself with the threshold it is given: asked for a little less, it reports every label whose score reaches it.
+_REPORTED_EXCESS = 2e-5
 
 
 class LanguageScores(NamedTuple):
@@ -180,44 +184,85 @@ class UnknownLanguageError(ValueError):
     """A language code that the language-ID model has no label for."""
 
 
-def _check_languages(languages: frozenset[str], model, model_path: str) -> None:
-    """Refuses codes the model cannot predict: a document would never be kept in their language.
+def _wanted_keys(languages: Iterable[str], model, model_path: str) -> tuple[str, ...]:
+    """The model's labels (without ``__label__``) that ``languages`` name, in their order.
+
+    A code is one of the model's labels (``en`` for lid.176, ``deu_Latn`` for GlotLID); with a model whose labels
+    carry a script, a language alone (``deu``) names each of its labels (``deu_Latn``, ``deu_Cyrl``, ...).
 
     Raises:
         UnknownLanguageError: Names the first unknown code and lists the model's codes.
     """
-    known = sorted(label.removeprefix(_LABEL_PREFIX) for label in model.get_labels())
-    unknown = sorted(languages.difference(known))
+    known = [label.removeprefix(_LABEL_PREFIX) for label in model.get_labels()]
+    scripts: dict[str, list[str]] = {}
+    for key in known:
+        language, script = split_language(key)
+        if script is not None:
+            scripts.setdefault(language, []).append(key)
+    labels = set(known)
+    wanted: dict[str, None] = {}
+    unknown = []
+    for code in languages:
+        matches = [code] if code in labels else scripts.get(code)
+        if matches:
+            wanted.update(dict.fromkeys(matches))
+        else:
+            unknown.append(code)
     if unknown:
+        # A document would never be kept in a language the model cannot predict.
+        raise UnknownLanguageError(_unknown_language_message(min(unknown), sorted(known), scripts, model_path))
+    return tuple(wanted)
+
+
+def _unknown_language_message(code: str, known: list[str], scripts: dict[str, list[str]], model_path: str) -> str:
+    if not scripts:
         model_name = posixpath.splitext(posixpath.basename(model_path))[0]
-        raise UnknownLanguageError(
-            f"{unknown[0] or repr(unknown[0])}: not a language code of the {model_name} model; "
-            f"it knows: {', '.join(known)}"
-        )
+        return f"{code or repr(code)}: not a language code of the {model_name} model; it knows: {', '.join(known)}"
+    example = min(scripts, key=lambda language: (-len(scripts[language]), language))
+    return (
+        f"{code or repr(code)}: not a language code of the model {model_path}; it knows: {', '.join(known)}; "
+        f"and a language alone stands for each of its scripts ({example}: {', '.join(scripts[example])})"
+    )
 
 
 class LanguageFilter(DocumentFilter):
     """Labels each document's language and keeps those in the wanted languages.
 
-    Writes ``language`` (the most likely language) and ``language_score`` (its
-    probability) to the metadata of every document, kept or dropped. A document
-    is kept when one of ``languages`` scores above ``language_threshold`` (or,
-    with no ``languages``, when its most likely language does); otherwise it is
+    Works with any fastText language-ID model: lid.176, whose labels are
+    languages (``en``), or GlotLID, whose labels are a language and its script
+    (``deu_Latn``). Writes ``language`` (the most likely language: ``en``,
+    ``deu``), with a GlotLID-style label ``language_script`` (``Latn``), and
+    ``language_score`` (its probability) to the metadata of every document,
+    kept or dropped, as DataTrove's ``LanguageFilter`` does with its ``ft176``
+    and ``glotlid`` backends. With ``keep_top_pairs_threshold`` it also writes
+    ``top_language_<label>_score`` for every label scoring above it (only the
+    labels of ``languages``, when they are given), as DataTrove's
+    ``keep_top_pairs_threshold`` does. A document is kept when one of
+    ``languages`` scores above ``language_threshold`` (or, with no
+    ``languages``, when its most likely language does); otherwise it is
     dropped as ``language``. Predictions run in batches.
 
     Args:
-        model_path: The fastText model (``lid.176.ftz`` or ``.bin``), a local
-            path or fsspec URL; ``beamtrove assets fetch`` provides one.
-        languages: ISO 639 codes to keep (``"en"``, ...); ``None`` keeps any
-            language predicted confidently enough.
+        model_path: The fastText model (``lid.176.ftz`` or ``.bin``, GlotLID's
+            ``model.bin``), a local path or fsspec URL; ``beamtrove assets
+            fetch`` provides lid.176.
+        languages: The labels to keep, as the model names them: ISO 639 codes
+            for lid.176 (``"en"``, ...), ``language_Script`` pairs for GlotLID
+            (``"deu_Latn"``, ...), where a language alone (``"deu"``) keeps
+            each of its scripts. ``None`` keeps any language predicted
+            confidently enough.
         language_threshold: Minimum probability, from 0 to 1.
         label_only: Label documents without dropping any.
+        keep_top_pairs_threshold: Write the score of each label scoring above
+            this, from 0 to 1; ``None`` writes none (DataTrove's ``-1``).
 
     Raises:
         FileNotFoundError: There is no model at ``model_path``.
-        ValueError: ``language_threshold`` is not from 0 to 1.
+        ValueError: ``language_threshold`` or ``keep_top_pairs_threshold`` is
+            not from 0 to 1.
         UnknownLanguageError: A code of ``languages`` is not one of the
-            model's labels (``en``, ``fr``, ... for lid.176).
+            model's labels (``en``, ``fr``, ... for lid.176), nor, for a
+            GlotLID-style model, the language of one.
     """
 
     name = "language_filter"
@@ -229,6 +274,7 @@ class LanguageFilter(DocumentFilter):
         languages: Iterable[str] | None = ("en",),
         language_threshold: float = 0.65,
         label_only: bool = False,
+        keep_top_pairs_threshold: float | None = None,
     ):
         fs, local = filesystem(model_path)
         if not fs.exists(local):
@@ -237,12 +283,19 @@ class LanguageFilter(DocumentFilter):
                 "into the cache, or pass --lid_model with the path of a fastText lid.176 model."
             )
         self.model_path = model_path
-        self.languages = None if languages is None else frozenset(languages)
+        codes = None if languages is None else tuple(languages)
+        self.languages = None if codes is None else frozenset(codes)
         # A NaN threshold would clear no score: every document dropped.
         self.language_threshold = FRACTION.check(language_threshold, "language_threshold")
         self.label_only = label_only
-        if self.languages is not None:
-            _check_languages(self.languages, self._shared_model(), model_path)
+        self.keep_top_pairs_threshold = (
+            None
+            if keep_top_pairs_threshold is None
+            else FRACTION.check(keep_top_pairs_threshold, "keep_top_pairs_threshold")
+        )
+        # The labels the codes name, in their order: DataTrove writes the top pairs of its languages so.
+        self._wanted_keys = None if codes is None else _wanted_keys(codes, self._shared_model(), model_path)
+        self._wanted_labels = None if codes is None else frozenset(_LABEL_PREFIX + key for key in self._wanted_keys)
 
     def setup(self) -> None:
         self._model = self._shared_model()
@@ -269,7 +322,7 @@ class LanguageFilter(DocumentFilter):
 
     def language_scores(self, texts: list[str]) -> list[LanguageScores]:
         """For each text, the best score of one of ``languages`` (which must be set) and the model's likeliest."""
-        wanted = {_LABEL_PREFIX + language for language in self.languages}
+        wanted = self._wanted_labels
         found = []
         for labels, scores in zip(*self._predict(texts, k=-1), strict=True):
             best = max(range(len(labels)), key=scores.__getitem__)
@@ -285,37 +338,71 @@ class LanguageFilter(DocumentFilter):
     def reach(self, texts: list[str], threshold: float) -> list[bool]:
         """For each text, whether one of ``languages`` (which must be set) scores ``threshold`` or more: what
         :meth:`language_scores` tells at less cost, the model reporting only the labels that do."""
-        wanted = {_LABEL_PREFIX + language for language in self.languages}
-        return [not wanted.isdisjoint(labels) for labels in self._predict(texts, k=-1, threshold=threshold)[0]]
+        wanted = self._wanted_labels
+        return [
+            any(label in wanted and score >= threshold for label, score in zip(labels, scores, strict=True))
+            for labels, scores in zip(*self._predict(texts, k=-1, threshold=threshold), strict=True)
+        ]
 
     def filter(self, document: Document) -> Verdict:
         return self.filter_batch([document])[0]
 
     def filter_batch(self, documents: list[Document]) -> list[Verdict]:
-        # Past 0.5 only the most likely language can clear the threshold, so asking for all 176 is wasted.
-        everything = self.languages is not None and self.language_threshold < 0.5
-        labels, scores = self._predict([document.text for document in documents], k=-1 if everything else 1)
+        texts = [document.text for document in documents]
+        floor = self._lowest_score_read()
+        if floor is None:
+            labels, scores = self._predict(texts, k=1)
+        else:
+            # Only the labels scoring about the floor or more, not the model's every label (GlotLID has 2,000):
+            # turning each into Python objects costs more than the prediction.
+            labels, scores = (list(found) for found in self._predict(texts, k=-1, threshold=floor))
+            unlabelled = [index for index, found in enumerate(labels) if not len(found)]
+            if unlabelled:
+                # Even the likeliest label scores under the floor: it is still the document's language.
+                best = self._predict([texts[index] for index in unlabelled], k=1)
+                for index, best_labels, best_scores in zip(unlabelled, *best, strict=True):
+                    labels[index], scores[index] = best_labels, best_scores
         return [self._verdict(*result) for result in zip(documents, labels, scores, strict=True)]
 
+    def _lowest_score_read(self) -> float | None:
+        """The lowest score a label needs for the verdict or the metadata to read it; None when only the
+        likeliest label is read."""
+        floors = []
+        if self.keep_top_pairs_threshold is not None:
+            floors.append(self.keep_top_pairs_threshold)
+        # Past 0.5 (as fastText reports scores) only the most likely language can clear the threshold: it decides.
+        if self.languages is not None and self.language_threshold < 0.5 + _REPORTED_EXCESS:
+            floors.append(self.language_threshold)
+        return min(floors, default=None)
+
     def _predict(self, texts: list[str], k: int, threshold: float = 0.0):
+        """fastText's ``k`` likeliest labels of each text and their scores, best first; with ``threshold``, each
+        label scoring at least that, and maybe some just under it (callers compare the scores)."""
+        if threshold > 0:
+            threshold = max(threshold - _REPORTED_EXCESS, 0.0)
         # fastText predicts one line per text.
         return self._model.predict([text.replace("\n", " ") for text in texts], k=k, threshold=threshold)
 
     def _verdict(self, document: Document, labels, scores) -> Verdict:
-        languages = [label[len(_LABEL_PREFIX) :] for label in labels]
-        best = max(range(len(languages)), key=scores.__getitem__)
-        labelled = dataclasses.replace(
-            document,
-            metadata={**document.metadata, "language": languages[best], "language_score": float(scores[best])},
-        )
+        keys = [label[len(_LABEL_PREFIX) :] for label in labels]
+        best = max(range(len(keys)), key=scores.__getitem__)
+        language, script = split_language(keys[best])
+        # The keys in DataTrove's order: the script, the language, its score, then the top pairs.
+        metadata = {**document.metadata, **({LANGUAGE_SCRIPT: script} if script else {})}
+        metadata[LANGUAGE] = language
+        metadata[LANGUAGE_SCORE] = float(scores[best])
+        found = dict(zip(keys, scores, strict=True))
+        # Those of the wanted labels, or of all, that scored (none below the floor of the prediction).
+        pairs = found if self._wanted_keys is None else {key: found.get(key, 0.0) for key in self._wanted_keys}
+        if self.keep_top_pairs_threshold is not None:
+            for key, score in pairs.items():
+                if score > self.keep_top_pairs_threshold:
+                    metadata[top_language_score_key(key)] = float(score)
         if self.languages is None:
             keep = scores[best] > self.language_threshold
         else:
-            keep = any(
-                score > self.language_threshold
-                for language, score in zip(languages, scores, strict=True)
-                if language in self.languages
-            )
+            keep = any(score > self.language_threshold for score in pairs.values())
+        labelled = dataclasses.replace(document, metadata=metadata)
         if keep or self.label_only:
             return labelled
         return Drop("language", labelled)

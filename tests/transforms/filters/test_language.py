@@ -1,4 +1,4 @@
-"""LanguageFilter (fastText lid.176) on the UDHR in 388 languages."""
+"""LanguageFilter on the UDHR in 388 languages: with fastText's lid.176, and with a model labelled as GlotLID's."""
 
 from __future__ import annotations
 
@@ -221,3 +221,152 @@ def test_all_388_declarations_through_a_pipeline(model_path, udhr_texts, data_di
 
     counters = run_and_collect(build)["language_filter"]["counters"]
     assert counters == {"in": 388, "out": 3, "dropped.language": 385}
+
+
+# --------------------------------------------------------------------------- a GlotLID-style model
+
+#: Held-out lines this long or longer: a line such as "Artikel 2" reads as Dutch as well as German.
+_SENTENCE = 40
+
+
+def documents(lines: list[str]) -> list[Document]:
+    return [Document(text=line, id=str(index)) for index, line in enumerate(lines)]
+
+
+def labels_of(verdicts) -> list[tuple[str, str]]:
+    return [(verdict.metadata["language"], verdict.metadata["language_script"]) for verdict in verdicts]
+
+
+@pytest.mark.parametrize(
+    ("label", "language", "script", "wrong_at_most"),
+    [("tha_Thai", "tha", "Thai", 0), ("deu_Latn", "deu", "Latn", 1), ("rus_Cyrl", "rus", "Cyrl", 0),
+     ("cmn_Hani", "cmn", "Hani", 0)],
+)  # fmt: skip
+def test_a_glotlid_model_labels_held_out_lines_with_their_language_and_script(
+    glotlid_model, glotlid_lines, label, language, script, wrong_at_most
+):
+    lines = [line for line in glotlid_lines[label].held_out if len(line) >= _SENTENCE]
+    assert len(lines) >= 9
+    verdicts = language_rule(str(glotlid_model), languages=None, label_only=True).filter_batch(documents(lines))
+    found = labels_of(verdicts)
+    assert len(found) - found.count((language, script)) <= wrong_at_most
+    for verdict in verdicts:
+        # DataTrove's keys, in its order; no top pairs unless asked for.
+        assert list(verdict.metadata) == ["language_script", "language", "language_score"]
+        assert 0 < verdict.metadata["language_score"] <= 1
+
+
+def test_whole_held_out_texts_are_labelled_with_their_language_and_script(glotlid_model, glotlid_lines):
+    rule = language_rule(str(glotlid_model), languages=None, label_only=True)
+    names = ("tha_Thai", "deu_Latn", "rus_Cyrl", "jpn_Jpan", "cmn_Hani", "fra_Latn")
+    verdicts = rule.filter_batch(documents(["\n".join(glotlid_lines[label].held_out) for label in names]))
+    assert labels_of(verdicts) == [tuple(label.split("_")) for label in names]
+    # The small model is surest of Thai and German, least of Chinese (each line is a word to it).
+    scores = [verdict.metadata["language_score"] for verdict in verdicts]
+    assert min(scores[:2]) > 0.8 and min(scores) > 0.3 and max(scores) <= 1
+
+
+def _scores_above(rule: LanguageFilter, text: str, threshold: float) -> dict[str, float]:
+    """Every label the model scores above ``threshold`` for ``text``, asked for all its labels as DataTrove does."""
+    labels, scores = rule._model.predict(text.replace("\n", " "), k=-1)
+    return {label.removeprefix("__label__"): float(s) for label, s in zip(labels, scores, strict=True) if s > threshold}
+
+
+def test_top_pairs_are_every_label_above_the_threshold_as_datatrove_writes_them(glotlid_model, glotlid_lines):
+    rule = language_rule(str(glotlid_model), languages=None, label_only=True, keep_top_pairs_threshold=0.01)
+    lines = [line for label in ("tha_Thai", "deu_Latn", "rus_Cyrl", "cmn_Hani", "fra_Latn") for line in
+             glotlid_lines[label].held_out]  # fmt: skip
+    pairs_seen = 0
+    for line, verdict in zip(lines, rule.filter_batch(documents(lines)), strict=True):
+        metadata = verdict.metadata
+        expected = {f"top_language_{label}_score": score for label, score in _scores_above(rule, line, 0.01).items()}
+        # After the language, its script and score: the labels in the model's order, best first.
+        assert list(metadata)[3:] == list(expected) and metadata == {**metadata, **expected}
+        best = f"top_language_{metadata['language']}_{metadata['language_script']}_score"
+        assert metadata[best] == metadata["language_score"] == max(expected.values())
+        pairs_seen += len(expected)
+    assert pairs_seen > 2 * len(lines)
+
+
+def test_a_score_just_above_a_threshold_counts_as_in_datatrove(glotlid_model, glotlid_lines):
+    # fastText reports p + 1e-5 but compares p with the threshold it is given: asked for labels at 0.01, it leaves
+    # out a label it reports at 0.010005, which DataTrove, reading every label, writes.
+    line = glotlid_lines["deu_Latn"].held_out[-1]
+    rule = language_rule(str(glotlid_model), languages=["deu_Latn"], label_only=True)
+    labels, scores = rule._model.predict(line, k=-1)
+    second, score = labels[1].removeprefix("__label__"), float(scores[1])
+    paired = language_rule(str(glotlid_model), languages=None, label_only=True, keep_top_pairs_threshold=score - 5e-6)
+    assert paired.filter(Document(text=line, id="deu")).metadata[f"top_language_{second}_score"] == score
+    # The language screen's question, at a score the model reports: reached.
+    screen = language_rule(str(glotlid_model), languages=[second])
+    assert screen.language_scores([line])[0].wanted == score
+    assert screen.reach([line], score) == [True] and screen.reach([line], score + 1e-6) == [False]
+
+
+def test_top_pairs_with_languages_are_those_of_the_languages(glotlid_model, udhr_texts):
+    # DataTrove keeps the scores of the wanted languages alone, in their order.
+    wanted = ["uzn_Latn", "uig_Latn", "deu_Latn"]
+    rule = language_rule(str(glotlid_model), languages=wanted, keep_top_pairs_threshold=0)
+    verdict = rule.filter(Document(text=udhr_texts["uzn_latn"], id="uzn_latn"))
+    scores = _scores_above(rule, udhr_texts["uzn_latn"], 0)
+    top = {key: value for key, value in verdict.metadata.items() if key.startswith("top_")}
+    assert list(top.items()) == [(f"top_language_{label}_score", scores[label]) for label in wanted]
+    assert top["top_language_uzn_Latn_score"] > 0.9 and top["top_language_uig_Latn_score"] < 0.1
+    assert labels_of([verdict]) == [("uzn", "Latn")] and not isinstance(verdict, Drop)
+
+
+def test_a_pair_keeps_its_language_and_drops_the_others(glotlid_model, glotlid_lines):
+    rule = language_rule(str(glotlid_model), languages=["deu_Latn"])
+    german, french = ("\n".join(glotlid_lines[label].held_out) for label in ("deu_Latn", "fra_Latn"))
+    kept, dropped = rule.filter_batch(documents([german, french]))
+    assert not isinstance(kept, Drop) and labels_of([kept]) == [("deu", "Latn")]
+    assert isinstance(dropped, Drop) and dropped.reason == "language"
+    assert labels_of([dropped.document]) == [("fra", "Latn")]
+
+
+def test_a_language_alone_keeps_each_of_its_scripts(glotlid_model, udhr_texts):
+    # Uzbek is written in Cyrillic and in Latin script; Uyghur too in Latin.
+    names = ("uzn_cyrl", "uzn_latn", "uig_latn")
+    texts = [Document(text=udhr_texts[name], id=name) for name in names]
+    either = language_rule(str(glotlid_model), languages=["uzn"])
+    assert sorted(either._wanted_keys) == ["uzn_Cyrl", "uzn_Latn"]
+    cyrillic, latin, uyghur = either.filter_batch(texts)
+    assert labels_of([cyrillic, latin]) == [("uzn", "Cyrl"), ("uzn", "Latn")]
+    assert not isinstance(cyrillic, Drop) and not isinstance(latin, Drop)
+    assert isinstance(uyghur, Drop) and labels_of([uyghur.document]) == [("uig", "Latn")]
+    latin_only = language_rule(str(glotlid_model), languages=["uzn_Latn"])
+    assert [isinstance(verdict, Drop) for verdict in latin_only.filter_batch(texts)] == [True, False, True]
+    # The language screen asks the filter which labels a code names.
+    scores = either.language_scores([udhr_texts[name] for name in names])
+    assert [score.language for score in scores] == ["uzn_Cyrl", "uzn_Latn", "uig_Latn"]
+    assert min(scores[0].wanted, scores[1].wanted) > 0.9 and scores[2].wanted < 0.1
+    assert either.reach([udhr_texts[name] for name in names], 0.5) == [True, True, False]
+
+
+@pytest.mark.parametrize("wrong", ["deu_Cyrl", "deu_latn", "xyz", "de", "__label__deu_Latn", ""])
+def test_codes_the_glotlid_model_does_not_know_fail_at_construction_listing_those_it_does(glotlid_model, wrong):
+    message = f"not a language code of the model {glotlid_model}; it knows: abk_Cyrl, ace_Latn, acu_Latn, "
+    with pytest.raises(UnknownLanguageError, match=re.escape(message)) as refused:
+        LanguageFilter(str(glotlid_model), languages=["deu_Latn", wrong])
+    assert str(refused.value).startswith(f"{wrong or repr(wrong)}: ")
+    assert "and a language alone stands for each of its scripts (" in str(refused.value)
+
+
+@pytest.mark.parametrize("threshold", [float("nan"), 2, -0.01])
+def test_a_top_pairs_threshold_out_of_range_fails_at_construction(model_path, threshold):
+    with pytest.raises(
+        ValueError, match=rf"^keep_top_pairs_threshold must be a number from 0 to 1 \(got {threshold!r}\)"
+    ):
+        LanguageFilter(model_path, keep_top_pairs_threshold=threshold)
+
+
+def test_lid176_labels_carry_no_script_and_take_top_pairs_too(model_path, udhr_texts):
+    english = doc(udhr_texts, "eng")
+    plain = language_rule(model_path).filter(english)
+    assert list(plain.metadata) == ["source", "language", "language_score"]
+    paired = language_rule(model_path, languages=None, keep_top_pairs_threshold=0.001).filter(english)
+    assert {key: value for key, value in paired.metadata.items() if not key.startswith("top_")} == plain.metadata
+    assert paired.metadata["top_language_en_score"] == plain.metadata["language_score"]
+    assert set(paired.metadata) - set(plain.metadata) == {
+        f"top_language_{label}_score" for label in _scores_above(language_rule(model_path), english.text, 0.001)
+    }
