@@ -90,7 +90,7 @@ def parse(spec: PipelineSpec, argv: Sequence[str]) -> PipelineOptions:
             beamtrove or of Beam takes (an option of another pipeline is
             named as such), or a value an option refuses.
     """
-    argv = list(argv)
+    argv = [*_own_defaults(spec, argv), *argv]
     parser = _parser([*spec.option_classes, *_beam_option_classes()])
     _, unknown = parser.parse_known_args(argv)
     if unknown:
@@ -116,6 +116,12 @@ def parse(spec: PipelineSpec, argv: Sequence[str]) -> PipelineOptions:
     worker = options.view_as(WorkerOptions)
     worker.sdk_harness_log_level_overrides = {**_WORKER_LOG_LEVELS, **(worker.sdk_harness_log_level_overrides or {})}
     return options
+
+
+def _own_defaults(spec: PipelineSpec, argv: Sequence[str]) -> list[str]:
+    """``--name=value`` for each of the pipeline's own defaults (:attr:`PipelineSpec.defaults`) ``argv`` leaves out."""
+    given = {argument[2:].split("=", 1)[0].replace("-", "_") for argument in argv if argument.startswith("--")}
+    return [f"--{name}={value}" for name, value in spec.defaults.items() if name not in given]
 
 
 def _suggestions(flags: Sequence[str], known: Iterable[str]) -> str:

@@ -117,7 +117,10 @@ def test_parse_refuses_other_pipelines_options_unknown_ones_and_bad_values():
         "--tokenizer is an option of the tokenize pipeline, not of fineweb (see beamtrove run fineweb --help)."
     )
     # An option several other pipelines share names them all; --name=value is recognised too.
-    shared = "--input_format is an option of the convert and dedup and dedup_index and filter and stats and tokenize"
+    shared = (
+        "--input_format is an option of the convert and dedup and dedup_index and filter and fineweb2 and stats and "
+        "tokenize"
+    )
     with pytest.raises(ConfigurationError, match=shared):
         parse(fineweb, ["--input_format=jsonl"])
     with pytest.raises(ConfigurationError, match="--resumable is an option of the extract and filter and fineweb"):
@@ -149,7 +152,7 @@ def test_split_keeps_the_pipelines_own_arguments_apart_from_beams():
         ["--id_key", "review", "--output_format=parquet"],
         ["--direct_num_workers", "2", "--runner", "DirectRunner"],
     )
-    with pytest.raises(ConfigurationError, match="--dump is an option of the fineweb pipeline"):
+    with pytest.raises(ConfigurationError, match="--dump is an option of the fineweb and fineweb2 pipeline"):
         split_beam_options(convert, ["--dump", "CC-MAIN-2024-22"])
 
 

@@ -28,6 +28,7 @@ PIPELINES = {
     "extract": "beamtrove.pipelines.extract",
     "filter": "beamtrove.pipelines.filter",
     "fineweb": "beamtrove.pipelines.fineweb",
+    "fineweb2": "beamtrove.pipelines.fineweb2",
     "merge_tokens": "beamtrove.pipelines.merge_tokens",
     "stats": "beamtrove.pipelines.summary_stats",
     "tokenize": "beamtrove.pipelines.tokenize",

@@ -20,7 +20,7 @@ build, so a step added to a declaration runs in every way of running it.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import ClassVar
 
 import apache_beam as beam
@@ -216,6 +216,9 @@ class PipelineSpec:
         runs_staged: Whether it takes ``--staged``: every global step it
             may run, and its sink when that needs the whole input, has a
             staged form (:class:`~beamtrove.transforms.stages.StagedForm`).
+        defaults: Its own defaults of options it shares with other pipelines
+            (``{"word_splitter": "language"}``): :func:`~beamtrove.option_parsing.parse`
+            gives them as if they came first on its command line.
     """
 
     name: str
@@ -232,6 +235,7 @@ class PipelineSpec:
     compares_documents: bool = False
     output_formats: tuple[str, ...] = ()
     runs_staged: bool = False
+    defaults: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     @property
     def shard_safe(self) -> bool:

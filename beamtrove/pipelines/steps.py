@@ -36,6 +36,7 @@ __all__ = [
     "extraction",
     "filter_step",
     "fixed_filter",
+    "glotlid_filter",
     "language_filter",
     "language_screen",
     "selected_languages",
@@ -148,12 +149,36 @@ def language_filter(options: PipelineOptions) -> DocumentStep:
     try:
         rule = LanguageFilter(
             own.lid_model,
-            languages=_languages(own),
+            languages=selected_languages(options),
             language_threshold=own.language_threshold,
             keep_top_pairs_threshold=own.keep_top_pairs_threshold,
         )
     except UnknownLanguageError as exc:
         raise ValueError(f"--languages {exc}") from None
+    return filter_step(rule)
+
+
+def glotlid_filter(options: PipelineOptions, keep_top_pairs_threshold: float | None) -> DocumentStep:
+    """Language ID with a GlotLID-style model (``--lid_model``) that labels every document and drops none, as
+    FineWeb-2 ran it: ``language``, ``language_script``, ``language_score`` and the top pairs above
+    ``keep_top_pairs_threshold``.
+
+    Raises:
+        ValueError: The model's labels name no script (lid.176's): a multilingual pipeline keys everything by
+            language and script.
+    """
+    rule = LanguageFilter(
+        options.view_as(LanguageOptions).lid_model,
+        languages=None,
+        label_only=True,
+        keep_top_pairs_threshold=keep_top_pairs_threshold,
+    )
+    if not rule.labels_scripts():
+        raise ValueError(
+            f"--lid_model {rule.model_path} labels languages without their script (as lid.176 does): this pipeline "
+            "needs a GlotLID-style model, whose labels are language_Script (deu_Latn). Pass GlotLID's model.bin "
+            "(huggingface-cli download cis-lmu/glotlid model.bin; docs/multilingual.md)."
+        )
     return filter_step(rule)
 
 
@@ -169,7 +194,7 @@ def language_screen(options: PipelineOptions) -> DocumentStep | None:
     """
     own = options.view_as(LanguageScreenOptions)
     language = options.view_as(LanguageOptions)
-    languages = _languages(language)
+    languages = selected_languages(options)
     if own.language_screen is not None and own.no_language_screen:
         raise ValueError("--language_screen sets the screen that --no_language_screen turns off: give one of them.")
     if own.language_screen is not None and languages is None:
@@ -192,15 +217,10 @@ def language_screen(options: PipelineOptions) -> DocumentStep | None:
         raise ValueError(f"--languages {exc}") from None
 
 
-def _languages(options: LanguageOptions, default: str = "en") -> list[str] | None:
-    """The codes ``--languages`` names (``default`` when it is not given); None for 'all'."""
-    given = options.languages or default
-    return None if given == "all" else [code.strip() for code in given.split(",")]
-
-
 def selected_languages(options: PipelineOptions) -> list[str] | None:
-    """The languages ``--languages`` names for a multilingual pipeline, where it defaults to 'all' (None)."""
-    return _languages(options.view_as(LanguageOptions), default="all")
+    """The languages ``--languages`` names; None for 'all'."""
+    given = options.view_as(LanguageOptions).languages
+    return None if given == "all" else [code.strip() for code in given.split(",") if code.strip()]
 
 
 def filter_step(rule: DocumentFilter) -> DocumentStep:
@@ -226,10 +246,9 @@ def word_counting_filter(rule_class: type[DocumentFilter], **settings) -> Callab
 
     def make(options: PipelineOptions) -> DocumentStep:
         splitting = word_splitting(options)
-        languages = options.view_as(LanguageOptions).languages or "all"
-        if languages != "all":
+        kept = selected_languages(options)
+        if kept is not None:
             # The languages the language filter keeps: each one's tokenizer must be usable before the run starts.
-            kept = [language.strip() for language in languages.split(",") if language.strip()]
             check_word_splitter(splitting["word_splitter"], kept, word_tokenizers=splitting["word_tokenizers"])
         return filter_step(rule_class(**settings, **splitting))
 

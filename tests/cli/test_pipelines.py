@@ -49,7 +49,7 @@ def test_configuration_errors_fail_before_running(tmp_path, capsys):
     # An option of another pipeline is refused with the name of the pipeline that takes it.
     assert main(["run", "convert", "--input", "x", "--output", str(tmp_path), "--extractor", "resiliparse"]) == 2
     assert capsys.readouterr().err.strip() == (
-        "beamtrove: error: --extractor is an option of the extract and fineweb pipeline, not of convert "
+        "beamtrove: error: --extractor is an option of the extract and fineweb and fineweb2 pipeline, not of convert "
         "(see beamtrove run convert --help)."
     )
     assert main(["run", "convert", "--input", "x", "--output", str(tmp_path), "--output_format", "csv"]) == 2
@@ -63,8 +63,8 @@ def test_help_lists_pipelines_and_their_options_by_group(capsys):
     assert main(["run", "--help"]) == 0
     listing = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in listing[3:]] == [
-        "convert", "decont_index", "dedup", "dedup_index", "extract", "filter", "fineweb", "merge_tokens", "stats",
-        "tokenize",
+        "convert", "decont_index", "dedup", "dedup_index", "extract", "filter", "fineweb", "fineweb2", "merge_tokens",
+        "stats", "tokenize",
     ]  # fmt: skip
     assert main(["run"]) == 2
     capsys.readouterr()

@@ -17,8 +17,9 @@ DEDUP_STEPS = ("exact", "url", "bloom", "minhash", "sentence", "substring")
 
 
 @pytest.fixture(scope="module")
-def inputs(movie_reviews, inaugural, data_dir, tmp_path_factory) -> dict[str, str]:
-    """Small real inputs: 60 reviews with exact copies and a near copy, one WARC, a label list, GPT-2's tokenizer."""
+def inputs(movie_reviews, inaugural, data_dir, glotlid_model, tmp_path_factory) -> dict[str, str]:
+    """Small real inputs: 60 reviews with exact copies and a near copy, one WARC, a label list, GPT-2's tokenizer, a
+    GlotLID-style model and FineWeb-2's configs."""
     folder = tmp_path_factory.mktemp("funnel-inputs")
     texts = list(movie_reviews.values())[:60]
     rows = [{"text": text, "id": f"r{n}", "metadata": {"url": f"https://reviews.example/{n}"}} for n, text in
@@ -35,6 +36,8 @@ def inputs(movie_reviews, inaugural, data_dir, tmp_path_factory) -> dict[str, st
         "labels": str(folder / "labels.txt"),
         "warc": str(require(data_dir / "warc" / WARC)),
         "tokenizer": str(require(data_dir / "tokenizers" / "gpt2" / "tokenizer.json")),
+        "glotlid": str(glotlid_model),
+        "configs": str(require(data_dir / "fineweb2" / "configs")),
     }
 
 
@@ -62,6 +65,14 @@ def _argument_table(inputs: dict[str, str], tokenized: pathlib.Path) -> dict[str
         "extract": ["--input", inputs["warc"]],
         "filter": ["--input", inputs["rows"], "--steps", "gopher_quality,c4_quality,fineweb_quality"],
         "fineweb": ["--input", inputs["warc"], "--dump", "CC-MAIN-2024-22"],
+        "fineweb2": [
+            "--input",
+            inputs["warc"],
+            "--lid_model",
+            inputs["glotlid"],
+            "--fineweb2_configs",
+            inputs["configs"],
+        ],
         "merge_tokens": ["--input", str(tokenized)],
         "stats": ["--input", inputs["rows"]],
         "tokenize": ["--input", inputs["rows"], "--tokenizer", inputs["tokenizer"]],
@@ -85,7 +96,7 @@ def _stats(pipeline: str, inputs, tokenized, tmp_path) -> tuple[dict, pathlib.Pa
 
 
 def test_every_registered_pipeline_is_run_here():
-    placeholder = dict.fromkeys(("rows", "labels", "warc", "tokenizer"), "")
+    placeholder = dict.fromkeys(("rows", "labels", "warc", "tokenizer", "glotlid", "configs"), "")
     assert set(_argument_table(placeholder, pathlib.Path())) == set(PIPELINES)
 
 

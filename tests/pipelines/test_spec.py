@@ -68,7 +68,17 @@ def test_a_shard_safe_declaration_cannot_hold_a_global_step(tmp_path):
 
 def test_one_option_names_what_splits_words_for_every_step_that_counts_them(tmp_path):
     # dedup_index: MinHash keys of each language's words (--word_splitter language).
-    counting_words = {"convert", "decont_index", "dedup", "dedup_index", "extract", "filter", "fineweb", "stats"}
+    counting_words = {
+        "convert",
+        "decont_index",
+        "dedup",
+        "dedup_index",
+        "extract",
+        "filter",
+        "fineweb",
+        "fineweb2",
+        "stats",
+    }
     for spec in all_pipeline_specs():
         flags = {flag for action in option_actions(spec.option_classes) for flag in action.option_strings}
         splitters = {flag for flag in flags if "splitter" in flag}

@@ -310,6 +310,12 @@ class LanguageFilter(DocumentFilter):
             lambda: load_fasttext_model(self.model_path, "The language-ID model", "--lid_model"),
         )
 
+    def labels_scripts(self) -> bool:
+        """Whether the model's labels name a script as well as a language (GlotLID's ``deu_Latn``), not a language
+        alone (lid.176's ``en``). Loads the model."""
+        labels = self._shared_model().get_labels()
+        return any(split_language(label.removeprefix(_LABEL_PREFIX))[1] is not None for label in labels)
+
     def score(self, text: str, language: str) -> float:
         """The probability the model gives ``language`` for ``text``, read with line breaks as spaces."""
         labels, scores = self._model.predict(text.replace("\n", " "), k=-1)

@@ -109,7 +109,11 @@ def test_the_manifest_records_configuration_runner_and_limits(review_jsonl, tmp_
         ("convert", ["--output", "/tmp/x"], "--output is set by the workers"),
         ("convert", ["--output_format", "parquet"], "merged as JSONL part files"),
         ("convert", ["--no_such_option", "1"], "unknown options --no_such_option 1 (see beamtrove run convert --help)"),
-        ("convert", ["--lid_model", "x"], "--lid_model is an option of the filter and fineweb pipeline, not of"),
+        (
+            "convert",
+            ["--lid_model", "x"],
+            "--lid_model is an option of the filter and fineweb and fineweb2 pipeline, not of",
+        ),
         ("extract", ["--resumable"], "Elastic jobs resume by shard on their own"),
         ("convert", ["--runner", "DataflowRunner"], "The tasks of elastic jobs run on local DirectRunners"),
         ("convert", ["--direct_running_mode", "multi_threading"], "use in_memory"),

@@ -155,8 +155,8 @@ def test_staged_is_an_option_of_the_pipelines_that_run_staged_only(corpus, tmp_p
     argv = ["run", "fineweb", "--input", str(corpus), "--output", str(tmp_path / "out"), "--staged"]
     assert main(argv) == 2
     assert capsys.readouterr().err.strip() == (
-        "beamtrove: error: --staged is an option of the dedup and dedup_index and merge_tokens and tokenize "
-        "pipeline, not of fineweb (see beamtrove run fineweb --help)."
+        "beamtrove: error: --staged is an option of the dedup and dedup_index and fineweb2 and merge_tokens and "
+        "tokenize pipeline, not of fineweb (see beamtrove run fineweb --help)."
     )
 
 
