@@ -39,6 +39,9 @@ import zipfile
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+from beamtrove.formats.charset import decode_payload
+from beamtrove.transforms.extractors import Trafilatura
+
 __all__ = [
     "ARTICLES",
     "DEFAULT_VENV",
@@ -89,6 +92,7 @@ TOKENIZER = SHARED / "data" / "tokenizers" / "gpt2" / "tokenizer.json"
 ARTICLES = SHARED / "data" / "article-extraction-benchmark"
 TEXT_CORPORA = SHARED / "data" / "text-corpora"
 NLTK_CORPORA = TEXT_CORPORA / "nltk_data"
+TRAFILATURA_EVAL = SHARED / "data" / "trafilatura-eval"
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -308,6 +312,40 @@ def warc_set_of(args: argparse.Namespace) -> tuple[pathlib.Path, pathlib.Path]:
     workdir = args.workdir.resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     return workdir, warc_set(workdir, args.records, args.files, args.seed)
+
+
+# --------------------------------------------------------------------------- real pages
+
+
+def _trafilatura_eval_pages() -> list[tuple[str, bytes]]:
+    """The trafilatura-eval pages in URL order: ``(file name, raw HTML)``."""
+    evaluation = json.loads(gzip.decompress((TRAFILATURA_EVAL / "evaldata.json.gz").read_bytes()))
+    pages = []
+    for url in sorted(evaluation):
+        name = evaluation[url]["file"]
+        path = TRAFILATURA_EVAL / "eval" / f"{name}.gz"
+        if not path.exists():
+            path = TRAFILATURA_EVAL / "cache" / f"{name}.gz"
+        pages.append((name, gzip.decompress(path.read_bytes())))
+    return pages
+
+
+def trafilatura_eval_texts(workdir: pathlib.Path) -> list[dict]:
+    """The trafilatura-eval pages' main texts (``{"id": "page:<file>", "text": ...}``) as beamtrove's trafilatura
+    extracts them; extracted once into ``workdir``."""
+    cached = workdir / "trafilatura-eval-texts.jsonl"
+    if not cached.exists():
+        extractor = Trafilatura()
+        extractor.setup()
+        rows = []
+        for name, payload in _trafilatura_eval_pages():
+            decoded = decode_payload(payload)
+            text = extractor.extract(decoded[0]) if decoded else ""
+            if text.strip():
+                rows.append({"id": f"page:{name}", "text": text})
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        write_jsonl(cached, rows)
+    return list(read_jsonl([cached]))
 
 
 # --------------------------------------------------------------------------- JSONL files

@@ -20,19 +20,17 @@ Usage:
 
 from __future__ import annotations
 
-import gzip
 import pathlib
 import subprocess
 import sys
 import time
 
 from beamtrove.document import Document
-from beamtrove.formats.charset import decode_payload
 from beamtrove.pipelines import fineweb2
-from beamtrove.transforms.extractors import Trafilatura
 from beamtrove.transforms.filters import Drop, LanguageFilter
 from beamtrove.transforms.filters.per_language import LanguageConfigs, PerLanguageFilter
 from benchmarks.common import (
+    NLTK_CORPORA,
     SHARED,
     Results,
     add_datatrove_venv_argument,
@@ -42,14 +40,15 @@ from benchmarks.common import (
     jaccard,
     json_output,
     read_jsonl,
+    trafilatura_eval_texts,
     verdict,
     warc_set_of,
     write_jsonl,
 )
+from tests.conftest import zip_texts
 from tests.lid_models import train_glotlid_style_model
 
 CONFIGS = SHARED / "data" / "fineweb2" / "configs"
-PAGES = SHARED / "data" / "trafilatura-eval"
 
 # beamtrove's three steps, in FineWeb-2's order, as `beamtrove run fineweb2` builds them.
 _STEPS = (
@@ -103,19 +102,6 @@ print(json.dumps({"verdicts": out, "seconds": seconds}))
 """
 
 
-def _page_documents() -> list[dict]:
-    """The trafilatura-eval pages' main text, one document per page."""
-    extractor = Trafilatura()
-    extractor.setup()
-    rows = []
-    for path in sorted([*(PAGES / "eval").glob("*.html.gz"), *(PAGES / "cache").glob("*.html.gz")]):
-        decoded = decode_payload(gzip.decompress(path.read_bytes()))
-        text = extractor.extract(decoded[0]) if decoded else ""
-        if text and text.strip():
-            rows.append({"id": f"page/{path.name}", "text": text})
-    return rows
-
-
 def _warc_documents(workdir: pathlib.Path, warc_dir: pathlib.Path) -> list[dict]:
     """The make_warc.py set's documents, extracted by `beamtrove run extract` (once)."""
     out = workdir / f"extracted-{warc_dir.name}"
@@ -128,7 +114,10 @@ def _warc_documents(workdir: pathlib.Path, warc_dir: pathlib.Path) -> list[dict]
 def _glotlid_model(workdir: pathlib.Path, given: str | None) -> str:
     if given:
         return given
-    return str(train_glotlid_style_model(workdir / "glotlid-udhr.bin"))
+    path = workdir / "glotlid-style" / "model.bin"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    train_glotlid_style_model(zip_texts(NLTK_CORPORA / "udhr2.zip"), path)
+    return str(path)
 
 
 def _labelled(rows: list[dict], model: str, configs: LanguageConfigs) -> list[dict]:
@@ -173,7 +162,7 @@ def main() -> int:
     workdir, warc_dir = warc_set_of(args)
     results = Results(__file__, __doc__, args)
     configs = LanguageConfigs(str(CONFIGS))
-    rows = _page_documents() + _warc_documents(workdir, warc_dir)
+    rows = trafilatura_eval_texts(workdir) + _warc_documents(workdir, warc_dir)
     labelled = _labelled(rows, _glotlid_model(workdir, args.lid_model), configs)
     print(f"{len(rows)} documents, {len(labelled)} in a language with a FineWeb-2 config", file=sys.stderr)
     documents = write_jsonl(workdir / "labelled.jsonl", labelled)

@@ -24,7 +24,6 @@ Usage:
 from __future__ import annotations
 
 import dataclasses
-import gzip
 import hashlib
 import json
 import pathlib
@@ -33,27 +32,23 @@ import tempfile
 import time
 
 from beamtrove.document import Document
-from beamtrove.formats.charset import decode_payload
 from beamtrove.languages import LANGUAGE, LANGUAGE_SCORE, LANGUAGE_SCRIPT
-from beamtrove.transforms.extractors import Trafilatura
 from beamtrove.transforms.filters import Drop, LanguageFilter
 from beamtrove.transforms.filters.language import load_fasttext_model
 from benchmarks.common import (
     NLTK_CORPORA,
-    SHARED,
     Results,
     add_datatrove_venv_argument,
     add_workdir_arguments,
     argument_parser,
     datatrove_python,
     json_output,
-    read_jsonl,
+    trafilatura_eval_texts,
     write_jsonl,
 )
 from tests.conftest import zip_texts
 from tests.lid_models import train_glotlid_style_model
 
-TRAFILATURA_EVAL = SHARED / "data" / "trafilatura-eval"
 _TOP_PAIRS = 0.01
 
 _DATATROVE_SCRIPT = """
@@ -89,36 +84,6 @@ class Setting:
     name: str
     datatrove: dict
     beamtrove: dict
-
-
-def _pages() -> list[tuple[str, bytes]]:
-    """The trafilatura-eval pages in URL order: ``(file name, raw HTML)``."""
-    evaluation = json.loads(gzip.decompress((TRAFILATURA_EVAL / "evaldata.json.gz").read_bytes()))
-    pages = []
-    for url in sorted(evaluation):
-        name = evaluation[url]["file"]
-        path = TRAFILATURA_EVAL / "eval" / f"{name}.gz"
-        if not path.exists():
-            path = TRAFILATURA_EVAL / "cache" / f"{name}.gz"
-        pages.append((name, gzip.decompress(path.read_bytes())))
-    return pages
-
-
-def _extracted(workdir: pathlib.Path) -> list[dict]:
-    """The pages' main texts as beamtrove's trafilatura extracts them, from ``workdir`` once extracted there."""
-    cached = workdir / "trafilatura-eval-texts.jsonl"
-    if not cached.exists():
-        extractor = Trafilatura()
-        extractor.setup()
-        rows = []
-        for name, payload in _pages():
-            decoded = decode_payload(payload)
-            text = extractor.extract(decoded[0]) if decoded else ""
-            if text.strip():
-                rows.append({"id": f"page:{name}", "text": text})
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        write_jsonl(cached, rows)
-    return list(read_jsonl([cached]))
 
 
 def _model(args, workdir: pathlib.Path) -> tuple[pathlib.Path, list[dict]]:
@@ -219,7 +184,7 @@ def main() -> None:
     results = Results(__file__, __doc__, args)
     python = datatrove_python(args.datatrove_venv)
     model, held_out = _model(args, args.workdir)
-    pages = _extracted(args.workdir)
+    pages = trafilatura_eval_texts(args.workdir)
     pages = pages if args.documents in ("all", "pages") else []
     held_out = held_out if args.documents in ("all", "udhr") else []
     rows = pages + held_out

@@ -32,7 +32,6 @@ import pathlib
 import subprocess
 import sys
 import time
-import zipfile
 
 from benchmarks.common import (
     NLTK_CORPORA,
@@ -43,6 +42,7 @@ from benchmarks.common import (
     datatrove_python,
     json_output,
 )
+from tests.conftest import zip_texts
 
 # The tokenizers' packages, installed into DataTrove's venv too (see the multilingual extra in setup.py).
 _DATATROVE_PACKAGES = [
@@ -83,15 +83,6 @@ for pair, path in runs:
     seconds[path] = [time.process_time() - started, count]
 print(json.dumps({"words": words, "seconds": seconds}))
 """
-
-
-def _udhr() -> dict[str, str]:
-    with zipfile.ZipFile(NLTK_CORPORA / "udhr2.zip") as archive:
-        return {
-            name.rsplit("/", 1)[-1].removesuffix(".txt"): archive.read(name).decode("utf-8")
-            for name in sorted(archive.namelist())
-            if name.endswith(".txt")
-        }
 
 
 def _default_scripts(table: pathlib.Path) -> dict[str, str]:
@@ -158,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     results = Results(__file__, __doc__, args)
     table = pathlib.Path(default_word_tokenizers())
     assignments = read_word_tokenizers(str(table))
-    texts = _udhr()
+    texts = zip_texts(NLTK_CORPORA / "udhr2.zip")
     pairs = udhr_pairs(texts, table, set(assignments))
     if args.languages:
         pairs = {pair: pairs[pair] for pair in args.languages.split(",")}
