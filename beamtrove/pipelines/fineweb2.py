@@ -26,6 +26,7 @@ documents (``language.<language>_<Script>.in/out/dropped.<reason>`` in
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -68,6 +69,8 @@ __all__ = [
     "gopher_repetition_rule",
     "language_configs",
 ]
+
+_LOGGER = logging.getLogger(__name__)
 
 #: Where each language's documents go under ``documents/``: DataTrove's ``${language}_${language_script}``.
 LANGUAGE_FILES = "${language}_${language_script}/part-${shard}.jsonl.gz"
@@ -145,12 +148,32 @@ def _language_id(options: PipelineOptions):
 
 
 def _language_score(options: PipelineOptions):
-    languages = selected_languages(options)
+    languages, configs = selected_languages(options), language_configs(options)
+    splitting = word_splitting(options)
     if languages is not None:
         # Each language asked for must have its word splitting here before the run starts, not on a worker.
-        splitting = word_splitting(options)
         check_word_splitter(splitting["word_splitter"], languages, word_tokenizers=splitting["word_tokenizers"])
-    return filter_step(LanguageScoreFilter(language_configs(options), languages))
+    elif is_language_splitter(splitting["word_splitter"]):
+        _warn_of_languages_without_words(configs, splitting)
+    return filter_step(LanguageScoreFilter(configs, languages))
+
+
+def _warn_of_languages_without_words(configs: LanguageConfigs, splitting: Mapping[str, str | None]) -> None:
+    """Says which languages with a config cannot be split here: their documents would become dead letters."""
+    needs: dict[str, list[str]] = {}
+    for language in sorted(configs.languages):
+        try:
+            check_word_splitter(splitting["word_splitter"], [language], word_tokenizers=splitting["word_tokenizers"])
+        except ValueError as problem:
+            needs.setdefault(str(problem).rsplit(" needs ", 1)[-1], []).append(language)
+    for need, languages in needs.items():
+        _LOGGER.warning(
+            "%d language(s) with a FineWeb-2 config cannot have their words split here, so their documents become "
+            "dead letters (or name the languages to keep with --languages): %s. They need %s",
+            len(languages),
+            ", ".join(languages),
+            need,
+        )
 
 
 def _minhash(options: PipelineOptions) -> GlobalStep:

@@ -9,6 +9,8 @@ import pytest
 
 from beamtrove.cli import main
 from beamtrove.document import Document
+from beamtrove.option_parsing import parse
+from beamtrove.pipelines import pipeline_spec
 from beamtrove.pipelines.fineweb2 import LANGUAGE_FILES, gopher_quality_rule
 from beamtrove.stats import by_language, format_stats
 from beamtrove.transforms.filters.per_language import LanguageConfigs
@@ -199,6 +201,20 @@ def test_thai_passes_gopher_quality_only_split_the_thai_way(udhr_texts, word_spl
     )
     verdict = gopher_quality_rule(settings, word_splitter=word_splitter).filter(document)
     assert getattr(verdict, "reason", None) == reason
+
+
+def test_languages_whose_words_cannot_be_split_here_are_named_before_the_run(
+    documents_file, glotlid_model, tmp_path, caplog
+):
+    # Stanza downloads its models, so it is not installed here: FineWeb-2's languages that DataTrove splits with
+    # it are named, with what they need. Named with --languages, one is refused.
+    options = parse(pipeline_spec("fineweb2"), _argv(documents_file, tmp_path / "out", glotlid_model)[2:])
+    pipeline_spec("fineweb2").flow(options)
+    warnings = [record.getMessage() for record in caplog.records if "cannot have their words split" in record.message]
+    assert any("pcm_Latn" in warning and "pip install stanza" in warning for warning in warnings), warnings
+    refused = _argv(documents_file, tmp_path / "out", glotlid_model, "--languages", "pcm_Latn")
+    with pytest.raises(ValueError, match=r"Splitting pcm_Latn words .* pip install stanza"):
+        pipeline_spec("fineweb2").flow(parse(pipeline_spec("fineweb2"), refused[2:]))
 
 
 @pytest.mark.parametrize(
