@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from beamtrove.document import Document
+from beamtrove.languages import LANGUAGE_SCORE, language_key
 from beamtrove.transforms.filters.language import LanguageFilter
 from beamtrove.transforms.summary.base import StatsBlock
 
@@ -10,16 +11,17 @@ __all__ = ["LangStats"]
 
 
 class LangStats(StatsBlock):
-    """``fasttext_<language>``: the probability fastText's lid.176 model gives ``language``.
+    """``fasttext_<language>``: the probability a fastText model (lid.176, GlotLID) gives ``language``.
 
-    A document whose ``language`` metadata is ``language`` and that carries
-    a ``language_score`` (a language filter labelled it) keeps that score,
-    as in DataTrove; the others are predicted, on their text with line
-    breaks as spaces.
+    A document whose language (:func:`~beamtrove.languages.language_key`:
+    ``en``, ``deu_Latn``) is ``language`` and that carries a
+    ``language_score`` (a language filter labelled it) keeps that score, as
+    in DataTrove; the others are predicted, on their text with line breaks as
+    spaces.
 
     Args:
         model_path: The fastText model, as :class:`~beamtrove.transforms.filters.LanguageFilter` takes it.
-        language: The language code scored (``en``, ``fr``, ...).
+        language: The label scored (``en``, ``fr``, ... for lid.176; ``deu_Latn`` for GlotLID).
 
     Raises:
         FileNotFoundError: No model at ``model_path``.
@@ -38,6 +40,7 @@ class LangStats(StatsBlock):
 
     def extract(self, document: Document) -> dict[str, int | float]:
         metadata = document.metadata
-        if metadata.get("language") == self.language and "language_score" in metadata:
-            return {f"fasttext_{self.language}": metadata["language_score"]}
+        # A GlotLID-labelled document's language is its pair (deu_Latn), as the model's labels are.
+        if language_key(metadata) == self.language and LANGUAGE_SCORE in metadata:
+            return {f"fasttext_{self.language}": metadata[LANGUAGE_SCORE]}
         return {f"fasttext_{self.language}": self._labeller.score(document.text, self.language)}
