@@ -83,6 +83,21 @@ def test_lang_stats_scores_english_high_and_french_low(data_dir, udhr_texts):
     assert block.extract(labelled) == {"fasttext_en": 0.42}
 
 
+def test_lang_stats_of_a_glotlid_pair_read_a_labelled_document_s_score(glotlid_model, udhr_texts):
+    block = LangStats(str(glotlid_model), "deu_Latn")
+    block.setup()
+    german = block.extract(Document(udhr_texts["deu"], "de"))["fasttext_deu_Latn"]
+    assert german > 0.5
+    labelled = Document(
+        "anything", "x", metadata={"language": "deu", "language_script": "Latn", "language_score": 0.42}
+    )
+    assert block.extract(labelled) == {"fasttext_deu_Latn": 0.42}
+    other_script = Document(
+        udhr_texts["deu"], "y", metadata={"language": "deu", "language_script": "Cyrl", "language_score": 0.42}
+    )
+    assert block.extract(other_script) == {"fasttext_deu_Latn": german}
+
+
 def test_lang_stats_refuses_an_unknown_language(data_dir):
     model = str(require(data_dir / "models" / "lid176" / "lid.176.ftz"))
     with pytest.raises(ValueError, match="xx"):
