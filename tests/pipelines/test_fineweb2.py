@@ -148,6 +148,20 @@ def test_every_language_is_counted_in_the_stats_and_the_report(fineweb2_run):
     assert "id=languages" in report and "tha_Thai" in report
 
 
+def _contents(out) -> dict[str, list[str]]:
+    """Each output file's lines, sorted (staged tasks may deal documents to part files in another order)."""
+    files = sorted(path for folder in ("documents", "excluded") for path in (out / folder).rglob("*.jsonl.gz"))
+    return {str(path.relative_to(out)): sorted(gzip.open(path, "rt").read().splitlines()) for path in files}
+
+
+def test_a_staged_run_writes_what_one_pipeline_writes(fineweb2_run, documents_file, glotlid_model, tmp_path):
+    out, stats = fineweb2_run
+    staged = tmp_path / "staged"
+    assert main(_argv(documents_file, staged, glotlid_model, "--staged", "--workers", "2")) == 0
+    assert _contents(staged) == _contents(out)
+    assert by_language(json.loads((staged / "stats.json").read_text())["steps"]) == by_language(stats["steps"])
+
+
 def test_languages_keeps_only_those_asked_for(documents_file, glotlid_model, tmp_path):
     out = tmp_path / "two"
     assert main(_argv(documents_file, out, glotlid_model, "--languages", "tha_Thai,deu")) == 0
