@@ -167,7 +167,9 @@ def _extract_page(extractor: Extractor, html: str, limit: _CpuTimeLimit) -> tupl
 
 def _serve(extractor: Extractor, connection, parent_pid: int, cpu_limit: float) -> None:
     # A Ctrl-C reaches every process of the terminal's group: the worker decides what it means and ends this one.
+    # The process starts with SIGINT blocked (see _Sandbox._start): one that came since is dropped, not raised.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     extractor.setup()
     # The objects inherited from the worker and the extractor's setup live as long as this process.
     # Frozen, they are left out of garbage collections, which would otherwise charge some page, one
@@ -218,9 +220,13 @@ class _Sandbox:
             self._process = self._context.Process(
                 target=_serve, args=(self._extractor, child_end, os.getpid(), self._cpu_limit), daemon=True
             )
+            # Blocked while forking, so that a Ctrl-C between the fork and the child's ignoring it is not a
+            # KeyboardInterrupt traceback in the child: the child ignores it, this process gets it once unblocked.
+            blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
             try:
                 self._process.start()
             finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
                 child_end.close()
             # Loading models can take far longer than one document may.
             startup_limit = max(60.0, self._backstop)
