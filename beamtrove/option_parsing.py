@@ -90,6 +90,7 @@ def parse(spec: PipelineSpec, argv: Sequence[str]) -> PipelineOptions:
             beamtrove or of Beam takes (an option of another pipeline is
             named as such), or a value an option refuses.
     """
+    _refuse_unused(spec, argv)
     argv = [*_own_defaults(spec, argv), *argv]
     parser = _parser([*spec.option_classes, *_beam_option_classes()])
     _, unknown = parser.parse_known_args(argv)
@@ -118,10 +119,25 @@ def parse(spec: PipelineSpec, argv: Sequence[str]) -> PipelineOptions:
     return options
 
 
+def _given(argv: Sequence[str]) -> set[str]:
+    """The names of the options ``argv`` gives (``--name value``, ``--name=value``, ``--name-with-dashes``)."""
+    return {argument[2:].split("=", 1)[0].replace("-", "_") for argument in argv if argument.startswith("--")}
+
+
 def _own_defaults(spec: PipelineSpec, argv: Sequence[str]) -> list[str]:
     """``--name=value`` for each of the pipeline's own defaults (:attr:`PipelineSpec.defaults`) ``argv`` leaves out."""
-    given = {argument[2:].split("=", 1)[0].replace("-", "_") for argument in argv if argument.startswith("--")}
+    given = _given(argv)
     return [f"--{name}={value}" for name, value in spec.defaults.items() if name not in given]
+
+
+def _refuse_unused(spec: PipelineSpec, argv: Sequence[str]) -> None:
+    """Refuses an option of the pipeline's classes that it has no use for (:attr:`PipelineSpec.refuses`).
+
+    Raises:
+        ConfigurationError: One is given; the message says why it does not apply.
+    """
+    for name in sorted(_given(argv) & set(spec.refuses)):
+        raise ConfigurationError(f"--{name} does not apply to {spec.name}: {spec.refuses[name]}")
 
 
 def _suggestions(flags: Sequence[str], known: Iterable[str]) -> str:

@@ -33,6 +33,7 @@ from typing import Any
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beamtrove.fs import InputFile, join
+from beamtrove.languages import split_language
 from beamtrove.layout import DOCUMENTS_DIR, WRITE_DOCUMENTS
 from beamtrove.options import BeamtroveOptions, Option, declared, word_splitting
 from beamtrove.pipelines.common import ExtractionOptions, RowInputOptions, document_reader, input_files
@@ -243,7 +244,7 @@ def _per_language(name: str, make):
     def step(options: PipelineOptions):
         rule = PerLanguageFilter(name, language_configs(options), functools.partial(make, **word_splitting(options)))
         # Bad settings of a language asked for fail now, not on a worker.
-        rule.check(language for language in selected_languages(options) or () if "_" in language)
+        rule.check(language for language in selected_languages(options) or () if split_language(language)[1])
         return filter_step(rule)
 
     return step
@@ -291,4 +292,8 @@ SPEC = PipelineSpec(
     compares_documents=True,
     summary_stats=True,
     defaults={"languages": "all", "word_splitter": "language"},
+    refuses={
+        "language_threshold": "each language's minimum language_score is its config's (--fineweb2_configs), as in "
+        "FineWeb-2, whose language ID drops nothing."
+    },
 )

@@ -219,6 +219,9 @@ class PipelineSpec:
         defaults: Its own defaults of options it shares with other pipelines
             (``{"word_splitter": "language"}``): :func:`~beamtrove.option_parsing.parse`
             gives them as if they came first on its command line.
+        refuses: Options of its option classes that it has no use for, each
+            with why: :func:`~beamtrove.option_parsing.parse` refuses them
+            rather than let them do nothing.
     """
 
     name: str
@@ -236,6 +239,7 @@ class PipelineSpec:
     output_formats: tuple[str, ...] = ()
     runs_staged: bool = False
     defaults: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    refuses: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     @property
     def shard_safe(self) -> bool:

@@ -238,6 +238,7 @@ def test_languages_whose_words_cannot_be_split_here_are_named_before_the_run(
         (["--fineweb2_configs", str(DATA / "fineweb2" / "absent")], "No per-language config folder"),
         (["--missing_config", "deu"], "The fallback language deu has no config"),
         (["--languages", "xyz_Latn"], "xyz_Latn has no config"),
+        (["--language-threshold", "0.5"], "--language_threshold does not apply to fineweb2: each language's minimum"),
     ],
 )
 def test_bad_configuration_fails_before_the_run_saying_what_to_fix(
