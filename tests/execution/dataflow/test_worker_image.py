@@ -240,5 +240,6 @@ def test_the_launchers_defaults_name_the_assets_in_the_image(image, shared):
     ran = _in_image(image, shared, "assets", "path")
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.split() == [
-        "lid176", "present", "/opt/beamtrove/assets/lid176/lid.176.ftz", "ut1", "present", "/opt/beamtrove/assets/ut1"
+        "lid176", "present", "/opt/beamtrove/assets/lid176/lid.176.ftz", "ut1", "present", "/opt/beamtrove/assets/ut1",
+        "word_tokenizers", "present", "/opt/beamtrove/assets/word_tokenizers/tokenizer_assignment.csv",
     ]  # fmt: skip
