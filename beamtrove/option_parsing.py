@@ -180,4 +180,7 @@ def format_help(spec: PipelineSpec) -> str:
     groups = [(c.__doc__.strip().splitlines()[0].rstrip("."), c) for c in spec.option_classes]
     for title, options_class in (*groups, ("Runner", StandardOptions), ("DirectRunner", DirectOptions)):
         options_class._add_argparse_args(parser.add_argument_group(title))
+    for action in parser._actions:
+        if action.dest in spec.refuses:
+            action.help = argparse.SUPPRESS  # refused by this pipeline: not one of its options
     return parser.format_help()

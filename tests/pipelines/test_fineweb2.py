@@ -9,7 +9,7 @@ import pytest
 
 from beamtrove.cli import main
 from beamtrove.document import Document
-from beamtrove.option_parsing import parse
+from beamtrove.option_parsing import format_help, parse
 from beamtrove.pipelines import pipeline_spec
 from beamtrove.pipelines.fineweb2 import LANGUAGE_FILES, gopher_quality_rule
 from beamtrove.stats import by_language, format_stats
@@ -215,6 +215,11 @@ def test_thai_passes_gopher_quality_only_split_the_thai_way(udhr_texts, word_spl
     )
     verdict = gopher_quality_rule(settings, word_splitter=word_splitter).filter(document)
     assert getattr(verdict, "reason", None) == reason
+
+
+def test_the_option_fineweb2_refuses_is_not_in_its_help():
+    assert "--language_threshold" not in format_help(pipeline_spec("fineweb2"))
+    assert "--language_threshold" in format_help(pipeline_spec("fineweb"))
 
 
 def test_languages_whose_words_cannot_be_split_here_are_named_before_the_run(

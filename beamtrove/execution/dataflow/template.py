@@ -110,7 +110,8 @@ def template_options(pipeline_name: str) -> list[TemplateOption]:
     spec = pipeline_spec(pipeline_name)
     options: dict[str, TemplateOption] = {}
     for action in option_actions(spec.option_classes):
-        if action.dest in NOT_PARAMETERS or action.dest in options:
+        # An option the pipeline refuses (PipelineSpec.refuses) would only fail its launches.
+        if action.dest in NOT_PARAMETERS or action.dest in options or action.dest in spec.refuses:
             continue
         if not _PARAMETER_NAME.match(action.dest) or action.dest == PIPELINE_PARAMETER:
             raise ValueError(f"--{action.dest} cannot be a template parameter name.")
