@@ -38,14 +38,16 @@ def _publish_all(job_path: str, host: str, start, results) -> None:
 
 @pytest.mark.parametrize("operation", [_claim_all, _publish_all])
 def test_racing_processes_each_win_a_shard_exactly_once(job, operation):
-    context = multiprocessing.get_context("fork")
-    start, results = context.Event(), context.Queue()
+    # Spawned, not forked: a child forked from a test process whose earlier pipelines left threads holding locks
+    # can hang before it runs (seen once in a full suite), and would never report.
+    context = multiprocessing.get_context("spawn")
     hosts = [f"host{k}" for k in range(6)]
+    # Every process, and this one, at the start line before any goes: they race once all have imported.
+    start, results = context.Barrier(len(hosts) + 1, timeout=120), context.Queue()
     processes = [context.Process(target=operation, args=(str(job.path), h, start, results)) for h in hosts]
     for process in processes:
         process.start()
-    time.sleep(0.5)  # let every process reach the start line
-    start.set()
+    start.wait()
     won = dict(results.get(timeout=60) for _ in hosts)
     for process in processes:
         process.join(timeout=60)
