@@ -155,16 +155,20 @@ def _language_score(options: PipelineOptions):
         # Each language asked for must have its word splitting here before the run starts, not on a worker.
         check_word_splitter(splitting["word_splitter"], languages, word_tokenizers=splitting["word_tokenizers"])
     elif is_language_splitter(splitting["word_splitter"]):
-        _warn_of_languages_without_words(configs, splitting)
+        _warn_of_languages_without_words(configs, splitting["word_splitter"], splitting["word_tokenizers"])
     return filter_step(LanguageScoreFilter(configs, languages))
 
 
-def _warn_of_languages_without_words(configs: LanguageConfigs, splitting: Mapping[str, str | None]) -> None:
-    """Says which languages with a config cannot be split here: their documents would become dead letters."""
+@functools.cache
+def _warn_of_languages_without_words(configs: LanguageConfigs, word_splitter: str, word_tokenizers: str | None) -> None:
+    """Says which languages with a config cannot be split here: their documents would become dead letters.
+
+    Once per process: a staged run builds its steps for many tasks.
+    """
     needs: dict[str, list[str]] = {}
     for language in sorted(configs.languages):
         try:
-            check_word_splitter(splitting["word_splitter"], [language], word_tokenizers=splitting["word_tokenizers"])
+            check_word_splitter(word_splitter, [language], word_tokenizers=word_tokenizers)
         except ValueError as problem:
             needs.setdefault(str(problem).rsplit(" needs ", 1)[-1], []).append(language)
     for need, languages in needs.items():
