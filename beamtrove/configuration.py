@@ -17,11 +17,17 @@ import numbers
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["FRACTION", "ConfigurationError", "Range", "SuggestingParser", "did_you_mean"]
+__all__ = ["FRACTION", "ConfigurationError", "Range", "SuggestingParser", "did_you_mean", "options_named"]
 
 
 class ConfigurationError(ValueError):
     """Options, inputs or assets a pipeline cannot run with; the message says what to fix."""
+
+
+def options_named(argv: Iterable[str]) -> set[str]:
+    """The names of the options ``argv`` gives: ``--name value``, ``--name=value`` and ``--name-with-dashes`` alike
+    (as ``name_with_dashes``)."""
+    return {argument[2:].split("=", 1)[0].replace("-", "_") for argument in argv if argument.startswith("--")}
 
 
 def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:

@@ -21,7 +21,7 @@ from apache_beam.options.pipeline_options import (
     WorkerOptions,
 )
 
-from beamtrove.configuration import ConfigurationError, did_you_mean
+from beamtrove.configuration import ConfigurationError, did_you_mean, options_named
 from beamtrove.execution.direct_workers import DEFAULT_DIRECT_WORKERS, direct_workers_given
 from beamtrove.execution.runner_parts import runner_kind
 from beamtrove.options import CheckingParser
@@ -119,14 +119,9 @@ def parse(spec: PipelineSpec, argv: Sequence[str]) -> PipelineOptions:
     return options
 
 
-def _given(argv: Sequence[str]) -> set[str]:
-    """The names of the options ``argv`` gives (``--name value``, ``--name=value``, ``--name-with-dashes``)."""
-    return {argument[2:].split("=", 1)[0].replace("-", "_") for argument in argv if argument.startswith("--")}
-
-
 def _own_defaults(spec: PipelineSpec, argv: Sequence[str]) -> list[str]:
     """``--name=value`` for each of the pipeline's own defaults (:attr:`PipelineSpec.defaults`) ``argv`` leaves out."""
-    given = _given(argv)
+    given = options_named(argv)
     return [f"--{name}={value}" for name, value in spec.defaults.items() if name not in given]
 
 
@@ -136,8 +131,9 @@ def _refuse_unused(spec: PipelineSpec, argv: Sequence[str]) -> None:
     Raises:
         ConfigurationError: One is given; the message says why it does not apply.
     """
-    for name in sorted(_given(argv) & set(spec.refuses)):
-        raise ConfigurationError(f"--{name} does not apply to {spec.name}: {spec.refuses[name]}")
+    refused = sorted(options_named(argv) & set(spec.refuses))
+    if refused:
+        raise ConfigurationError(f"--{refused[0]} does not apply to {spec.name}: {spec.refuses[refused[0]]}")
 
 
 def _suggestions(flags: Sequence[str], known: Iterable[str]) -> str:

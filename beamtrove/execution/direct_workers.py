@@ -25,6 +25,7 @@ import glob
 import os
 from collections.abc import Sequence
 
+from beamtrove.configuration import options_named
 from beamtrove.processes import machine_workers
 
 __all__ = [
@@ -54,10 +55,7 @@ _WORKER_OPTIONS = ("direct_running_mode", "direct_num_workers")
 def direct_workers_given(argv: Sequence[str]) -> bool:
     """Whether ``argv`` names the DirectRunner's running mode or worker count (``--direct_num_workers`` or
     ``--direct-num-workers``, with its value after ``=`` or apart)."""
-    return any(
-        argument.startswith("--") and argument[2:].split("=", 1)[0].replace("-", "_") in _WORKER_OPTIONS
-        for argument in argv
-    )
+    return not options_named(argv).isdisjoint(_WORKER_OPTIONS)
 
 
 def default_workers(units_of_work: int | None = None, input_bytes: int | None = None) -> int:

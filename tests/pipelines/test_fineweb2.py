@@ -178,30 +178,6 @@ def test_languages_keeps_only_those_asked_for(documents_file, glotlid_model, tmp
     }
 
 
-def test_web_pages_go_through_the_url_filter_and_extraction_first(glotlid_model, tmp_path):
-    # Real crawled pages: a Common Crawl excerpt (15 hosts, several languages) and a Japanese ClueWeb09 file.
-    warcs = [
-        require(DATA / "warc" / name)
-        for name in ("cc-main-2020-34_resiliparse_warcfile.warc.gz", "clueweb09-ja_quirk.warc.gz")
-    ]
-    argv = ["run", "fineweb2", *(f"--input={path}" for path in warcs), "--output", str(tmp_path / "out")]
-    argv += ["--lid_model", str(glotlid_model), "--fineweb2_configs", str(require(CONFIGS))]
-    assert (
-        main([*argv, "--url_blocklist", str(require(DATA / "blocklists" / "ut1")), "--direct_running_mode=in_memory"])
-        == 0
-    )
-    steps = json.loads((tmp_path / "out" / "stats.json").read_text())["steps"]
-    funnel = ["url_filter", "extract", *STEPS]
-    assert [step for step in steps if step in funnel] == funnel
-    passed_on = steps["read"]["counters"]["out"]
-    assert passed_on > 0
-    for step in funnel:
-        counters = steps[step]["counters"]
-        lost = sum(value for name, value in counters.items() if name.startswith(("dropped.", "errors.", "skipped.")))
-        assert counters["in"] == passed_on and counters["in"] == counters["out"] + lost, (step, counters)
-        passed_on = counters["out"]
-
-
 @pytest.mark.parametrize(
     ("word_splitter", "reason"),
     [("language", None), ("beamtrove", "gopher_below_avg_threshold"), ("spacy", "gopher_above_avg_threshold")],

@@ -126,3 +126,6 @@ def test_each_funnel_step_counts_what_it_got_and_passed_on(pipeline, inputs, tok
         assert removed == {"exact": 5, "url": 0, "bloom": 1, "minhash": 0, "sentence": 0, "substring": 0}, removed
     if pipeline == "fineweb":
         assert "add_dump" in funnel
+    if pipeline == "fineweb2":
+        # Web pages go through the URL filter and extraction before language ID; extracted documents would not.
+        assert funnel[1:4] == ["url_filter", "extract", "language_filter"]
