@@ -378,10 +378,11 @@ def test_workers_refuse_a_tampered_manifest_or_changed_input(review_jsonl, tmp_p
     assert not list((job / "done").iterdir())
 
 
-def test_an_attempt_over_its_time_limit_is_stopped_and_counted_as_failed(review_jsonl, tmp_path):
+def test_an_attempt_over_its_time_limit_is_stopped_and_counted_as_failed(warc_set, tmp_path):
     job = tmp_path / "job"
-    # No pipeline process even starts within 0.5 s here, so every attempt hits the limit.
-    _prepare(job, "convert", str(review_jsonl), 1, "--attempt-timeout", "0.5", "--max-retries", "1")
+    # An attempt loads the UT1 blocklist and lid.176, then extracts 150 pages: seconds, never 0.5 s.
+    options = ("--attempt-timeout", "0.5", "--max-retries", "1")
+    _prepare(job, "fineweb", str(warc_set / "*.warc.gz"), 1, *options, args=fineweb_assets())
     assert start_worker(job, "slow").wait(timeout=120) == 2
     runs = _attempts(job)["shard-00000"]
     assert [run["status"] for run in runs] == ["failed", "failed"]
