@@ -48,9 +48,12 @@ class Stage:
             its datasets by name; ``sides`` are the :attr:`sides` as PCollections.
         writes: Dataset -> :data:`KEYED`, :data:`SAME` or :data:`SPREAD`.
         sides: Tag -> a dataset of one element, read whole by every task.
-        whole: Run as one task over every partition: for what is small (the
-            links between near duplicates) or only streamed (an index read,
-            a combine).
+        whole: Run as one task over every partition: for what is only
+            streamed (an index read, a combine).
+        nothing_from_nothing: The stage writes nothing when its reads hold
+            nothing (no default value, no count of zero): a staged run finishes
+            such a task without building its pipeline. The rounds of connected
+            components after convergence cost a look at a listing each.
     """
 
     name: str
@@ -59,6 +62,7 @@ class Stage:
     writes: Mapping[str, str]
     sides: Mapping[str, str] = dataclasses.field(default_factory=dict)
     whole: bool = False
+    nothing_from_nothing: bool = False
 
     def __post_init__(self):
         placements = set(self.writes.values()) - {KEYED, SAME, SPREAD}

@@ -37,7 +37,7 @@ from beamtrove.document import Document
 from beamtrove.languages import language_key
 from beamtrove.layout import CLUSTERS, EXCLUDED
 from beamtrove.metrics import StepMetrics
-from beamtrove.transforms.dedup.components import ConnectedComponents
+from beamtrove.transforms.dedup.components import COMPONENTS, ConnectedComponents
 from beamtrove.transforms.dedup.keep import INDEX, ClusterMember, DedupOutputs, DedupStep, KeepOrder, input_node
 from beamtrove.transforms.dedup.signatures import DIGEST_BYTES, MinHashConfig, MinHasher, sketch_agreement
 from beamtrove.transforms.filters.base import excluded_output
@@ -61,6 +61,8 @@ _BAND_KEY_BYTES = 2 + DIGEST_BYTES
 _COPY_LINKS = "copy_links"
 # The two sides of the join of documents with their components.
 _DOCUMENTS, _COMPONENT = "documents", "component"
+# The components of a staged run keyed by node, as the join takes them.
+_NODE_COMPONENTS = "node_components"
 
 
 class _SignatureFn(beam.DoFn):
@@ -239,6 +241,10 @@ class MinHashClusters(beam.PTransform):
     def components(self, links):
         """The components of ``links`` (node pairs)."""
         return links | "Components" >> self._components
+
+    def component_stages(self, links: Sequence[str]) -> tuple[Stage, ...]:
+        """The stages from the datasets ``links`` (node pairs) to their components, in the dataset ``COMPONENTS``."""
+        return self._components.stages(links)
 
     def _signatures(self, pipeline, inputs, sides):
         fn = _SignatureFn(self._config, self._order, self._against is not None, self._per_language, self._metrics)
@@ -422,21 +428,16 @@ class MinHashDedup(DedupStep):
         self._remove = RemoveClustered(None, keep_by, step=step, against=against)
 
     def staged_form(self) -> StagedForm:
-        """The step as stages: signatures, band groups, links, components (one task), then the removal."""
+        """The step as stages: signatures, band groups, links, the components' rounds, then the removal."""
         return StagedForm(
             (
                 *self._clusters.link_stages(),
                 Stage("KeyByNode", {"documents": ("documents",)}, self._key_by_node, {"by_node": KEYED}),
-                Stage(
-                    "Components",
-                    {"links": ("band_links", _COPY_LINKS)},
-                    self._components,
-                    {"components": KEYED},
-                    whole=True,
-                ),
+                *self._clusters.component_stages(("band_links", _COPY_LINKS)),
+                Stage("ByNode", {"components": (COMPONENTS,)}, self._by_node, {_NODE_COMPONENTS: KEYED}),
                 Stage(
                     "Remove",
-                    {_DOCUMENTS: ("by_node",), _COMPONENT: ("components",)},
+                    {_DOCUMENTS: ("by_node",), _COMPONENT: (_NODE_COMPONENTS,)},
                     self._removal,
                     {"kept": SAME, EXCLUDED: SAME, CLUSTERS: SAME},
                 ),
@@ -450,8 +451,8 @@ class MinHashDedup(DedupStep):
     def _key_by_node(self, pipeline, inputs, sides):
         return {"by_node": self._remove.key_by_node(inputs["documents"])}
 
-    def _components(self, pipeline, inputs, sides):
-        return {"components": self._remove.by_node(self._clusters.components(inputs["links"]))}
+    def _by_node(self, pipeline, inputs, sides):
+        return {_NODE_COMPONENTS: self._remove.by_node(inputs["components"])}
 
     def _removal(self, pipeline, inputs, sides):
         removed = self._remove.remove(inputs[_DOCUMENTS], inputs[_COMPONENT])

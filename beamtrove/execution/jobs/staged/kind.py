@@ -176,8 +176,11 @@ class StagedJob:
 
     def run(self, task: str, files: TaskFiles, attempt: Attempt) -> dict[str, Any]:
         stage, index = self.tasks.stage_of(task)
-        with attempt.beating():
-            stats = run_task(self.plan, stage, index, files, attempt.directory)
+        if stage.nothing_from_nothing and stage.reads and not any(files.reads.values()):
+            stats = {}  # nothing to read, so nothing to write: no pipeline is built
+        else:
+            with attempt.beating():
+                stats = run_task(self.plan, stage, index, files, attempt.directory)
         data = attempt.directory / DATA_DIR
         outputs = written_files(data) if data.exists() else {}
         done = {

@@ -244,6 +244,7 @@ def _renamed(form: StagedForm, prefix: str, kept: tuple[str, ...]):
             {f"{prefix}/{name}": placement for name, placement in stage.writes.items()},
             {tag: _named((name,), form, prefix, kept)[0] for tag, name in stage.sides.items()},
             stage.whole,
+            stage.nothing_from_nothing,
         )
 
 
@@ -299,7 +300,8 @@ def _fuse(group: list[Stage], read_later: set[str]) -> Stage:
         dataset: placement for member in group for dataset, placement in member.writes.items() if dataset in read_later
     }
     name = "+".join([group[0].name, *(member.name.split("-", 1)[-1] for member in group[1:])])
-    return Stage(name, reads, _Fused(group, writes), writes, sides)
+    quiet = all(member.nothing_from_nothing for member in group)
+    return Stage(name, reads, _Fused(group, writes), writes, sides, nothing_from_nothing=quiet)
 
 
 class _Fused:

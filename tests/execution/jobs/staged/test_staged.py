@@ -16,6 +16,9 @@ import apache_beam as beam
 import pytest
 
 from beamtrove.cli import main
+from beamtrove.execution.jobs.staged import kind as staged_kind
+from beamtrove.execution.jobs.staged.tasks import task_id
+from beamtrove.execution.jobs.worker import run_worker
 from beamtrove.fs import file_sha256
 from beamtrove.layout import JOB_DIR
 from beamtrove.pipelines import dedup as dedup_pipeline
@@ -296,3 +299,39 @@ def test_a_partition_file_rewritten_as_a_pickle_runs_no_code_on_the_workers(elas
     assert not marker.exists()
     log = (tmp_path / "worker-node-d.log").read_text()
     assert f"{rewritten} holds no record at byte 0 (unknown tag 128): the file was changed or damaged." in log
+
+
+def test_minhash_components_run_a_partition_of_the_links_per_task_and_no_pipeline_after_convergence(
+    corpus, tmp_path, capsys, monkeypatch
+):
+    minhash = ["--dedup", "minhash", "--cluster_map", "--minhash_threshold", "0.8"]
+    one = tmp_path / "one"
+    assert main(dedup_argv(corpus, one, *minhash)) == 0
+    job = tmp_path / "job"
+    prepare = ["elastic", "prepare", "--pipeline", "dedup", "--input", str(corpus), "--job-dir", str(job)]
+    assert main([*prepare, "--num-shards", "3", "--", *minhash]) == 0
+    built, runs_task = [], staged_kind.run_task
+
+    def run_task(plan, stage, index, files, attempt_dir):
+        built.append(task_id(stage, index))
+        return runs_task(plan, stage, index, files, attempt_dir)
+
+    monkeypatch.setattr(staged_kind, "run_task", run_task)
+    assert run_worker(job, host="node-a", echo=lambda line: None) == 0
+    merged = tmp_path / "merged"
+    assert main(["elastic", "merge", "--job-dir", str(job), "--output", str(merged)]) == 0
+    assert_same_run(merged, one)
+    # The 20 near copies pair with their originals: stars from the start, so no round moves a link.
+    assert not any(name.startswith("changed.round_") for name in step_stats(one)["minhash"]["counters"])
+    capsys.readouterr()
+    assert main(["elastic", "status", "--job-dir", str(job)]) == 0
+    stages = dict(line.split(None, 1) for line in capsys.readouterr().out.splitlines()[1:])
+    components = [name for name in stages if re.search(r"-minhash-(Round\d\d|LargerFirst|AssignToSmallest)", name)]
+    # Each of the 30 rounds' two stages, and those after them, is a task per partition: none holds every link.
+    assert len(components) == 2 * 30 + 2 and {stages[name] for name in components} == {"3 tasks: 3 done"}
+    # Round 1 changes nothing and round 2 sets every link aside: the 57 stages after it read nothing and build no
+    # pipeline, their tasks done with no files and no counters.
+    rounds = [task.split("-minhash-")[1][:-6] for task in built if "-minhash-Round" in task]
+    assert sorted(set(rounds)) == ["Round01LargeStar", "Round01SmallStar", "Round02LargeStar"], rounds
+    idle = [json.loads(path.read_text()) for path in job.glob("done/*-minhash-Round*.json") if path.stem not in built]
+    assert len(idle) == 3 * 57 and all(record["outputs"] == {} and record["stats"] == {} for record in idle)
