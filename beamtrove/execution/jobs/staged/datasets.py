@@ -47,6 +47,7 @@ from apache_beam import coders
 
 from beamtrove.dead_letter import DeadLetter
 from beamtrove.document import Document, Media, Origin
+from beamtrove.transforms.dedup.components import Component
 from beamtrove.transforms.dedup.index import IndexMatch
 from beamtrove.transforms.dedup.keep import ClusterMember
 from beamtrove.transforms.stages import KEYED, SPREAD
@@ -96,6 +97,7 @@ RECORD_TYPES: tuple[tuple[type, tuple[str, ...]], ...] = (
     (IndexMatch, IndexMatch._fields),
     (WrittenFile, tuple(field.name for field in dataclasses.fields(WrittenFile))),
     (TokenizedDocument, ("id", "tokens", "loss_mask")),
+    (Component, Component._fields),
 )
 
 # The tag before each value; sizes below 256 take one byte (the ...8 tags), others four (the ...32 tags).

@@ -23,6 +23,7 @@ from beamtrove.execution.jobs.staged.datasets import (
     read_records,
     written_files,
 )
+from beamtrove.transforms.dedup.components import Component
 from beamtrove.transforms.dedup.index import IndexMatch
 from beamtrove.transforms.dedup.keep import INDEX, ClusterMember, KeepOrder, index_node, input_node
 from beamtrove.transforms.stages import SAME
@@ -72,7 +73,9 @@ def records(reviews) -> list:
         (b"\x02" * 8, (node, np.arange(14, dtype=np.uint32).tobytes(), b"sketch")),  # minhash/signatures
         (b"\x03" * 8, (node, b"bands")),  # minhash/bands
         (node, by_score),  # minhash/band_links, copy_links
-        (input_node(by_date), (index_node(1, "rank-id"), 3)),  # minhash/components against indexes
+        (node, node),  # minhash/cc-links-NN, cc-large-NN, cc-converged-NN
+        Component(by_score, node, 3),  # minhash/components
+        (input_node(by_date), (index_node(1, "rank-id"), 3)),  # minhash/node_components against indexes
         (b"\x04" * 8, (index_node(0, None), -1)),  # sentence/indexed
         (b"\x05" * 8, ((7, node), 12)),  # sentence/spans
         ((7, node), (12, None)),  # sentence/repeats
