@@ -5,18 +5,20 @@ and near copies is generated once (``benchmarks.generated_corpus``, its
 wall time and peak memory printed). On each, back to back,
 ``beamtrove run dedup --dedup STEPS --staged --workers W --memory M`` runs
 with the same ``--memory``: by default the one that cuts the smallest
-corpus into ``--partitions`` partitions (its rows' bytes times the
-6 bytes a staged dedup task holds per byte of its partition, divided by
-the partitions), so that every size is cut by its data and a larger corpus
+corpus into ``--partitions`` partitions (its rows' bytes times what a
+staged dedup task holds per byte of its partition, ``StagedForm``'s 6,
+divided by the partitions), so that every size is cut by its data and a larger corpus
 into proportionally more partitions of the same size. On the smallest
 corpus the same steps also run in one pipeline (the DirectRunner), whose
 output the staged run's must equal (``benchmarks.staged_dedup.differences``).
 
 Printed per run: wall time, peak PSS of the largest process and of the
-whole tree, the partitions, and the precision and recall of the removals
-against the planted copies (overall and per kind). Then, for each size
-against the smallest, the largest-process peak ratio (goal <= 1.1) and the
-wall ratio (goal <= 1.1x the ratio of the sizes: 11x for 10x the documents).
+whole tree, the mean CPU cores other work on the machine kept busy
+meanwhile (which slows the run), the partitions, and the precision and
+recall of the removals against the planted copies (overall and per kind).
+Then, for each size against the smallest, the largest-process peak ratio
+(goal <= 1.1) and the wall ratio (goal <= 1.1x the ratio of the sizes: 11x
+for 10x the documents).
 
 Usage:
     python -m benchmarks.staged_scale [--sizes 102000,1020000] [--files 16] [--seed 1]
@@ -84,6 +86,7 @@ def _row(documents: int, run: str, wall: float, monitor, partitions: str, score:
         f"{wall:.1f}",
         f"{monitor.peak_process_pss / GIB:.2f}",
         f"{monitor.peak_pss / GIB:.2f}",
+        f"{monitor.other_cores:.2f}",
         partitions,
         f"{score.precision:.4f}",
         f"{score.recall:.4f}",
@@ -91,7 +94,8 @@ def _row(documents: int, run: str, wall: float, monitor, partitions: str, score:
     ]
 
 
-_COLUMNS = ["docs", "run", "wall s", "largest process GiB", "tree GiB", "partitions", "precision", "recall"]
+_COLUMNS = ["docs", "run", "wall s", "largest process GiB", "tree GiB", "other cores busy", "partitions"]
+_COLUMNS += ["precision", "recall"]
 _COLUMNS += [f"recall {kind}" for kind in KINDS]
 
 
