@@ -47,9 +47,11 @@ class Stage:
         run: ``run(pipeline, inputs, sides)`` applies the stage and returns
             its datasets by name; ``sides`` are the :attr:`sides` as PCollections.
         writes: Dataset -> :data:`KEYED`, :data:`SAME` or :data:`SPREAD`.
-        sides: Tag -> a dataset of one element, read whole by every task.
-        whole: Run as one task over every partition: for what is only
-            streamed (an index read, a combine).
+        sides: Tag -> a small dataset read whole by every task: one element,
+            or a few (a count per bundle that changed links).
+        whole: Run as one task over every partition: for what must see every
+            record at once and stays small or is only streamed (a Bloom
+            filter's bits, an index read, a combine).
         nothing_from_nothing: The stage writes nothing when its reads hold
             nothing (no default value, no count of zero): a staged run finishes
             such a task without building its pipeline. The rounds of connected

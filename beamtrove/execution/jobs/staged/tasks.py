@@ -249,7 +249,7 @@ class StagedTasks:
         partition = None if stage.whole else index
         for tag, datasets in stage.reads.items():
             files.reads[tag] = [path for name in datasets for path in self._dataset(name, partition, files, seals)]
-        # A side is one element, in whichever partition its task wrote it: every task reads all of it.
+        # A side is small, in whichever partitions its tasks wrote it: every task reads all of it.
         for tag, dataset in stage.sides.items():
             files.sides[tag] = list(self._dataset(dataset, None, files, seals))
         return files
