@@ -141,15 +141,18 @@ class _Plan:
     def _generate(self, pipeline, inputs, sides, *, partition: int):
         chunks = range(partition, self.graph.chunks(), self.partitions)
         edges = (
-            pipeline
-            | "Chunks" >> beam.Create(list(chunks), reshuffle=False)
-            | "Edges" >> beam.FlatMap(self.graph.edges)
+            pipeline | "Chunks" >> beam.Create(list(chunks), reshuffle=False) | "Edges" >> beam.FlatMap(_forked_edges)
         )
         return {_EDGES: edges}
 
 
 # The plan the forked workers inherit (never pickled: its graph's arrays are large).
 _FORKED: dict[str, _Plan] = {}
+
+
+def _forked_edges(chunk: int) -> Iterator[tuple[int, int]]:
+    # A module's function pickles by name, so a task's pipeline does not carry a copy of the graph.
+    return _FORKED["plan"].graph.edges(chunk)
 
 
 def _run_in_worker(stage_name: str, partition: int, files: TaskFiles, attempt: str) -> tuple[dict, int]:
@@ -179,7 +182,7 @@ def run_stages(plan: _Plan, workdir: pathlib.Path, workers: int) -> tuple[dict, 
                     tag: [path for paths in listing.get(name, {}).values() for path in paths]
                     for tag, name in stage.sides.items()
                 }
-                if stage.nothing_from_nothing and stage.reads and not any(files.reads.values()):
+                if stage.idle_with(files.reads):
                     skipped += 1
                     continue
                 attempt = workdir / stage.name / f"{partition:05d}"

@@ -279,6 +279,9 @@ def write_corpus(
         raise ValueError(f"files must be at least 1 (got {files})")
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / CORPUS_FILE).unlink(missing_ok=True)
+    # The parts of a corpus written here before (more files, say) would be read with this one's.
+    for stale in out_dir.glob("part-*.jsonl.gz"):
+        stale.unlink()
     corpus = GeneratedCorpus(documents, seed, rates)
     counts = dict.fromkeys((ORIGINAL, *KINDS), 0)
     content_bytes = 0

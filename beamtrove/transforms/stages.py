@@ -66,6 +66,11 @@ class Stage:
     whole: bool = False
     nothing_from_nothing: bool = False
 
+    def idle_with(self, files: Mapping[str, Sequence[str]]) -> bool:
+        """Whether a task reading ``files`` (tag -> its files) has nothing to do: the stage gives nothing from
+        nothing (:attr:`nothing_from_nothing`), and none of its reads has a file."""
+        return self.nothing_from_nothing and bool(self.reads) and not any(files.get(tag) for tag in self.reads)
+
     def __post_init__(self):
         placements = set(self.writes.values()) - {KEYED, SAME, SPREAD}
         if placements:

@@ -137,3 +137,10 @@ def test_removals_of_originals_lower_precision_and_copies_left_lower_recall(writ
     assert (score.step_precision("exact"), score.step_precision("minhash"), score.step_precision("url")) == (1, 0, 1)
     rates = json.loads((folder / CORPUS_FILE).read_text())["rates"]
     assert rates == {"exact": 0.1, "url": 0.06, "near": 0.1, "near_edit": 0.02}
+
+
+def test_a_corpus_written_over_another_holds_only_its_own_parts(written, tmp_path):
+    folder, _ = written
+    write_corpus(tmp_path, 400, files=5, seed=5, rates=RATES)
+    write_corpus(tmp_path, 400, files=3, seed=5, rates=RATES)
+    assert sorted(path.name for path in tmp_path.iterdir()) == sorted(path.name for path in folder.iterdir())

@@ -176,7 +176,7 @@ class StagedJob:
 
     def run(self, task: str, files: TaskFiles, attempt: Attempt) -> dict[str, Any]:
         stage, index = self.tasks.stage_of(task)
-        if stage.nothing_from_nothing and stage.reads and not any(files.reads.values()):
+        if stage.idle_with(files.reads):
             stats = {}  # nothing to read, so nothing to write: no pipeline is built
         else:
             with attempt.beating():
