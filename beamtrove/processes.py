@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import ctypes
+import gc
+import multiprocessing
 import os
+import pathlib
 import signal
+import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 __all__ = [
+    "PythonChild",
     "available_memory",
     "die_with_parent",
     "interrupt_on_sigterm",
     "is_alive",
+    "machine_cores",
     "machine_workers",
     "stop_signals",
     "stopped_by",
@@ -45,6 +52,11 @@ def available_memory() -> int | None:
     return max(0, min(found)) if found else None
 
 
+def machine_cores() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 def machine_workers(memory_per_worker: int) -> tuple[int, str]:
     """How many worker processes this machine takes at once, each holding up to ``memory_per_worker`` bytes.
 
@@ -52,7 +64,7 @@ def machine_workers(memory_per_worker: int) -> tuple[int, str]:
         ``(count, what bounds it)``: at least 1, at most the cores this process may run on (``"cores"``) and
         the memory available now divided by ``memory_per_worker`` (``"memory"``).
     """
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    cores = machine_cores()
     memory = available_memory()
     fitting = cores if memory is None else max(1, memory // memory_per_worker)
     return (cores, "cores") if cores <= fitting else (fitting, "memory")
@@ -145,3 +157,100 @@ def stopped_by(received: list[int]) -> tuple[str, int]:
     the exit status a process it stops ends with: 128 + its number, as a shell reports a process it ended."""
     signum = signal.Signals(received[0] if received else signal.SIGINT)
     return signum.name, 128 + signum.value
+
+
+def _run_forked(target: Callable[[], int | None], output: pathlib.Path | None, new_session: bool) -> None:
+    """The body of a :class:`PythonChild` forked from its parent: ``target``, as a new interpreter would run it."""
+    die_with_parent()
+    if new_session:
+        os.setsid()
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    # Inherited objects stay where the parent left them: a collection would write to each one's header, which
+    # copies the page it is on, and the pages shared with the parent and the other children would become this
+    # child's own.
+    gc.freeze()
+    if output is not None:
+        fd = os.open(output, os.O_WRONLY)
+        os.dup2(fd, sys.stdout.fileno())
+        os.dup2(fd, sys.stderr.fileno())
+        os.close(fd)
+    # The parent's exit handlers are not this process's; the child's own run as at any exit.
+    atexit._clear()
+    try:
+        code = target()
+    finally:
+        atexit._run_exitfuncs()
+    sys.exit(code or 0)
+
+
+class PythonChild:
+    """A child process running Python, which the kernel stops if this process dies.
+
+    It is forked from this process when no other thread runs here: it starts
+    with every module this process imported (a new interpreter spends seconds
+    importing Beam), in memory pages it shares with this process and with the
+    other children forked from it until one of them writes to a page. A fork
+    could catch another thread holding a lock, so a process with threads runs
+    ``command`` in a new interpreter instead.
+
+    Args:
+        target: What a forked child runs; it returns the exit code (None: 0).
+        command: What a new interpreter runs instead, to the same effect.
+        output: A file that the child's stdout and stderr go to (default: this process's).
+        new_session: The child starts a session of its own, out of reach of a terminal's Ctrl-C.
+    """
+
+    def __init__(
+        self,
+        target: Callable[[], int | None],
+        command: Sequence[str],
+        *,
+        output: pathlib.Path | None = None,
+        new_session: bool = False,
+    ):
+        self.command = list(command)
+        self.forked = threading.active_count() == 1
+        if self.forked:
+            if output is not None:
+                output.write_bytes(b"")
+            self._process = multiprocessing.get_context("fork").Process(
+                target=_run_forked, args=(target, output, new_session)
+            )
+            self._process.start()
+            self.pid = self._process.pid
+            return
+        with contextlib.ExitStack() as stack:
+            log = stack.enter_context(open(output, "wb")) if output is not None else None
+            self._popen = subprocess.Popen(
+                self.command,
+                stdout=log,
+                stderr=subprocess.STDOUT if log else None,
+                preexec_fn=die_with_parent,  # noqa: PLW1509 - a SIGKILLed parent cannot stop its children
+                start_new_session=new_session,
+            )
+        self.pid = self._popen.pid
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        """The exit code (negative: the signal that ended it), None if it still runs after ``timeout`` seconds."""
+        if self.forked:
+            self._process.join(timeout)
+            return self._process.exitcode
+        try:
+            return self._popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def terminate(self) -> None:
+        """Sends SIGTERM unless the child has been waited for already (its pid may then be another's)."""
+        if self.forked:
+            self._process.terminate()
+        else:
+            self._popen.terminate()
+
+    def kill(self) -> None:
+        """SIGKILLs the child unless it has been waited for already (its pid may then be another's)."""
+        if self.forked:
+            self._process.kill()
+        else:
+            self._popen.kill()

@@ -6,11 +6,13 @@ import argparse
 import json
 
 from beamtrove.cli.parsing import command, group
+from beamtrove.configuration import ConfigurationError
 from beamtrove.execution.jobs.jobdir import JobDir
 from beamtrove.execution.jobs.kinds import job_kind
 from beamtrove.execution.jobs.shard_output import DEFAULT_SORT_MEMORY
 from beamtrove.execution.jobs.status import format_status, retry_tasks, state_counts, task_states
-from beamtrove.execution.jobs.worker import run_worker, slurm_array_script
+from beamtrove.execution.jobs.worker import run_worker, run_workers, slurm_array_script
+from beamtrove.processes import machine_cores, stopped_by
 
 __all__ = ["add_commands"]
 
@@ -41,14 +43,33 @@ def _prepare(args: argparse.Namespace, pipeline_argv: list[str]) -> int:
 
 
 def _worker(args: argparse.Namespace, _: list[str]) -> int:
-    """Claim and run tasks until none is left."""
-    return run_worker(
-        args.job_dir,
-        max_tasks=args.max_tasks,
-        host=args.host,
-        poll_interval=args.poll_interval,
-        sort_memory=args.sort_memory,
-    )
+    """Claim and run tasks until none is left.
+
+    With --processes N, N workers run side by side, forked from this process
+    once it has opened the job and imported what its tasks need; the command
+    ends when they all have, with the highest of their exit statuses.
+    """
+    options = {
+        "max_tasks": args.max_tasks,
+        "host": args.host,
+        "poll_interval": args.poll_interval,
+        "sort_memory": args.sort_memory,
+    }
+    if args.processes < 1:
+        raise ConfigurationError(f"--processes {args.processes}: give 1 or more worker processes")
+    if args.processes == 1:
+        return run_worker(args.job_dir, **options)
+    cores = machine_cores()
+    if args.processes > cores:
+        raise ConfigurationError(
+            f"--processes {args.processes}: this machine gives this command {cores} cores; give at most {cores}"
+        )
+    # The job's kind imports its modules (Beam, the pipeline's) here, once, for every worker forked after.
+    job_kind(JobDir(args.job_dir))
+    codes, received = run_workers(args.job_dir, args.processes, **options)
+    if received:
+        return stopped_by(received)[1]
+    return max(code if code >= 0 else 128 - code for code in codes)
 
 
 def _status(args: argparse.Namespace, _: list[str]) -> int:
@@ -126,6 +147,13 @@ def add_commands(commands) -> None:
         help="seconds one attempt may run before it is stopped and counted as failed (default: no limit)",
     )
     worker = command(subcommands, "worker", _worker)
+    worker.add_argument(
+        "--processes",
+        type=int,
+        default=1,
+        help="workers to run side by side, forked from this one with the job's modules loaded, so that they share "
+        "that memory (default: 1)",
+    )
     worker.add_argument("--max-tasks", "--max-shards", type=int, help="stop after running this many tasks")
     worker.add_argument("--host", help="host name recorded in locks and done records (default: this machine's)")
     worker.add_argument("--poll-interval", type=float, help="seconds between looks while all tasks are taken")

@@ -52,7 +52,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from beamtrove.fs import filesystem, is_local
@@ -63,6 +63,7 @@ __all__ = [
     "Heartbeat",
     "Lease",
     "LeasePath",
+    "heartbeats_paused",
     "lease_state",
     "read_claim",
     "remove_stale",
@@ -319,25 +320,35 @@ class Heartbeat:
     """A thread renewing a lease every ``interval`` s, running from its start until stopped or the lease is lost.
 
     :meth:`Lease.heartbeat` starts one; ``with`` stops it at the end of the block, else :meth:`Lease.release`
-    does.
+    does. :func:`heartbeats_paused` pauses every one of a process while it forks.
     """
 
     def __init__(self, lease: Lease, interval: float):
         self.lease, self.interval = lease, interval
         self._stop = threading.Event()
-        name = os.path.basename(os.fspath(lease.path))
-        self._thread = threading.Thread(target=self._beat, name=f"heartbeat-{name}", daemon=True)
+        self._thread = self._new_thread()
 
-    def _beat(self) -> None:
-        while not self._stop.wait(self.interval):
-            try:
-                if not self.lease.renew():
-                    return  # released, or taken over while this process was frozen: a lost lease is not regained
-            except Exception as exc:  # a store's passing fault must not end the beat: the next one may pass
-                _LOGGER.warning("could not renew the lease %s (%s); trying again in %g s", self.lease.path, exc,
-                                self.interval)  # fmt: skip
+    def _new_thread(self) -> threading.Thread:
+        name = os.path.basename(os.fspath(self.lease.path))
+        return threading.Thread(target=self._beat, args=(self._stop,), name=f"heartbeat-{name}", daemon=True)
+
+    def _beat(self, stop: threading.Event) -> None:
+        try:
+            while not stop.wait(self.interval):
+                try:
+                    if not self.lease.renew():
+                        return  # released, or taken over while this process was frozen: a lost lease is not regained
+                except Exception as exc:  # a store's passing fault must not end the beat: the next one may pass
+                    _LOGGER.warning("could not renew the lease %s (%s); trying again in %g s", self.lease.path, exc,
+                                    self.interval)  # fmt: skip
+        finally:
+            if stop is self._stop:
+                with _RUNNING_LOCK:
+                    _RUNNING.discard(self)
 
     def start(self) -> Heartbeat:
+        with _RUNNING_LOCK:
+            _RUNNING.add(self)
         self._thread.start()
         return self
 
@@ -347,11 +358,47 @@ class Heartbeat:
         if self._thread.ident is not None and self._thread is not threading.current_thread():
             self._thread.join()
 
+    def _pause(self) -> None:
+        """Stops the thread, leaving the beat to :meth:`_resume`."""
+        stop, self._stop = self._stop, threading.Event()
+        stop.set()
+        self._thread.join()
+
+    def _resume(self) -> None:
+        """Starts the beat again in a new thread; the interval starts over."""
+        self._thread = self._new_thread()
+        self._thread.start()
+
     def __enter__(self) -> Lease:
         return self.lease
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
+
+
+# The heartbeats whose threads run in this process.
+_RUNNING: set[Heartbeat] = set()
+_RUNNING_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def heartbeats_paused() -> Iterator[None]:
+    """Within the block, no heartbeat of this process runs a thread; they beat again after it.
+
+    For a process about to fork: a fork could catch a heartbeat's thread
+    holding a lock (a file's, the logger's), which its child would never see
+    released. A pause of a few forks is far shorter than any lease timeout.
+    Call it from the thread that started the heartbeats.
+    """
+    with _RUNNING_LOCK:
+        paused = list(_RUNNING)
+    for beat in paused:
+        beat._pause()
+    try:
+        yield
+    finally:
+        for beat in paused:
+            beat._resume()
 
 
 @dataclasses.dataclass(eq=False)

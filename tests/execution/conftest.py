@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
@@ -86,6 +87,33 @@ def processes_mentioning(text: str) -> list[int]:
         except OSError:
             continue
     return found
+
+
+def children_of(pid: int) -> list[int]:
+    """Pids of the child processes of ``pid`` (none once it has ended)."""
+    found = []
+    with contextlib.suppress(OSError):
+        for task in pathlib.Path(f"/proc/{pid}/task").iterdir():
+            with contextlib.suppress(OSError):
+                found += [int(child) for child in (task / "children").read_text().split()]
+    return found
+
+
+def running(pids: list[int]) -> list[int]:
+    """Those of ``pids`` whose processes still run (a zombie, dead but not yet waited for, does not)."""
+    alive = []
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            # The state follows the command name, which is in parentheses and may hold spaces.
+            if pathlib.Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z":
+                alive.append(pid)
+    return alive
+
+
+def shared_bytes(pid: int) -> int:
+    """The bytes of memory process ``pid`` shares with others (the kernel's ``Shared_Clean`` + ``Shared_Dirty``)."""
+    fields = dict(line.split(":", 1) for line in pathlib.Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()[1:])
+    return sum(int(fields[name].split()[0]) << 10 for name in ("Shared_Clean", "Shared_Dirty"))
 
 
 def job_server_like_jar(path: pathlib.Path) -> pathlib.Path:

@@ -9,13 +9,22 @@ import os
 import re
 import socket
 import subprocess
+import threading
 import time
 
 import fsspec
 import pytest
 from fsspec.implementations.memory import MemoryFileSystem
 
-from beamtrove.execution.lease import Claim, lease_state, read_claim, remove_stale, stale_reason, take_lease
+from beamtrove.execution.lease import (
+    Claim,
+    heartbeats_paused,
+    lease_state,
+    read_claim,
+    remove_stale,
+    stale_reason,
+    take_lease,
+)
 from beamtrove.fs import filesystem
 
 _HOST = socket.gethostname()
@@ -116,6 +125,30 @@ def test_the_heartbeat_renews_the_claim_while_it_runs_and_until_release(tmp_path
     assert lease_state(path, 60)[0] == "running"
     lease.release()
     assert not path.exists() and not lease.owned()
+    lease.release()
+
+
+def _heartbeat_threads() -> list[str]:
+    return [thread.name for thread in threading.enumerate() if thread.name.startswith("heartbeat-")]
+
+
+def test_heartbeats_paused_run_no_thread_and_beat_again_after(tmp_path):
+    path = tmp_path / "task.lock"
+    lease = take_lease(path, {"host": "elsewhere", "pid": 1}, 60)
+    with lease.heartbeat(0.05):
+        assert _heartbeat_threads() == ["heartbeat-task.lock"]
+        with heartbeats_paused():
+            # What a process about to fork needs: no thread of its own that the fork could catch holding a lock.
+            assert _heartbeat_threads() == []
+            _left(path, lease.claim, age=120)
+            time.sleep(0.3)
+            assert lease_state(path, 60)[0] == "stale", "no beat while paused"
+        time.sleep(0.3)
+        assert lease_state(path, 60)[0] == "running", "the beat goes on after the pause"
+    assert _heartbeat_threads() == []
+    with heartbeats_paused():
+        pass
+    assert _heartbeat_threads() == [], "a heartbeat stopped is not started again by a pause"
     lease.release()
 
 

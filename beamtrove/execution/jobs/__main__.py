@@ -1,28 +1,28 @@
-"""``python -m beamtrove.execution.jobs JOB_DIR``: one worker of the job, as ``beamtrove run --staged`` starts them."""
+"""``python -m beamtrove.execution.jobs JOB_DIR``: one worker process of the job, in an interpreter of its own.
+
+:func:`~beamtrove.execution.jobs.worker.run_workers` forks its worker
+processes; it starts them this way only from a process running other threads.
+"""
 
 import argparse
-import functools
-import logging
 import sys
 
-from beamtrove.execution.jobs.jobdir import ElasticError
-from beamtrove.execution.jobs.worker import run_worker
+from beamtrove.execution.jobs.worker import WORKER_MODULE, run_worker_process
 from beamtrove.processes import die_with_parent
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(prog="python -m beamtrove.execution.jobs")
+    parser = argparse.ArgumentParser(prog=f"python -m {WORKER_MODULE}")
     parser.add_argument("job_dir")
     parser.add_argument("--host")
-    args = parser.parse_args()
+    parser.add_argument("--max-tasks", type=int)
+    parser.add_argument("--poll-interval", type=float)
+    parser.add_argument("--sort-memory", type=int)
+    parser.add_argument("--started-by-run", action="store_true")
+    args = vars(parser.parse_args())
     die_with_parent()
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    try:
-        echo = functools.partial(print, flush=True)
-        return run_worker(args.job_dir, host=args.host, echo=echo, started_by_run=True)
-    except ElasticError as exc:
-        print(f"beamtrove: error: {exc}", file=sys.stderr, flush=True)
-        return 2
+    job_dir = args.pop("job_dir")
+    return run_worker_process(job_dir, **{name: value for name, value in args.items() if value is not None})
 
 
 if __name__ == "__main__":

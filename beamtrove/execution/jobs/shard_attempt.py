@@ -4,16 +4,11 @@ shard outputs into one run folder. What a worker or a merge of a shard job does,
 
 from __future__ import annotations
 
-import atexit
-import multiprocessing
-import os
+import functools
 import pathlib
 import posixpath
 import runpy
-import signal
-import subprocess
 import sys
-import threading
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -27,7 +22,7 @@ from beamtrove.input_ranges import write_input_ranges
 from beamtrove.layout import CLUSTERS_DIR, DEAD_LETTERS_DIR, DOCUMENTS_DIR, EXCLUDED_DIR, STATS_FILE, SUMMARY_STATS_DIR
 from beamtrove.option_parsing import parse
 from beamtrove.pipelines.spec import Flow
-from beamtrove.processes import die_with_parent
+from beamtrove.processes import PythonChild
 from beamtrove.run_output import RunOutput
 from beamtrove.transforms.summary.merge import merge_summary_stats
 from beamtrove.transforms.writers.base import SHARD, FilenameTemplate
@@ -49,69 +44,10 @@ def _log_tail(log: pathlib.Path) -> str:
         return ""
 
 
-def _run_forked(argv: list[str], log: pathlib.Path) -> None:
-    """The body of an attempt's process forked from its worker: ``beamtrove <argv>``, as a new process runs it."""
-    die_with_parent()
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    output = os.open(log, os.O_WRONLY)
-    os.dup2(output, sys.stdout.fileno())
-    os.dup2(output, sys.stderr.fileno())
-    os.close(output)
-    # The worker's exit handlers are not this process's; the run's own (its output lock's) run as at any exit.
-    atexit._clear()
+def _run_beamtrove(argv: list[str]) -> None:
+    """``beamtrove <argv>``, as ``python -m beamtrove`` runs it, on the modules the worker imported."""
     sys.argv = ["beamtrove", *argv]
-    try:
-        # What `python -m beamtrove` runs in a new interpreter, run here on the modules the worker imported.
-        runpy.run_module("beamtrove", run_name="__main__", alter_sys=True)
-    finally:
-        atexit._run_exitfuncs()
-
-
-class _AttemptProcess:
-    """The process that runs one attempt, its output in ``log``; the kernel stops it if the worker dies.
-
-    Forked from the worker, which has imported Beam and beamtrove already (a
-    new interpreter spends seconds on that), when no other thread runs in the
-    worker, which a fork could catch holding a lock. Otherwise (a worker
-    called in a program with threads) it is :attr:`command` in a new interpreter.
-    """
-
-    def __init__(self, argv: list[str], log: pathlib.Path):
-        self.command = [sys.executable, "-m", "beamtrove", *argv]
-        # The lock's heartbeat thread starts after the fork.
-        self.forked = threading.active_count() == 1
-        if self.forked:
-            log.write_bytes(b"")
-            self._process = multiprocessing.get_context("fork").Process(target=_run_forked, args=(argv, log))
-            self._process.start()
-            self.pid = self._process.pid
-            return
-        with open(log, "wb") as log_file:
-            self._popen = subprocess.Popen(
-                self.command,
-                stdout=log_file,
-                stderr=subprocess.STDOUT,
-                preexec_fn=die_with_parent,  # noqa: PLW1509 - a SIGKILLed worker cannot stop its pipeline
-            )
-        self.pid = self._popen.pid
-
-    def wait(self, timeout: float | None = None) -> int | None:
-        """The exit code (negative: the signal that ended it), None if it still runs after ``timeout`` seconds."""
-        if self.forked:
-            self._process.join(timeout)
-            return self._process.exitcode
-        try:
-            return self._popen.wait(timeout)
-        except subprocess.TimeoutExpired:
-            return None
-
-    def kill(self) -> None:
-        """SIGKILLs the process unless it has been waited for already (its pid may then be another's)."""
-        if self.forked:
-            self._process.kill()
-        else:
-            self._popen.kill()
+    runpy.run_module("beamtrove", run_name="__main__", alter_sys=True)
 
 
 def run(kind: ShardJob, task: str, attempt: Attempt) -> dict[str, Any]:
@@ -132,7 +68,10 @@ def run(kind: ShardJob, task: str, attempt: Attempt) -> dict[str, Any]:
     args = [*kind.manifest["pipeline"]["args"], *runner_args]
     argv = ["run", kind.spec.name, *args, "--input_ranges", str(inputs), "--output", str(output)]
     kind.echo(f"{task}: {shard['records']} records, {shard['bytes']} B")
-    child = _AttemptProcess(argv, log)
+    # Forked from the worker, which has imported Beam and beamtrove already; the lock's heartbeat thread starts
+    # after the fork.
+    command = [sys.executable, "-m", "beamtrove", *argv]
+    child = PythonChild(functools.partial(_run_beamtrove, argv), command, output=log)
     attempt.save(command=child.command, child_pid=child.pid, forked=child.forked)
     limit = kind.manifest["attempt_timeout"]
     try:

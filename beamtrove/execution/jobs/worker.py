@@ -7,6 +7,11 @@ the task and is not counted), has the job's kind
 (:mod:`~beamtrove.execution.jobs.kinds`) run the attempt, and writes the
 task's done record, or its failure record once it ran out of attempts.
 
+Several workers on one machine (``beamtrove run --staged``, ``beamtrove
+elastic worker --processes N``) are forked from the process that starts them,
+which has imported Beam and the job's modules: each starts with them loaded,
+in memory pages the workers share, instead of a new interpreter of its own.
+
 Also the Slurm array script that runs one worker per array task
 (``beamtrove elastic slurm-template``).
 """
@@ -15,27 +20,35 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import importlib.resources
+import logging
 import os
 import socket
 import sys
 import time
 import traceback
 from collections.abc import Callable, Iterator
+from typing import Any
 
-from beamtrove.execution.jobs.jobdir import JobDir, write_once
+from beamtrove.execution.jobs.jobdir import ElasticError, JobDir, write_once
 from beamtrove.execution.jobs.kinds import JobKind, job_kind
 from beamtrove.execution.jobs.shard_output import DEFAULT_SORT_MEMORY
 from beamtrove.execution.jobs.status import damage_line, job_progress, task_states
 from beamtrove.execution.jobs.task import Attempt, RedoFirst, TaskFailed
-from beamtrove.execution.lease import Lease
-from beamtrove.processes import stopped_by, stops_interrupt
+from beamtrove.execution.lease import Lease, heartbeats_paused
+from beamtrove.processes import PythonChild, stop_signals, stopped_by, stops_interrupt
 
-__all__ = ["NO_SPACE", "run_worker", "slurm_array_script"]
+__all__ = ["NO_SPACE", "WORKER_MODULE", "run_worker", "run_worker_process", "run_workers", "slurm_array_script"]
 
 #: The exit status of a worker that stopped because a task failed for good, is damaged, or the disk is full.
 NO_SPACE = 2
 _FULL = (errno.ENOSPC, errno.EDQUOT)
+#: The module a new interpreter runs a worker process with: ``python -m beamtrove.execution.jobs JOB_DIR [...]``.
+WORKER_MODULE = "beamtrove.execution.jobs"
+# Seconds stopped worker processes get to free their tasks before they are killed, and between looks at them.
+_STOP_GRACE = 10.0
+_POLL = 0.2
 
 
 class _NoSpace(Exception):
@@ -282,6 +295,84 @@ def run_worker(
         return 2
     echo(f"worker {host}:{os.getpid()} finished after running {processed} {kind.noun}(s)")
     return 0
+
+
+def run_worker_process(job_dir: str | os.PathLike, **options: Any) -> int:
+    """The body of a worker process that :func:`run_workers` started: :func:`run_worker`, its error in one line.
+
+    Args:
+        job_dir: A prepared job directory.
+        **options: :func:`run_worker`'s keyword arguments but ``echo``; the process's progress lines go to stdout
+            when it was ``started_by_run``, else to stderr.
+    """
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if options.get("started_by_run"):
+        options["echo"] = functools.partial(print, flush=True)
+    try:
+        return run_worker(job_dir, **options)
+    except ElasticError as exc:
+        print(f"beamtrove: error: {exc}", file=sys.stderr, flush=True)
+        return 2
+
+
+def _worker_command(job_dir: str | os.PathLike, options: dict[str, Any]) -> list[str]:
+    """The command that runs :func:`run_worker_process` with ``options`` in a new interpreter."""
+    command = [sys.executable, "-m", WORKER_MODULE, os.fspath(job_dir)]
+    for name, value in options.items():
+        flag = "--" + name.replace("_", "-")
+        if value is True:
+            command.append(flag)
+        elif value is not None and value is not False:
+            command += [flag, str(value)]
+    return command
+
+
+def run_workers(job_dir: str | os.PathLike, processes: int, **options: Any) -> tuple[list[int], list[int]]:
+    """Runs ``processes`` worker processes over the job until they end.
+
+    They are forked from this process (its heartbeats paused meanwhile) when
+    it runs no other thread (see :class:`~beamtrove.processes.PythonChild`),
+    each in a session of its own
+    so that a terminal's Ctrl-C reaches this process alone. A stop signal
+    (Ctrl-C, SIGTERM) is passed on to them as SIGTERM, which frees their tasks
+    without spending their attempts, and those still running after a while
+    are killed. The handler raises nothing: an exception raised wherever this
+    process is when the signal comes (a garbage collector's callback) could be
+    lost or leave a child behind.
+
+    Args:
+        job_dir: A prepared job directory.
+        processes: How many worker processes to run.
+        **options: :func:`run_worker_process`'s.
+
+    Returns:
+        The workers' exit codes (negative: the signal that killed one), and the stop signals received.
+    """
+    target = functools.partial(run_worker_process, job_dir, **options)
+    command = _worker_command(job_dir, options)
+    with heartbeats_paused():
+        children = [PythonChild(target, command, new_session=True) for _ in range(processes)]
+
+    def stop(signum: int) -> None:
+        for child in children:
+            if child.wait(0) is None:
+                child.terminate()
+
+    try:
+        with stop_signals(stop) as received:
+            deadline = None
+            for child in children:
+                while child.wait(_POLL) is None:
+                    if received and deadline is None:
+                        deadline = time.monotonic() + _STOP_GRACE
+                    if deadline is not None and time.monotonic() >= deadline:
+                        child.kill()
+        return [child.wait() for child in children], received
+    finally:
+        for child in children:
+            if child.wait(0) is None:
+                child.kill()
+                child.wait()
 
 
 def slurm_array_script() -> str:

@@ -3,7 +3,8 @@
 The input is cut into partitions, as many as it takes for one task to hold
 at most ``--memory`` bytes, and the job directory goes into the output
 folder (``.beamtrove-job/``, which only this run uses). ``--workers``
-processes claim the tasks stage after stage; then the run's outputs, laid
+processes, forked from this one with Beam and the pipeline's modules
+imported, claim the tasks stage after stage; then the run's outputs, laid
 out by the write task, are published with ``stats.json`` and
 ``report.html`` as ``beamtrove run`` publishes them, and the job directory
 goes. A run that is killed leaves the job directory: the same command
@@ -13,13 +14,10 @@ starts it over.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import pathlib
 import shutil
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -34,6 +32,7 @@ from beamtrove.execution.jobs.staged.kind import StagedJob
 from beamtrove.execution.jobs.staged.plan import held_per_input_byte, refuse_unstaged
 from beamtrove.execution.jobs.staged.prepare import prepare_staged_job
 from beamtrove.execution.jobs.status import retry_tasks, task_states
+from beamtrove.execution.jobs.worker import run_workers
 from beamtrove.execution.output import check_auxiliary_inputs, check_separate, plan_output
 from beamtrove.execution.output_merge import publish_merged
 from beamtrove.execution.resume import read_digests
@@ -43,7 +42,7 @@ from beamtrove.layout import FORMER_JOB_DIR, JOB_DIR, STATS_FILE
 from beamtrove.options import BeamtroveOptions, StagedOptions, SummaryStatsOptions, format_bytes, paths_read
 from beamtrove.pipelines.common import input_files
 from beamtrove.pipelines.spec import PipelineSpec
-from beamtrove.processes import die_with_parent, machine_workers, stop_signals
+from beamtrove.processes import machine_workers
 
 __all__ = ["DEFAULT_MEMORY", "WORKER_OVERHEAD", "run_staged"]
 
@@ -58,9 +57,6 @@ DEFAULT_MEMORY = 1 << 30
 WORKER_OVERHEAD = 512 << 20
 # Below this much input per partition, starting a task costs more than its work.
 _SMALL_PARTITION = 1 << 20
-# Seconds stopped workers get to free their tasks before they are killed, and between looks at them meanwhile.
-_STOP_GRACE = 10.0
-_POLL = 0.2
 # Failed tasks a failed run names.
 _FAILURES_SHOWN = 3
 # Free space below which a failed run names a full disk among its causes.
@@ -131,49 +127,6 @@ def _warn_small_partitions(manifest: Mapping[str, Any], job_plan, memory: int) -
             format_bytes(input_bytes // partitions),
             tasks,
         )
-
-
-def _run_workers(job_path: pathlib.Path, workers: int) -> tuple[list[int], list[int]]:
-    """Runs ``workers`` worker processes over the job until they end.
-
-    The workers are in a session of their own, so a terminal's Ctrl-C reaches
-    this process alone. A stop signal (Ctrl-C, SIGTERM) is passed on to them
-    as SIGTERM, which frees their tasks without spending their attempts, and
-    those still running after a while are killed. The handler raises nothing:
-    an exception raised wherever this process is when the signal comes (a
-    garbage collector's callback) could be lost or leave a child behind.
-
-    Returns:
-        The workers' exit codes (negative: the signal that killed one), and the stop signals received.
-    """
-    command = [sys.executable, "-m", "beamtrove.execution.jobs", str(job_path)]
-    children = [
-        subprocess.Popen(command, preexec_fn=die_with_parent, start_new_session=True)  # noqa: PLW1509
-        for _ in range(workers)
-    ]
-
-    def stop(signum: int) -> None:
-        for child in children:
-            if child.poll() is None:
-                child.terminate()
-
-    try:
-        with stop_signals(stop) as received:
-            deadline = None
-            for child in children:
-                while child.poll() is None:
-                    if received and deadline is None:
-                        deadline = time.monotonic() + _STOP_GRACE
-                    if deadline is not None and time.monotonic() >= deadline:
-                        child.kill()
-                    with contextlib.suppress(subprocess.TimeoutExpired):
-                        child.wait(_POLL)
-        return [child.returncode for child in children], received
-    finally:
-        for child in children:
-            if child.poll() is None:
-                child.kill()
-                child.wait()
 
 
 def _why_failed(job_path: pathlib.Path, kind: StagedJob, codes: Sequence[int]) -> str:
@@ -324,7 +277,7 @@ def _run_interruptibly(job_path: pathlib.Path, workers: int, output: str) -> lis
     Raises:
         RunInterrupted: The run was interrupted.
     """
-    codes, interrupted = _run_workers(job_path, workers)
+    codes, interrupted = run_workers(job_path, workers, started_by_run=True)
     if interrupted:
         raise RunInterrupted(
             f"interrupted: nothing was written to {output}; {job_path} keeps the tasks done, and the same command "

@@ -18,7 +18,7 @@ import pytest
 from beamtrove.cli import main
 from beamtrove.layout import JOB_DIR
 from tests.conftest import DATA, beamtrove, require, wait_for
-from tests.execution.conftest import processes_mentioning
+from tests.execution.conftest import children_of, running, shared_bytes
 from tests.execution.jobs.staged.conftest import (
     EVERY_STEP,
     EXACT,
@@ -190,6 +190,8 @@ def test_ctrl_c_stops_the_workers_and_says_so_in_one_line(corpus, tmp_path):
     try:
         wait_for(lambda: run.poll() is not None or list(job.glob("done/*.json")), what="a task done")
         assert run.poll() is None, "the run ended before the test could interrupt it"
+        workers = children_of(run.pid)
+        assert workers
         # What a terminal does on Ctrl-C: SIGINT to every process of the foreground group.
         os.killpg(run.pid, signal.SIGINT)
         out, err = run.communicate(timeout=60)
@@ -206,7 +208,7 @@ def test_ctrl_c_stops_the_workers_and_says_so_in_one_line(corpus, tmp_path):
         f"beamtrove: interrupted: nothing was written to {output}; {job} keeps the tasks done, and the same command "
         "again goes on from them."
     )
-    wait_for(lambda: not processes_mentioning(str(job)), timeout=30, what="the workers to end")
+    wait_for(lambda: not running(workers), timeout=30, what="the workers to end")
     assert not list(job.glob("locks/*.lock"))
     statuses = {json.loads(path.read_text())["status"] for path in job.glob("attempts/*/*/attempt.json")}
     assert "running" not in statuses and "failed" not in statuses
@@ -219,7 +221,14 @@ def test_workers_killed_fail_the_run_saying_why_and_how_to_go_on(corpus, tmp_pat
     run = subprocess.Popen([sys.executable, "-m", "beamtrove", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         wait_for(lambda: run.poll() is not None or list(job.glob("done/*.json")), what="a task done")
-        workers = wait_for(lambda: processes_mentioning(str(job)), what="the workers")
+        workers = wait_for(lambda: children_of(run.pid), what="the workers")
+        # Forked from the run, which has imported Beam and the pipeline's modules: they share those pages with it.
+        for worker in workers:
+            assert (
+                pathlib.Path(f"/proc/{worker}/cmdline").read_bytes()
+                == pathlib.Path(f"/proc/{run.pid}/cmdline").read_bytes()
+            )
+            assert shared_bytes(worker) > 64 << 20
         # What the kernel's OOM killer does.
         for worker in workers:
             os.kill(worker, signal.SIGKILL)

@@ -23,7 +23,7 @@ from beamtrove.fs import file_sha256
 from beamtrove.layout import JOB_DIR
 from beamtrove.pipelines import dedup as dedup_pipeline
 from tests.conftest import beamtrove, beamtrove_here, run_worker_array, wait_for
-from tests.execution.conftest import processes_mentioning
+from tests.execution.conftest import children_of, running, shared_bytes
 from tests.execution.jobs.conftest import start_worker
 from tests.execution.jobs.staged.conftest import (
     EVERY_STEP,
@@ -107,12 +107,14 @@ def test_a_killed_staged_run_goes_on_from_the_tasks_done(corpus, one_pipeline_ex
     try:
         wait_for(lambda: run.poll() is not None or len(list((job / "done").glob("*.json"))) >= 4, what="4 done tasks")
         assert run.poll() is None, "the run ended before it was killed"
+        workers = children_of(run.pid)
+        assert workers
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(run.pid, signal.SIGKILL)
         run.wait()
     # Its workers die with it: none may go on writing into the job.
-    wait_for(lambda: not processes_mentioning(str(job)), timeout=30, what="the workers to end")
+    wait_for(lambda: not running(workers), timeout=30, what="the workers to end")
     done_before = {path.stem for path in (job / "done").glob("*.json")}
     assert len(done_before) >= 4
     assert not (output / "documents").exists() and (job / "manifest.json").is_file()
@@ -161,6 +163,43 @@ def test_elastic_workers_on_two_hosts_merge_to_the_one_pipeline_run(elastic_job,
     assert_same_run(merged, one_pipeline_exact)
     stats = json.loads((merged / "stats.json").read_text())
     assert stats["staged"]["partitions"] == 3 and sorted(stats["elastic"]["hosts"]) == ["node-a", "node-b"]
+
+
+def test_one_elastic_worker_command_forks_its_processes_which_merge_to_the_one_pipeline_run(
+    corpus, one_pipeline_exact, tmp_path
+):
+    job = tmp_path / "job"
+    prepare = ["elastic", "prepare", "--pipeline", "dedup", "--input", str(corpus), "--job-dir", str(job)]
+    assert main([*prepare, "--num-shards", "3", "--", *EXACT]) == 0
+    command = start_worker(job, "node-a", "--processes", "2")
+    try:
+        workers = wait_for(lambda: command.poll() is not None or children_of(command.pid), what="the workers")
+        assert command.poll() is None, "the command ended before its workers were seen"
+        assert len(workers) == 2
+        # Forked once the command had opened the job: they share its interpreter's pages, Beam's modules among them.
+        for worker in workers:
+            assert (pathlib.Path(f"/proc/{worker}/cmdline").read_bytes()) == (
+                pathlib.Path(f"/proc/{command.pid}/cmdline").read_bytes()
+            )
+            assert shared_bytes(worker) > 64 << 20
+        assert command.wait(timeout=300) == 0
+    finally:
+        command.kill()
+    done = [json.loads(path.read_text()) for path in (job / "done").glob("*.json")]
+    assert {record["pid"] for record in done} <= set(workers)
+    assert {record["host"] for record in done} == {"node-a"}
+    merged = tmp_path / "merged"
+    assert main(["elastic", "merge", "--job-dir", str(job), "--output", str(merged)]) == 0
+    assert_same_run(merged, one_pipeline_exact)
+
+
+@pytest.mark.parametrize(
+    ("processes", "message"),
+    [("0", "--processes 0: give 1 or more worker processes"), ("4096", "--processes 4096: this machine gives")],
+)
+def test_elastic_worker_refuses_a_process_count_it_cannot_run(elastic_job, capsys, processes, message):
+    assert main(["elastic", "worker", "--job-dir", str(elastic_job), "--processes", processes]) == 2
+    assert message in capsys.readouterr().err
 
 
 def test_elastic_retry_redoes_a_partition_file_verify_finds_changed(elastic_job, one_pipeline_exact, tmp_path, capsys):
