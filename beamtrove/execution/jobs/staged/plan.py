@@ -105,7 +105,12 @@ class JobPlan:
         # What the plan's own flow would write, it never does: tasks build their stages writing into their attempts.
         self.flow = self.flow_for(0, str(job_path / "plan"))
         refuse_unstaged(self.flow, self.spec.name)
-        self.stages: tuple[Stage, ...] = fused(tuple(self._stages(self.flow, 0, str(job_path / "plan"))))
+        # An input of fewer files than partitions is read in fewer tasks: what follows the read runs in every
+        # partition's task rather than in those few.
+        self._read_alone = len(manifest["shards"]) < self.partitions
+        self.stages: tuple[Stage, ...] = fused(
+            tuple(self._stages(self.flow, 0, str(job_path / "plan"))), read_alone=self._read_alone
+        )
         self.producers = {dataset: stage for stage in self.stages for dataset in stage.writes}
         # The stages every task of a worker runs as they are: those that neither read the input (each read task its
         # own shard) nor lay files out for the run (the write stage, a staged sink's), which are built per task.
@@ -124,8 +129,8 @@ class JobPlan:
         """
         if name in self._resolved:
             return self._resolved[name]
-        stages = fused(tuple(self._stages(self.flow_for(0, write_to), partition, write_to)))
-        return next(stage for stage in stages if stage.name == name)
+        stages = tuple(self._stages(self.flow_for(0, write_to), partition, write_to))
+        return next(stage for stage in fused(stages, read_alone=self._read_alone) if stage.name == name)
 
     def options(self, partition: int):
         """The pipeline's options in the read task of ``partition``.
@@ -248,9 +253,9 @@ def _renamed(form: StagedForm, prefix: str, kept: tuple[str, ...]):
         )
 
 
-def _fusable(group: list[Stage], stage: Stage) -> bool:
+def _fusable(group: list[Stage], stage: Stage, read_alone: bool) -> bool:
     """Whether ``stage`` can run in the tasks of ``group``: it reads only what they hold for its partition."""
-    if stage.whole or stage.name == WRITE or group[0].whole:
+    if stage.whole or stage.name == WRITE or group[0].whole or (read_alone and group[0].name == READ):
         return False
     made_here = {dataset: placement for member in group for dataset, placement in member.writes.items()}
     read = {name for names in stage.reads.values() for name in names}
@@ -259,17 +264,24 @@ def _fusable(group: list[Stage], stage: Stage) -> bool:
     return staying and not set(stage.sides.values()) & set(made_here)
 
 
-def fused(stages: Sequence[Stage]) -> tuple[Stage, ...]:
+def fused(stages: Sequence[Stage], *, read_alone: bool = False) -> tuple[Stage, ...]:
     """``stages`` with each run of stages that stay within a partition fused into one, to run in the same tasks.
 
     A stage that reads only what the stages before it kept in the same
     partition (a filter's kept documents, the next step's keys) needs no
     files between them: the fused stage passes those datasets on in memory
     and writes only what a later stage reads.
+
+    Args:
+        stages: In the order they run.
+        read_alone: Fuse nothing into the read stage: it has fewer tasks than
+            there are partitions (an input of fewer files), and the work of
+            the stages after it is shared by every partition's task instead,
+            for the cost of writing the documents read and reading them again.
     """
     groups: list[list[Stage]] = []
     for stage in stages:
-        if groups and _fusable(groups[-1], stage):
+        if groups and _fusable(groups[-1], stage, read_alone):
             groups[-1].append(stage)
         else:
             groups.append([stage])

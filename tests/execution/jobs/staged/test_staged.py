@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gzip
 import json
 import os
 import pathlib
@@ -200,6 +201,26 @@ def test_one_elastic_worker_command_forks_its_processes_which_merge_to_the_one_p
 def test_elastic_worker_refuses_a_process_count_it_cannot_run(elastic_job, capsys, processes, message):
     assert main(["elastic", "worker", "--job-dir", str(elastic_job), "--processes", processes]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_compressed_input_of_fewer_files_than_partitions_is_only_dealt_out_by_its_read(corpus, tmp_path, capsys):
+    # A compressed file is read whole by one task: the work after the read goes to every partition's task instead.
+    compressed = tmp_path / "compressed"
+    compressed.mkdir()
+    for path in corpus.glob("*.jsonl"):
+        (compressed / f"{path.name}.gz").write_bytes(gzip.compress(path.read_bytes()))
+    job = tmp_path / "job"
+    prepare = ["elastic", "prepare", "--pipeline", "dedup", "--input", str(compressed), "--job-dir", str(job)]
+    assert main([*prepare, "--num-shards", "3", "--", *EXACT]) == 0
+    assert run_worker(job, host="node-a", echo=lambda line: None) == 0
+    capsys.readouterr()
+    main(["elastic", "status", "--job-dir", str(job)])
+    stages = [line.split(None, 1) for line in capsys.readouterr().out.splitlines()[1:]]
+    assert stages[:2] == [["read", "2 tasks: 2 done"], ["shared_ids-IdAndOrigin+exact-Key", "3 tasks: 3 done"]]
+    merged, one = tmp_path / "merged", tmp_path / "one"
+    assert main(["elastic", "merge", "--job-dir", str(job), "--output", str(merged)]) == 0
+    assert main(dedup_argv(compressed, one, *EXACT)) == 0
+    assert_same_run(merged, one)
 
 
 def test_elastic_retry_redoes_a_partition_file_verify_finds_changed(elastic_job, one_pipeline_exact, tmp_path, capsys):
