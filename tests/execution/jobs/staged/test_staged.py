@@ -174,9 +174,13 @@ def test_one_elastic_worker_command_forks_its_processes_which_merge_to_the_one_p
     assert main([*prepare, "--num-shards", "3", "--", *EXACT]) == 0
     command = start_worker(job, "node-a", "--processes", "2")
     try:
-        workers = wait_for(lambda: command.poll() is not None or children_of(command.pid), what="the workers")
-        assert command.poll() is None, "the command ended before its workers were seen"
-        assert len(workers) == 2
+
+        def both_workers() -> list[int] | str | None:
+            found = children_of(command.pid)
+            return found if len(found) == 2 else "ended" if command.poll() is not None else None
+
+        workers = wait_for(both_workers, what="the 2 workers")
+        assert workers != "ended", "the command ended before its 2 workers were seen"
         # Forked once the command had opened the job: they share its interpreter's pages, Beam's modules among them.
         for worker in workers:
             assert (pathlib.Path(f"/proc/{worker}/cmdline").read_bytes()) == (
