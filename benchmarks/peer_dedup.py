@@ -99,6 +99,7 @@ import hashlib
 import json
 import pathlib
 import re
+import shlex
 import shutil
 import sys
 from collections.abc import Iterator
@@ -375,7 +376,7 @@ class _Run:
 def _measure(name: str, command: list[str], log: pathlib.Path, removed) -> _Run:
     """Runs ``command`` measured, then ``removed()`` for its removed ids; a failure is kept in the run, printed."""
     run = _Run(name)
-    print(f"{name}: {' '.join(command)}", flush=True)
+    print(f"{name}: {shlex.join(command)}", flush=True)
     try:
         run.wall, run.monitor = run_measured(command, log)
         run.removed = removed()
