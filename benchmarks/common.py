@@ -2,7 +2,8 @@
 
 * The real data of ``../shared`` beside the checkout (``SHARED``, ``LID_MODEL``, ...).
 * A virtualenv holding DataTrove 0.10.1 apart from beamtrove's environment
-  (:func:`datatrove_python`); the comparison scripts run DataTrove there, in a
+  (:func:`datatrove_python`), and one for any other pinned peer
+  (:func:`pinned_python`); the comparison scripts run DataTrove there, in a
   subprocess. The install follows what works offline on a machine that only
   reaches package registries: DataTrove's ``processing`` extra plus the
   modules its readers and filters import, trafilatura 2.x over the 1.11 the
@@ -29,7 +30,9 @@ import json
 import os
 import pathlib
 import platform
+import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -73,6 +76,7 @@ __all__ = [
     "markdown_table",
     "nltk_texts",
     "only_file",
+    "pinned_python",
     "prepare_as_hub_dataset",
     "read_jsonl",
     "run_measured",
@@ -123,13 +127,36 @@ _INSTALL_STEPS = (
 
 def datatrove_python(venv: pathlib.Path = DEFAULT_VENV) -> pathlib.Path:
     """The venv's python, creating the venv and installing DataTrove on first use."""
+    return pinned_python("datatrove==0.10.1", venv, install_steps=_INSTALL_STEPS)
+
+
+def pinned_python(
+    requirement: str,
+    venv: pathlib.Path,
+    *,
+    base_python: str | os.PathLike = sys.executable,
+    install_steps: Sequence[Sequence[str]] | None = None,
+) -> pathlib.Path:
+    """The python of ``venv``, a virtualenv holding ``requirement`` (``name==version``), made on first use.
+
+    The venv is made by ``base_python``; ``install_steps`` (pip install
+    arguments, one list per ``pip install``; default: ``requirement`` alone)
+    are installed in turn. A marker file then says the venv is complete; an
+    install cut short is run again over what it left on the next use.
+
+    Raises:
+        SystemExit: ``base_python`` is not there to make the venv with.
+    """
+    name = re.split(r"[\[=<>~!; ]", requirement, maxsplit=1)[0]
     python = venv / "bin" / "python"
-    ready = venv / ".beamtrove-datatrove-ready"
+    ready = venv / f".beamtrove-{name}-ready"
     if ready.exists():
         return python
-    print(f"installing DataTrove 0.10.1 into {venv} (once)", file=sys.stderr)
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    for packages in _INSTALL_STEPS:
+    if not shutil.which(str(base_python)):
+        sys.exit(f"{base_python} is absent: it makes the venv holding {requirement}; pass another python")
+    print(f"installing {requirement} into {venv} (once)", file=sys.stderr)
+    subprocess.run([str(base_python), "-m", "venv", str(venv)], check=True)
+    for packages in install_steps or [[requirement]]:
         subprocess.run([str(python), "-m", "pip", "install", "--quiet", *packages], check=True)
     ready.touch()
     return python
