@@ -332,13 +332,12 @@ def run_workers(job_dir: str | os.PathLike, processes: int, **options: Any) -> t
 
     They are forked from this process (its heartbeats paused meanwhile) when
     it runs no other thread (see :class:`~beamtrove.processes.PythonChild`),
-    each in a session of its own
-    so that a terminal's Ctrl-C reaches this process alone. A stop signal
-    (Ctrl-C, SIGTERM) is passed on to them as SIGTERM, which frees their tasks
-    without spending their attempts, and those still running after a while
-    are killed. The handler raises nothing: an exception raised wherever this
-    process is when the signal comes (a garbage collector's callback) could be
-    lost or leave a child behind.
+    each in a session of its own so that a terminal's Ctrl-C reaches this
+    process alone. A stop signal (Ctrl-C, SIGTERM) is passed on to them as
+    SIGTERM, which frees their tasks without spending their attempts, and
+    those still running after a while are killed. The handler raises nothing:
+    an exception raised wherever this process is when the signal comes (a
+    garbage collector's callback) could be lost or leave a child behind.
 
     Args:
         job_dir: A prepared job directory.
