@@ -85,7 +85,7 @@ script exits non-zero only when a run fails or an output cannot be read.
 
 Usage:
     python -m benchmarks.peer_dedup [--records 102000] [--workers 2] [--memory BYTES] [--single_file]
-        [--only minhash|bloom] [--workdir DIR] [--results FILE] [--datatrove_venv DIR]
+        [--datatrove_split_only] [--only minhash|bloom] [--workdir DIR] [--results FILE] [--datatrove_venv DIR]
         [--text_dedup_venv DIR] [--dolma_venv DIR] [--python312 PATH]
 """
 
