@@ -120,7 +120,7 @@ class ReportSharedIds(beam.PTransform):
         super().__init__()
         self._step = step
 
-    def staged_form(self) -> StagedForm:
+    def staged_form(self, partitions: int = 1) -> StagedForm:
         """The report as stages: ids keyed, counted per id, then one summary and its warning."""
         return StagedForm(
             (

@@ -15,7 +15,10 @@ datasets of its own, each with a :data:`KEYED` or :data:`SAME` placement:
   its keys, and a task holds one partition, not the input.
 
 Both run the same DoFns: a rule (which document is first, which pairs link)
-exists once.
+exists once. A step gives its stages from ``staged_form(partitions)``, the
+number of partitions a staged run spreads keyed records over (1 in one
+pipeline): a step that cuts its own work into slices makes as many as
+partitions need (:data:`SLICED`), and its result never depends on it.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from typing import Any
 
 import apache_beam as beam
 
-__all__ = ["KEYED", "SAME", "SPREAD", "Stage", "StagedForm", "applied_outputs", "apply_stages", "flatten"]
+__all__ = ["KEYED", "SAME", "SLICED", "SPREAD", "Stage", "StagedForm", "applied_outputs", "apply_stages", "flatten"]
 
 #: Records are ``(key, value)`` pairs; a staged run sends each to the partition of its key.
 KEYED = "keyed"
@@ -34,6 +37,10 @@ KEYED = "keyed"
 SAME = "same"
 #: Records are dealt over every partition in turn: what reads an input of a few large files writes them so.
 SPREAD = "spread"
+#: Records are ``(slice, value)`` pairs, ``slice`` a whole number; a staged run sends each to partition
+#: ``slice % partitions``, so a stage that makes a multiple of ``partitions`` slices (the number its step's
+#: ``staged_form`` is given) loads every partition alike, where a few hashed keys would crowd some.
+SLICED = "sliced"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,7 +53,7 @@ class Stage:
             PCollection per tag. Empty for a stage that reads on its own (an index).
         run: ``run(pipeline, inputs, sides)`` applies the stage and returns
             its datasets by name; ``sides`` are the :attr:`sides` as PCollections.
-        writes: Dataset -> :data:`KEYED`, :data:`SAME` or :data:`SPREAD`.
+        writes: Dataset -> :data:`KEYED`, :data:`SLICED`, :data:`SAME` or :data:`SPREAD`.
         sides: Tag -> a small dataset read whole by every task: one element,
             or a few (a count per bundle that changed links).
         whole: Run as one task over every partition: for what must see every
@@ -72,9 +79,11 @@ class Stage:
         return self.nothing_from_nothing and bool(self.reads) and not any(files.get(tag) for tag in self.reads)
 
     def __post_init__(self):
-        placements = set(self.writes.values()) - {KEYED, SAME, SPREAD}
+        placements = set(self.writes.values()) - {KEYED, SLICED, SAME, SPREAD}
         if placements:
-            raise ValueError(f"Stage {self.name}: placements are KEYED, SAME or SPREAD (got {sorted(placements)}).")
+            raise ValueError(
+                f"Stage {self.name}: placements are KEYED, SLICED, SAME or SPREAD (got {sorted(placements)})."
+            )
 
 
 @dataclasses.dataclass(frozen=True)

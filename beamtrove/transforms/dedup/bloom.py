@@ -20,13 +20,15 @@ shuffling:
    that saturate at two documents (two bit arrays, "hit by one document" and
    "hit by two or more"). Adding a document's shingles, and merging two such
    filters (``twice |= other.twice | (once & other.once)``), are associative
-   and commutative, so a ``CombineGlobally`` builds it from per-bundle
-   filters and its content does not depend on bundles, order or workers.
+   and commutative, so the filter is built where the shingles are made (one
+   partial filter per task of a staged run) and merged from those, and its
+   content does not depend on bundles, order or workers.
 2. A shingle can only be a repeat if it occurs in two documents, and then
    all its ``k`` bits are set in "two or more". Only shingles whose bits are
    all set there (the candidates) are shuffled, with their document's
-   :class:`KeepOrder` node and count, to the slice of the hash space
-   (``partitions``) that owns them; a slice sorts its shingles with numpy and
+   :class:`KeepOrder` node and count, to the slice of the hash space that
+   owns them (``partitions`` slices, rounded up to a multiple of a staged
+   run's partitions, each of which gets as many); a slice sorts its shingles with numpy and
    tells every document but a shingle's first how many repeats it holds. A
    document sends one record per slice rather than one per shingle: on the
    DirectRunner a record costs microseconds, a shingle in an array nanoseconds.
@@ -55,6 +57,8 @@ collisions also count as repeats).
 from __future__ import annotations
 
 import collections
+import functools
+import math
 
 import apache_beam as beam
 import numpy as np
@@ -72,7 +76,7 @@ from beamtrove.transforms.dedup.bloom_filter import (
 )
 from beamtrove.transforms.dedup.keep import DedupStep, KeepOrder
 from beamtrove.transforms.filters.base import excluded_output
-from beamtrove.transforms.stages import KEYED, SAME, Stage, StagedForm
+from beamtrove.transforms.stages import KEYED, SAME, SLICED, Stage, StagedForm
 
 __all__ = ["BloomDedup", "BloomDedupConfig", "bloom_shingles"]
 
@@ -80,6 +84,8 @@ _REASON = "bloom_duplicate"
 
 
 class _SharedBitsFn(beam.CombineFn):
+    """Builds a filter from shingled documents; its output is the filter's ``(once, twice)`` arrays."""
+
     def __init__(self, bits: int, k: int):
         self._bits = bits
         self._k = k
@@ -96,10 +102,19 @@ class _SharedBitsFn(beam.CombineFn):
         accumulators = iter(accumulators)
         merged = next(accumulators)
         for accumulator in accumulators:
-            merged.merge(accumulator)
+            merged.merge(accumulator.once, accumulator.twice)
         return merged
 
-    def extract_output(self, accumulator: SharedBits) -> SharedBits:
+    def extract_output(self, accumulator: SharedBits) -> tuple[np.ndarray, np.ndarray]:
+        # Arrays, not the object: a staged run writes partial filters as values.
+        return accumulator.once, accumulator.twice
+
+
+class _MergedBitsFn(_SharedBitsFn):
+    """Merges partial filters, each its ``(once, twice)`` arrays, into the whole input's filter."""
+
+    def add_input(self, accumulator: SharedBits, partial) -> SharedBits:
+        accumulator.merge(*partial)
         return accumulator
 
 
@@ -132,24 +147,27 @@ class _ShinglesFn(beam.DoFn):
 class _FilterStatsFn(beam.DoFn):
     """Reports the finished filter's size and fill, and passes on the array candidates are looked up in."""
 
-    def __init__(self, metrics: StepMetrics):
+    def __init__(self, bits: int, k: int, metrics: StepMetrics):
+        self._bits = bits
+        self._k = k
         self._metrics = metrics
 
-    def process(self, shared: SharedBits):
-        self._metrics.inc("filter_bits", shared.bits)
-        self._metrics.inc("filter_hashes", shared.k)
-        self._metrics.inc("filter_bits_set", int(POPCOUNT[shared.once].sum(dtype=np.int64)))
-        self._metrics.inc("filter_bits_shared", int(POPCOUNT[shared.twice].sum(dtype=np.int64)))
-        yield shared.twice
+    def process(self, shared: tuple[np.ndarray, np.ndarray]):
+        once, twice = shared
+        self._metrics.inc("filter_bits", self._bits)
+        self._metrics.inc("filter_hashes", self._k)
+        self._metrics.inc("filter_bits_set", int(POPCOUNT[once].sum(dtype=np.int64)))
+        self._metrics.inc("filter_bits_shared", int(POPCOUNT[twice].sum(dtype=np.int64)))
+        yield twice
 
 
 class _CandidatesFn(beam.DoFn):
-    """Sends a document's candidate shingles to the partitions of the key space that own them."""
+    """Sends a document's candidate shingles to the slices of the key space that own them."""
 
-    def __init__(self, bits: int | None, k: int | None, partitions: int, metrics: StepMetrics):
+    def __init__(self, bits: int | None, k: int | None, slices: int, metrics: StepMetrics):
         self._bits = bits
         self._k = k
-        self._partitions = partitions
+        self._slices = slices
         self._metrics = metrics
 
     def process(self, shingled, twice=None):
@@ -158,7 +176,7 @@ class _CandidatesFn(beam.DoFn):
             candidates = in_two_documents(twice, hashes, self._bits, self._k)
             hashes, counts = hashes[candidates], counts[candidates]
         self._metrics.inc("candidates", len(hashes))
-        owners = hashes % np.uint64(self._partitions)
+        owners = hashes % np.uint64(self._slices)
         order = np.argsort(owners, kind="stable")
         owners, hashes, counts = owners[order], hashes[order], counts[order]
         bounds = np.flatnonzero(np.diff(owners)) + 1
@@ -266,29 +284,40 @@ class BloomDedup(DedupStep):
         self._config = config or BloomDedupConfig()
         self._order = KeepOrder(keep_by)
 
-    def staged_form(self) -> StagedForm:
-        """The step as stages: shingles, the filter (one task), candidates, each slice's repeats, the decisions.
+    def staged_form(self, partitions: int = 1) -> StagedForm:
+        """The step as stages: shingles, the filter, candidates, each slice's repeats, the decisions.
 
+        The shingles' tasks build partial filters, which one task merges.
         Without a filter the candidates are every shingle, sent on by the
         stage that makes them. The documents wait for their repeats keyed by
         node, the key the repeats come back with, so each document meets all
         its repeats in one join.
+
+        Args:
+            partitions: A staged run's partitions, 1 in one pipeline: the
+                slices searched for repeats are a multiple of them, so that
+                every partition holds as many.
         """
+        slices = partitions * math.ceil(self._config.shingle_partitions / partitions)
         shingles = {"by_node": KEYED, "unshingled": SAME}
         if self._config.exact:
-            head = (
-                Stage("Shingles", {"documents": ("documents",)}, self._shingles, {**shingles, "candidates": KEYED}),
-            )
+            run = functools.partial(self._shingles, slices=slices)
+            head = (Stage("Shingles", {"documents": ("documents",)}, run, {**shingles, "candidates": SLICED}),)
         else:
             head = (
-                Stage("Shingles", {"documents": ("documents",)}, self._shingles, {**shingles, "shingled": SAME}),
-                # One accumulator of fixed size, every shingled document streamed through it.
-                Stage("Filter", {"shingled": ("shingled",)}, self._filter, {"twice": SAME}, whole=True),
+                Stage(
+                    "Shingles",
+                    {"documents": ("documents",)},
+                    self._shingles,
+                    {**shingles, "shingled": SAME, "partial_filters": SAME},
+                ),
+                # One accumulator of fixed size, each task's partial filter streamed through it.
+                Stage("Filter", {"partial_filters": ("partial_filters",)}, self._filter, {"twice": SAME}, whole=True),
                 Stage(
                     "Candidates",
                     {"shingled": ("shingled",)},
-                    self._candidates,
-                    {"candidates": KEYED},
+                    functools.partial(self._candidates, slices=slices),
+                    {"candidates": SLICED},
                     sides={"twice": "twice"},
                 ),
             )
@@ -311,33 +340,39 @@ class BloomDedup(DedupStep):
             held_per_input_byte=30.0,
         )
 
-    def _shingles(self, pipeline, inputs, sides):
-        fn = _ShinglesFn(self._config, self._order, self._metrics)
+    def _shingles(self, pipeline, inputs, sides, slices: int | None = None):
+        config = self._config
+        fn = _ShinglesFn(config, self._order, self._metrics)
         outputs = inputs["documents"] | "Shingles" >> beam.ParDo(fn).with_outputs(
             "documents", "unshingled", main="shingled"
         )
         written = {"by_node": outputs.documents, "unshingled": outputs.unshingled}
-        if self._config.exact:
-            written["candidates"] = self._candidates_of(outputs.shingled)
-        else:
-            written["shingled"] = outputs.shingled
+        if config.exact:
+            written["candidates"] = self._candidates_of(outputs.shingled, slices)
+            return written
+        written["shingled"] = outputs.shingled
+        written["partial_filters"] = (
+            outputs.shingled
+            | "PartialFilter" >> beam.CombineGlobally(_SharedBitsFn(config.bits, config.hashes)).without_defaults()
+        )
         return written
 
     def _filter(self, pipeline, inputs, sides):
         config = self._config
         twice = (
-            inputs["shingled"]
-            | "Filter" >> beam.CombineGlobally(_SharedBitsFn(config.bits, config.hashes))
-            | "FilterStats" >> beam.ParDo(_FilterStatsFn(self._metrics))
+            inputs["partial_filters"]
+            | "Filter" >> beam.CombineGlobally(_MergedBitsFn(config.bits, config.hashes))
+            | "FilterStats" >> beam.ParDo(_FilterStatsFn(config.bits, config.hashes, self._metrics))
         )
         return {"twice": twice}
 
-    def _candidates(self, pipeline, inputs, sides):
-        return {"candidates": self._candidates_of(inputs["shingled"], beam.pvalue.AsSingleton(sides["twice"]))}
+    def _candidates(self, pipeline, inputs, sides, slices: int):
+        twice = beam.pvalue.AsSingleton(sides["twice"])
+        return {"candidates": self._candidates_of(inputs["shingled"], slices, twice)}
 
-    def _candidates_of(self, shingled, *twice):
+    def _candidates_of(self, shingled, slices: int, *twice):
         config = self._config
-        fn = _CandidatesFn(config.bits, config.hashes, config.shingle_partitions, self._metrics)
+        fn = _CandidatesFn(config.bits, config.hashes, slices, self._metrics)
         return shingled | "Candidates" >> beam.ParDo(fn, *twice)
 
     def _repeats(self, pipeline, inputs, sides):

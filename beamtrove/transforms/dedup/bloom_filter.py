@@ -165,16 +165,21 @@ class SharedBits:
     def add(self, hashes: np.ndarray) -> None:
         """Counts one document, given its distinct shingle hashes."""
         positions = _bit_indexes(hashes, self.bits, self.k).ravel()
+        positions.sort()
         cells = positions >> np.uint64(3)
         masks = np.left_shift(1, positions & np.uint64(7)).astype(np.uint8)
-        # Read before any write: a document that hits a bit twice still counts once.
-        again = (self.once[cells] & masks) != 0
-        np.bitwise_or.at(self.twice, cells[again], masks[again])
-        np.bitwise_or.at(self.once, cells, masks)
+        # One mask per byte the document hits, so that plain assignment sets them: np.bitwise_or.at, which takes
+        # repeated bytes one at a time, is slower. A bit the document hits twice still counts it once.
+        starts = np.flatnonzero(np.concatenate(([True], cells[1:] != cells[:-1])))
+        cells, masks = cells[starts], np.bitwise_or.reduceat(masks, starts)
+        before = self.once[cells]
+        self.twice[cells] |= before & masks
+        self.once[cells] = before | masks
 
-    def merge(self, other: SharedBits) -> None:
-        self.twice |= other.twice | (self.once & other.once)
-        self.once |= other.once
+    def merge(self, once: np.ndarray, twice: np.ndarray) -> None:
+        """Counts the documents of another filter of the same size, given as its :attr:`once` and :attr:`twice`."""
+        self.twice |= twice | (self.once & once)
+        self.once |= once
 
 
 def in_two_documents(twice: np.ndarray, hashes: np.ndarray, bits: int, k: int) -> np.ndarray:

@@ -134,7 +134,7 @@ class _KeepFirstPerKey(DedupStep):
         self._kind = kind
         self._against = against
 
-    def staged_form(self) -> StagedForm:
+    def staged_form(self, partitions: int = 1) -> StagedForm:
         """The step as stages: key each document, then keep the first of each key's group."""
         against = self._against is not None
         index = (Stage("ReadIndex", {}, self._read_index, {"indexed": KEYED}, whole=True),) if against else ()

@@ -205,7 +205,7 @@ class BuildDedupIndex(beam.PTransform):
             settings["sentence"] = {"span_sentences": self._span_sentences}
         return settings
 
-    def staged_form(self) -> StagedForm:
+    def staged_form(self, partitions: int = 1) -> StagedForm:
         """The index as stages: keys, the first rank of each key, each index shard written, then the manifest."""
         return StagedForm(
             (

@@ -159,8 +159,13 @@ class DedupStep(beam.PTransform):
         """The step's name."""
         return self._metrics.step
 
-    def staged_form(self) -> StagedForm:
-        """The step's stages, from the ``documents`` dataset to its kept, excluded and cluster datasets."""
+    def staged_form(self, partitions: int = 1) -> StagedForm:
+        """The step's stages, from the ``documents`` dataset to its kept, excluded and cluster datasets.
+
+        Args:
+            partitions: How many partitions a staged run spreads the stages' keyed records over; 1 in one
+                pipeline. The kept and excluded documents do not depend on it.
+        """
         raise NotImplementedError
 
     def expand(self, documents):

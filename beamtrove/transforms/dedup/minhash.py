@@ -427,7 +427,7 @@ class MinHashDedup(DedupStep):
         # Its components arrive through the stages, not the constructor.
         self._remove = RemoveClustered(None, keep_by, step=step, against=against)
 
-    def staged_form(self) -> StagedForm:
+    def staged_form(self, partitions: int = 1) -> StagedForm:
         """The step as stages: signatures, band groups, links, the components' rounds, then the removal."""
         return StagedForm(
             (

@@ -226,7 +226,7 @@ class SentenceDedup(DedupStep):
         self._min_doc_sentences = min_doc_sentences
         self._order = KeepOrder(keep_by)
 
-    def staged_form(self) -> StagedForm:
+    def staged_form(self, partitions: int = 1) -> StagedForm:
         """The step as stages: span keys, the repeats of each span, then the cuts of each document."""
         against = self._against is not None
         index = (Stage("ReadIndex", {}, self._read_index, {"indexed": KEYED}, whole=True),) if against else ()

@@ -365,7 +365,7 @@ class SubstringDedup(DedupStep):
         self._min_doc_words = min_doc_words
         self._order = KeepOrder(keep_by)
 
-    def staged_form(self) -> StagedForm:
+    def staged_form(self, partitions: int = 1) -> StagedForm:
         """The step as stages: anchored runs of windows, the repeated spans of each anchor, then the cuts."""
         return StagedForm(
             (

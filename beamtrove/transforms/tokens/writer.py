@@ -387,7 +387,7 @@ class WriteTokenShards(beam.PTransform):
             storage_options=storage_options,
         )
 
-    def staged_form(self) -> StagedForm:
+    def staged_form(self, partitions: int = 1) -> StagedForm:
         """The sink as stages: documents keyed by shard, then each partition's shards written and finalized.
 
         Finalizing moves files to the names their shards give them, so each

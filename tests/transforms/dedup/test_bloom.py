@@ -12,8 +12,10 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from beamtrove.document import Document
+from beamtrove.layout import EXCLUDED
 from beamtrove.text import normalize_text
 from beamtrove.transforms.dedup.bloom import BloomDedup, BloomDedupConfig, bloom_shingles
+from beamtrove.transforms.stages import SLICED, apply_stages
 from tests.conftest import near_copy, run_and_collect
 
 
@@ -97,6 +99,29 @@ def test_bloom_dedup_equals_exact_membership_at_any_filter_size(corpus, config):
         kept_count = result.kept | beam.combiners.Count.Globally()
         assert_that(kept_count, equal_to([len(corpus) - len(_REMOVED)]), label="KeptCount")
         assert_that(result.clusters, equal_to([]), label="NoClusters")
+
+
+@pytest.mark.parametrize(
+    ("config", "partitions", "slices"),
+    [
+        # 16 slices by default: over 3 partitions, 18, 6 each; over 20, one each.
+        (BloomDedupConfig(expected_shingles=200_000), 3, 18),
+        (BloomDedupConfig(expected_shingles=200_000), 20, 20),
+        (BloomDedupConfig(fpr=0, partitions=4), 2, 4),
+        (BloomDedupConfig(fpr=0, partitions=4), 1, 4),
+    ],
+)
+def test_the_staged_form_cuts_candidates_into_slices_every_partition_gets_as_many_of(
+    corpus, config, partitions, slices
+):
+    form = BloomDedup(config).staged_form(partitions)
+    assert [stage.writes["candidates"] for stage in form.stages if "candidates" in stage.writes] == [SLICED]
+    with TestPipeline() as pipeline:
+        datasets = apply_stages(form, pipeline | beam.Create(corpus))
+        keys = datasets["candidates"] | beam.Map(lambda record: record[0]) | beam.Distinct()
+        assert_that(keys, equal_to(list(range(slices))), label="Slices")
+        removed = datasets[EXCLUDED] | beam.Map(lambda document: document.id)
+        assert_that(removed, equal_to(_REMOVED), label="Removed")
 
 
 def test_removed_documents_say_what_they_repeat(corpus):

@@ -50,7 +50,7 @@ from beamtrove.document import Document, Media, Origin
 from beamtrove.transforms.dedup.components import Component
 from beamtrove.transforms.dedup.index import IndexMatch
 from beamtrove.transforms.dedup.keep import ClusterMember
-from beamtrove.transforms.stages import KEYED, SPREAD
+from beamtrove.transforms.stages import KEYED, SLICED, SPREAD
 from beamtrove.transforms.tokens.format import TokenizedDocument
 from beamtrove.transforms.writers.base import WrittenFile
 
@@ -644,6 +644,8 @@ class _WriteDatasetFn(beam.DoFn):
     def process(self, record):
         if self._placement == KEYED:
             partition = partition_of(record[0], self._partitions)
+        elif self._placement == SLICED:
+            partition = record[0] % self._partitions
         elif self._placement == SPREAD:
             partition, self._next = self._next, (self._next + 1) % self._partitions
         else:
@@ -665,7 +667,8 @@ class WriteDataset(beam.PTransform):
 
     Args:
         directory: The dataset's folder in the task's attempt.
-        placement: ``KEYED`` (each ``(key, value)`` to its key's partition), ``SAME`` or ``SPREAD``.
+        placement: ``KEYED`` (each ``(key, value)`` to its key's partition), ``SLICED`` (each ``(slice, value)``
+            to partition ``slice % partitions``), ``SAME`` or ``SPREAD``.
         partitions: The job's number of partitions.
         own_partition: The partition of the task, where ``SAME`` records go.
     """

@@ -162,7 +162,7 @@ class JobPlan:
         yield Stage(READ, {}, read, {_READ_DOCUMENTS: SPREAD, _READ_DEAD_LETTERS: SAME})
         kept: tuple[str, ...] = (_READ_DOCUMENTS,)
         shared_ids = (
-            _renamed(ReportSharedIds().staged_form(), SHARED_IDS_STEP, kept)
+            _renamed(ReportSharedIds().staged_form(self.partitions), SHARED_IDS_STEP, kept)
             if self.spec.compares_documents
             else iter(())
         )
@@ -181,7 +181,7 @@ class JobPlan:
                     self.excluded[step.name] = (f"{prefix}/{EXCLUDED}",)
                 dead_letters.append(f"{prefix}/{DEAD_LETTERS}")
                 continue
-            form = step.transform.staged_form()
+            form = step.transform.staged_form(self.partitions)
             yield from _renamed(form, prefix, kept)
             self.excluded[step.name] = _named(form.excluded, form, prefix, kept)
             if step.cluster_map is not None:
@@ -192,7 +192,7 @@ class JobPlan:
         if self.sink_staged:
             # The sink's own stages lay out what it writes in their tasks' attempts.
             prefix = f"{len(flow.steps) + 1:02d}-{flow.sink.label}"
-            yield from _renamed(flow.sink.transform.staged_form(), prefix, kept)
+            yield from _renamed(flow.sink.transform.staged_form(self.partitions), prefix, kept)
         yield from shared_ids
         reads = {
             _DOCUMENTS: kept,

@@ -20,13 +20,14 @@ from beamtrove.execution.jobs.staged.datasets import (
     DamagedDataset,
     WriteDataset,
     encode_record,
+    partition_of,
     read_records,
     written_files,
 )
 from beamtrove.transforms.dedup.components import Component
 from beamtrove.transforms.dedup.index import IndexMatch
 from beamtrove.transforms.dedup.keep import INDEX, ClusterMember, KeepOrder, index_node, input_node
-from beamtrove.transforms.stages import SAME
+from beamtrove.transforms.stages import KEYED, SAME, SLICED
 from beamtrove.transforms.tokens.format import TokenizedDocument
 from beamtrove.transforms.writers.base import WrittenFile
 from tests.conftest import DATA, require
@@ -123,13 +124,29 @@ def comparable(value):
     return (kind.__qualname__, tuple((name, comparable(getattr(value, name))) for name in fields))
 
 
-def write(records: list, folder: pathlib.Path) -> list[pathlib.Path]:
-    """Writes ``records`` as a task writes one partition of a dataset; returns its files."""
+def write(records: list, folder: pathlib.Path, placement: str = SAME, partitions: int = 1) -> list[pathlib.Path]:
+    """Writes ``records`` as the task of partition 0 writes a dataset; returns its files."""
     with beam.Pipeline() as pipeline:
         # Made by a step, not given to Create: Beam's coder would refuse the lone surrogate before WriteDataset.
         made = pipeline | beam.Create([None]) | beam.FlatMap(lambda _: records)
-        made | WriteDataset(str(folder), SAME, 1, 0)
+        made | WriteDataset(str(folder), placement, partitions, 0)
     return sorted(folder.rglob("*.rec"))
+
+
+@pytest.mark.parametrize(
+    ("placement", "partition"),
+    [
+        (KEYED, lambda key: partition_of(key, 3)),
+        # Slices 0-11 over 3 partitions: 4 each, where 12 hashed keys may leave one partition with none.
+        (SLICED, lambda key: key % 3),
+        (SAME, lambda key: 0),
+    ],
+)
+def test_each_placement_sends_records_to_their_partitions(placement, partition, tmp_path):
+    records = [(key, f"value {key}") for key in range(12)]
+    files = write(records, tmp_path / "data", placement, partitions=3)
+    found = {record: int(path.parent.name) for path in files for record in read_records(path)}
+    assert found == {record: partition(record[0]) for record in records}
 
 
 def test_every_record_a_stage_writes_reads_back_as_it_was(records, tmp_path):

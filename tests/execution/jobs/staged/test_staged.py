@@ -89,6 +89,21 @@ def test_one_worker_gives_what_two_do(corpus, one_pipeline_exact, tmp_path):
     assert stats["staged"]["partitions"] >= 4 and stats["staged"]["workers"] == 1
 
 
+@pytest.mark.parametrize("fpr", ["0.01", "0"], ids=["filter", "every-shingle"])
+def test_staged_bloom_gives_the_one_pipeline_run(corpus, tmp_path, fpr):
+    bloom = ["--dedup", "bloom", "--bloom_expected_shingles", "100000", "--bloom_fpr", fpr]
+    one, parts = tmp_path / "one", tmp_path / "staged"
+    assert main(dedup_argv(corpus, one, *bloom)) == 0
+    # 3 partitions: bloom's 16 slices become 18, 6 per partition.
+    assert main(dedup_argv(corpus, parts, *bloom, "--staged", "--workers", "2", "--memory", "14MiB")) == 0
+    assert json.loads((parts / "stats.json").read_text())["staged"]["partitions"] == 3
+    # The 20 exact copies and 7 of the 2 % near copies (a word replaced breaks 13 shingles); the counters, the
+    # filter's bits among them, are compared below.
+    removed = sorted(json.loads(row)["id"] for row in run_rows(one)["excluded/bloom"])
+    assert len(removed) == 27 and sum(name.endswith("-exact") for name in removed) == 20
+    assert_same_run(parts, one)
+
+
 def test_a_staged_read_counts_each_input_file_once(staged_run, one_pipeline):
     counters = [
         json.loads((run / "stats.json").read_text())["steps"]["read"]["counters"] for run in (staged_run, one_pipeline)
