@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import itertools
+import re
 import string
 import sys
 import unicodedata
@@ -324,9 +326,19 @@ def _split_chunk(chunk: str) -> list[str]:
     return prefixes + (_split_middle(str(middle)) if middle else []) + suffixes[::-1]
 
 
+# Words repeat: a chunk met before costs a lookup, in C, rather than a call of the rules, in Python.
+@functools.lru_cache(maxsize=1 << 17)
+def _chunk_tokens(chunk: str) -> tuple[str, ...]:
+    return tuple(_split_chunk(chunk))
+
+
 @functools.lru_cache(maxsize=8)
 def _split_cached(text: str) -> tuple[str, ...]:
-    return tuple(token for chunk in text.split() for token in _split_chunk(chunk))
+    chunks = text.split()
+    if text.isascii() and "".join(chunks).isalnum():
+        # Plain words only, as most normalized texts are: no rule applies to any (see _split_chunk).
+        return tuple(chunks)
+    return tuple(itertools.chain.from_iterable(map(_chunk_tokens, chunks)))
 
 
 def split_words(text: str) -> tuple[str, ...]:
@@ -480,9 +492,17 @@ _MARKS = (
     + "\uff01\uff05\uff08\uff09\uff0c\uff0e\uff11\uff1a\uff1b\uff1f\uff5e"
     + "".join(chr(code) for code in (*range(0, 9), *range(11, 32), *range(127, 160)))
 )
-_MARKS_TO_SPACES = str.maketrans(_MARKS, " " * len(_MARKS))
+# A class of a hundred characters: matched in C, where str.translate with a table looks up every character.
+_MARK = re.compile(f"[{re.escape(_MARKS)}]")
 # A number, with at most one decimal part after one of the separators in use across scripts.
 _NUMBER = regex.compile(r"\p{Nd}+(?:[.,\u060c\u066b\u2396\u2397\u2398]\p{Nd}+)?")
+# Runs of marks by the regex module's tables, which may be a newer Unicode than unicodedata's: they only find
+# where to look, and unicodedata, whose NFD the text went through, says which are nonspacing.
+_MARK_RUN = regex.compile(r"\p{M}+")
+
+
+def _without_nonspacing(run: regex.Match) -> str:
+    return "".join(char for char in run.group() if unicodedata.category(char) != "Mn")
 
 
 def normalize_text(text: str) -> str:
@@ -494,6 +514,8 @@ def normalize_text(text: str) -> str:
     Symbols such as ``€`` and ``°`` stay. Example: ``"Café  déjà-vu: 3.14 €!"``
     becomes ``"cafe deja vu 0 €"``.
     """
-    text = _NUMBER.sub("0", text.lower()).translate(_MARKS_TO_SPACES)
-    text = unicodedata.normalize("NFD", " ".join(text.split()))
-    return "".join(char for char in text if unicodedata.category(char) != "Mn").strip()
+    text = " ".join(_MARK.sub(" ", _NUMBER.sub("0", text.lower())).split())
+    if text.isascii():
+        # NFD leaves ASCII as it is, and it holds no mark.
+        return text
+    return _MARK_RUN.sub(_without_nonspacing, unicodedata.normalize("NFD", text)).strip()
