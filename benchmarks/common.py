@@ -33,6 +33,7 @@ import platform
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -61,6 +62,7 @@ __all__ = [
     "WARC_DIR",
     "Results",
     "TreeMonitor",
+    "Unfinished",
     "add_datatrove_venv_argument",
     "add_warc_set_arguments",
     "add_workdir_arguments",
@@ -288,18 +290,52 @@ def _busy_ticks() -> int:
     return sum(values) - values[3] - values[4]
 
 
-def run_measured(command: Sequence[str | os.PathLike], log: pathlib.Path) -> tuple[float, TreeMonitor]:
+class Unfinished(Exception):
+    """A measured command still running at its time limit, killed with every process it started.
+
+    Attributes:
+        limit: The limit, seconds: a lower bound of the command's wall time.
+        monitor: Its monitor until then: lower bounds of its peaks.
+    """
+
+    def __init__(self, name: str, limit: float, monitor: TreeMonitor):
+        super().__init__(f"{name} did not finish within {limit:g} s and was killed")
+        self.limit = limit
+        self.monitor = monitor
+
+
+def run_measured(
+    command: Sequence[str | os.PathLike], log: pathlib.Path, *, limit: float | None = None
+) -> tuple[float, TreeMonitor]:
     """Runs ``command`` with its output in ``log``: ``(wall seconds, its monitor)``.
+
+    Args:
+        command: The command.
+        log: Where its output goes.
+        limit: Seconds it may run; None for no limit.
 
     Raises:
         RuntimeError: The command failed.
+        Unfinished: It ran past ``limit``; it and its processes (its session) were killed.
     """
     with log.open("w") as out:
         start = time.perf_counter()
-        process = subprocess.Popen([str(part) for part in command], stdout=out, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            [str(part) for part in command], stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
         with TreeMonitor(process.pid) as monitor:
-            code = process.wait()
+            try:
+                code = process.wait(limit)
+            except subprocess.TimeoutExpired:
+                code = None
+            finally:
+                # Past its limit, or a Ctrl-C here (its own session does not get the terminal's).
+                if process.returncode is None:
+                    os.killpg(process.pid, signal.SIGKILL)
+                    process.wait()
         wall = time.perf_counter() - start
+    if code is None:
+        raise Unfinished(str(command[0]), limit, monitor)
     if code:
         raise command_failed(str(command[0]), code, log)
     return wall, monitor

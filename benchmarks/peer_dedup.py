@@ -81,12 +81,14 @@ the first they reach), and the kept-set Jaccard), and checks the goals:
 staged MinHash at least 5x DataTrove's speed with a tree peak PSS at most 2x
 DataTrove's; at least 1.5x text-dedup's speed with a tree peak PSS at most
 text-dedup's; staged bloom's wall at most 1.5x dolma's. A missed goal is reported, not an error: the
-script exits non-zero only when a run fails or an output cannot be read.
+script exits non-zero only when a run fails or an output cannot be read. A peer still
+running after ``--peer_limit`` seconds is killed and reported unfinished, with its
+time and memory until then as bounds of the ratios.
 
 Usage:
     python -m benchmarks.peer_dedup [--records 102000] [--workers 2] [--memory BYTES] [--single_file]
-        [--datatrove_split_only] [--only minhash|bloom] [--workdir DIR] [--results FILE] [--datatrove_venv DIR]
-        [--text_dedup_venv DIR] [--dolma_venv DIR] [--python312 PATH]
+        [--datatrove_split_only] [--only minhash|bloom] [--peer_limit SECONDS] [--workdir DIR] [--results FILE]
+        [--datatrove_venv DIR] [--text_dedup_venv DIR] [--dolma_venv DIR] [--python312 PATH]
 """
 
 from __future__ import annotations
@@ -94,6 +96,7 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
+import functools
 import gzip
 import hashlib
 import json
@@ -110,6 +113,7 @@ from benchmarks.common import (
     GIB,
     Results,
     TreeMonitor,
+    Unfinished,
     add_datatrove_venv_argument,
     add_workdir_arguments,
     argument_parser,
@@ -351,16 +355,25 @@ def dolma_removed_ids(documents: pathlib.Path) -> set[str]:
 
 
 class _Run:
-    """One measured run: its name, wall time, monitor and removed ids (None when it failed)."""
+    """One measured run: its name, wall time, monitor and removed ids (None when it failed or was unfinished).
+
+    A run killed at its time limit is ``unfinished``: its wall is the limit and its monitor's peaks are those
+    until then, lower bounds both.
+    """
 
     def __init__(self, name: str):
         self.name = name
         self.wall = 0.0
         self.monitor: TreeMonitor | None = None
         self.removed: set[str] | None = None
+        self.unfinished = False
         self.error = ""
 
     def row(self) -> list:
+        if self.unfinished:
+            monitor = self.monitor
+            peaks = [f">= {monitor.peak_pss / GIB:.2f}", f">= {monitor.peak_process_pss / GIB:.2f}"]
+            return [self.name, f"> {self.wall:.0f} (killed)", *peaks, "unfinished"]
         if self.removed is None:
             return [self.name, "failed", "", "", ""]
         monitor = self.monitor
@@ -373,13 +386,20 @@ class _Run:
         ]
 
 
-def _measure(name: str, command: list[str], log: pathlib.Path, removed) -> _Run:
-    """Runs ``command`` measured, then ``removed()`` for its removed ids; a failure is kept in the run, printed."""
+def _measure(name: str, command: list[str], log: pathlib.Path, removed, limit: float | None = None) -> _Run:
+    """Runs ``command`` measured, then ``removed()`` for its removed ids; a failure is kept in the run, printed.
+
+    A run past ``limit`` seconds is killed and kept as unfinished.
+    """
     run = _Run(name)
     print(f"{name}: {shlex.join(command)}", flush=True)
     try:
-        run.wall, run.monitor = run_measured(command, log)
+        run.wall, run.monitor = run_measured(command, log, limit=limit)
         run.removed = removed()
+    except Unfinished as unfinished:
+        run.wall, run.monitor, run.unfinished = unfinished.limit, unfinished.monitor, True
+        run.error = f"{name}: {unfinished}"
+        print(run.error, file=sys.stderr, flush=True)
     except (RuntimeError, OSError, ValueError, KeyError) as error:
         run.error = f"{name} failed: {error}"
         print(run.error, file=sys.stderr, flush=True)
@@ -411,7 +431,10 @@ def _compare(results: Results, title: str, ours: _Run, peers: list[_Run], digest
     every = set(digests)
     for peer in peers:
         row = peer.row()
-        if peer.removed is not None and ours.removed is not None:
+        if peer.unfinished and ours.removed is not None:
+            bounds = [f">= {peer.wall / ours.wall:.2f}x", f">= {peer.monitor.peak_pss / ours.monitor.peak_pss:.2f}x"]
+            row += [*bounds, "", "", "", ""]
+        elif peer.removed is not None and ours.removed is not None:
             differ = ours.removed ^ peer.removed
             kept, peer_kept = every - ours.removed, every - peer.removed
             row += [
@@ -429,15 +452,21 @@ def _compare(results: Results, title: str, ours: _Run, peers: list[_Run], digest
 
 
 def _speed_goal(results: Results, label: str, ours: _Run, peer: _Run, speed: float, memory: float) -> None:
-    """Checks ours at least ``speed`` times the peer's speed and at most ``memory`` times its tree peak PSS."""
-    if ours.removed is None or peer.removed is None:
+    """Checks ours at least ``speed`` times the peer's speed and at most ``memory`` times its tree peak PSS.
+
+    Against an unfinished peer both ratios are bounds (its wall and peak were at least those measured), which
+    prove a goal met or leave it unproven, a miss.
+    """
+    if ours.removed is None or (peer.removed is None and not peer.unfinished):
         return
     ratio = peer.wall / ours.wall
     results.check(f"{label}: staged at least {speed:g}x {peer.name}'s speed", ratio >= speed)
     pss = ours.monitor.peak_pss / peer.monitor.peak_pss
     results.check(f"{label}: staged tree peak PSS at most {memory:g}x {peer.name}'s", pss <= memory)
-    line = f"{label}: staged is {ratio:.2f}x {peer.name}'s speed (goal {speed:g}x), "
-    print(results.note(line + f"{pss:.2f}x its tree peak PSS (goal <= {memory:g}x)"), flush=True)
+    bound = "at least " if peer.unfinished else ""
+    line = f"{label}: staged is {bound}{ratio:.2f}x {peer.name}'s speed (goal {speed:g}x), "
+    bound = "at most " if peer.unfinished else ""
+    print(results.note(line + f"{bound}{pss:.2f}x its tree peak PSS (goal <= {memory:g}x)"), flush=True)
 
 
 def _minhash(results: Results, label: str, source: pathlib.Path, digests: dict[str, bytes], args) -> list[_Run]:
@@ -450,7 +479,8 @@ def _minhash(results: Results, label: str, source: pathlib.Path, digests: dict[s
         shutil.rmtree(theirs, ignore_errors=True)
         command = datatrove_minhash_command(datatrove_python(args.datatrove_venv), source, theirs, 4)
         log = workdir / f"{theirs.name}.log"
-        peers.append(_measure("DataTrove 4-stage MinHash", command, log, lambda: datatrove_removed_ids(theirs)))
+        removed = functools.partial(datatrove_removed_ids, theirs)
+        peers.append(_measure("DataTrove 4-stage MinHash", command, log, removed, args.peer_limit))
 
     python = pinned_python(TEXT_DEDUP, args.text_dedup_venv, base_python=args.python312)
     output, cache = workdir / f"{label}-text-dedup-minhash", workdir / f"{label}-text-dedup-cache"
@@ -462,6 +492,7 @@ def _minhash(results: Results, label: str, source: pathlib.Path, digests: dict[s
         text_dedup_command(python, source, output, cache, processes),
         log,
         lambda: set(digests) - text_dedup_kept_ids(python, output),
+        args.peer_limit,
     )
     if text_dedup.removed is not None:
         filtered = _TEXT_DEDUP_FILTERED.search(log.read_text(errors="replace"))
@@ -488,6 +519,7 @@ def _bloom(results: Results, label: str, source: pathlib.Path, digests: dict[str
         dolma_command(dolma, documents, work, args.workers),
         workdir / f"{work.name}.log",
         lambda: dolma_removed_ids(documents),
+        args.peer_limit,
     )
 
     _compare(results, f"{label}: Bloom, {len(digests)} documents", ours, [peer], digests)
@@ -512,6 +544,13 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--memory", type=int, default=1 << 30, help="--memory of the staged runs (default: 1 GiB)")
     parser.add_argument("--single_file", action="store_true", help="also run everything on one concatenated file")
     parser.add_argument("--only", choices=["minhash", "bloom"], help="run one pair only")
+    parser.add_argument(
+        "--peer_limit",
+        type=float,
+        default=1800.0,
+        help="seconds a peer may run; one still running is killed and reported unfinished, its wall and memory "
+        "as bounds (default: %(default)s)",
+    )
     parser.add_argument(
         "--datatrove_split_only",
         action="store_true",
@@ -552,7 +591,7 @@ def main() -> None:
     for check in results.checks:
         print(f"{verdict(check['passed'])}  {check['goal']}")
     results.write()
-    if any(run.removed is None for run in runs):
+    if any(run.removed is None and not run.unfinished for run in runs):
         raise SystemExit(1)
 
 

@@ -1,20 +1,26 @@
-"""The benchmarks' shared helpers: flags, JSONL files and the results file a script writes."""
+"""The benchmarks' shared helpers: flags, JSONL files, measured commands and the results file a script writes."""
 
 from __future__ import annotations
 
 import argparse
 import gzip
 import json
+import sys
+
+import pytest
 
 from benchmarks.common import (
     Results,
+    Unfinished,
     add_datatrove_venv_argument,
     add_workdir_arguments,
     argument_parser,
     jsonl_rows,
     markdown_table,
+    run_measured,
     write_jsonl,
 )
+from tests.conftest import wait_for
 
 
 def test_flags_are_spelled_with_underscores_and_also_taken_with_dashes(tmp_path):
@@ -68,3 +74,30 @@ def test_the_results_file_holds_the_run_and_what_the_script_recorded(tmp_path):
     }
     assert written["command"].startswith("python -m benchmarks.example_speed")
     assert written["machine"]["cores"] >= 1
+
+
+def test_a_measured_command_past_its_limit_is_killed_with_the_processes_it_started(tmp_path):
+    # A parent holding 64 MiB that starts a child, both sleeping far past the limit.
+    child = "import time; time.sleep(120)"
+    parent = (
+        "import subprocess, sys, time; blob = bytearray(64 << 20); "
+        f"child = subprocess.Popen([sys.executable, '-c', {child!r}]); "
+        f"open({str(tmp_path / 'child')!r}, 'w').write(str(child.pid)); time.sleep(120)"
+    )
+    with pytest.raises(Unfinished, match="did not finish within 3 s") as unfinished:
+        run_measured([sys.executable, "-c", parent], tmp_path / "log", limit=3)
+    assert unfinished.value.limit == 3
+    assert unfinished.value.monitor.peak_pss > 64 << 20
+    pid = int((tmp_path / "child").read_text())
+    wait_for(lambda: _gone(pid), 10, f"the child {pid} to be killed")
+    run_measured([sys.executable, "-c", "print('done')"], tmp_path / "log", limit=60)
+    assert (tmp_path / "log").read_text() == "done\n"
+
+
+def _gone(pid: int) -> bool:
+    """Whether ``pid`` ended: no process, or a zombie left for init to reap."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
