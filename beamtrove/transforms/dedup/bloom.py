@@ -29,12 +29,15 @@ shuffling:
    :class:`KeepOrder` node and count, to the slice of the hash space that
    owns them (``partitions`` slices, rounded up to a multiple of a staged
    run's partitions, each of which gets as many); a slice sorts its shingles with numpy and
-   tells every document but a shingle's first how many repeats it holds. A
-   document sends one record per slice rather than one per shingle: on the
-   DirectRunner a record costs microseconds, a shingle in an array nanoseconds.
+   tells every document but a shingle's first how many repeats it holds.
+   Shingles travel in batches of many documents' arrays, one record per
+   slice and batch, not per document: on the DirectRunner a record costs
+   microseconds, a shingle in an array nanoseconds, and a document has
+   shingles in nearly every slice, whose number grows with the partitions.
    A false positive of the filter (a candidate of one document) costs a few
    shuffled bytes and nothing else.
-3. Repeat counts are joined back to the documents, which are kept or removed.
+3. Repeat counts go back, batched the same way, to the slice of the documents
+   that holds their document, where each document is kept or removed.
 
 So the kept set is the same for any ``fpr``: ``fpr`` only trades the
 filter's size (a fixed-size side input, set by the configuration, not by the
@@ -58,10 +61,15 @@ from __future__ import annotations
 
 import collections
 import functools
+import hashlib
 import math
+from collections.abc import Callable
+from typing import Any
 
 import apache_beam as beam
 import numpy as np
+from apache_beam.transforms.window import GlobalWindow
+from apache_beam.utils.windowed_value import WindowedValue
 
 from beamtrove.document import Document
 from beamtrove.languages import language_key
@@ -76,7 +84,7 @@ from beamtrove.transforms.dedup.bloom_filter import (
 )
 from beamtrove.transforms.dedup.keep import DedupStep, KeepOrder
 from beamtrove.transforms.filters.base import excluded_output
-from beamtrove.transforms.stages import KEYED, SAME, SLICED, Stage, StagedForm
+from beamtrove.transforms.stages import SAME, SLICED, Stage, StagedForm
 
 __all__ = ["BloomDedup", "BloomDedupConfig", "bloom_shingles"]
 
@@ -119,9 +127,12 @@ class _MergedBitsFn(_SharedBitsFn):
 
 
 class _ShinglesFn(beam.DoFn):
-    def __init__(self, config: BloomDedupConfig, order: KeepOrder, metrics: StepMetrics):
+    """A document's distinct shingles and their counts, keyed by its node; the document, to its slice."""
+
+    def __init__(self, config: BloomDedupConfig, order: KeepOrder, slices: int, metrics: StepMetrics):
         self._config = config
         self._order = order
+        self._slices = slices
         self._metrics = metrics
 
     def process(self, document: Document):
@@ -140,7 +151,9 @@ class _ShinglesFn(beam.DoFn):
         self._metrics.inc("shingle_occurrences", len(hashes))
         self._metrics.inc("shingles", len(distinct))
         node = self._order.node(document)
-        yield beam.pvalue.TaggedOutput("documents", (node, (document, len(hashes))))
+        yield beam.pvalue.TaggedOutput(
+            "documents", (_document_slice(node, self._slices), (node, document, len(hashes)))
+        )
         yield node, distinct, counts
 
 
@@ -161,14 +174,69 @@ class _FilterStatsFn(beam.DoFn):
         yield twice
 
 
+def _document_slice(node: tuple, slices: int) -> int:
+    """The slice of the documents that holds the document of ``node``: the same in every process."""
+    digest = hashlib.blake2b(repr(node).encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "little") % slices
+
+
+class _Batches:
+    """Values bound for slices, gathered per slice and sent as one record per slice and batch.
+
+    Args:
+        size: How many of the values' items (the lengths they are added with) make a batch.
+        pack: Makes a batch's record value from its values, in the order they were added.
+    """
+
+    def __init__(self, size: int, pack: Callable[[list], Any] = list):
+        self._size = size
+        self._pack = pack
+        self._values: dict[int, list] = collections.defaultdict(list)
+        self._items: dict[int, int] = collections.defaultdict(int)
+
+    def add(self, slice_: int, value, items: int):
+        """Adds ``value`` for ``slice_``; yields that slice's record once its batch holds ``size`` items."""
+        self._values[slice_].append(value)
+        self._items[slice_] += items
+        if self._items[slice_] >= self._size:
+            del self._items[slice_]
+            yield slice_, self._pack(self._values.pop(slice_))
+
+    def flush(self):
+        """Yields every slice's record left, as ``WindowedValue`` s for ``finish_bundle``, in slice order."""
+        for slice_ in sorted(self._values):
+            record = (slice_, self._pack(self._values[slice_]))
+            yield WindowedValue(record, GlobalWindow().max_timestamp(), (GlobalWindow(),))
+        self._values.clear()
+        self._items.clear()
+
+
+def _shingle_batch(members: list[tuple]) -> tuple:
+    """``(nodes, shingles per node, hashes, counts)``: the documents' shingles for one slice, in four values."""
+    nodes = [node for node, _, _ in members]
+    sizes = np.fromiter((len(hashes) for _, hashes, _ in members), dtype=np.int64, count=len(members))
+    return nodes, sizes, np.concatenate([member[1] for member in members]), np.concatenate([m[2] for m in members])
+
+
+# Shingles, or documents' repeat counts, per record: a few MB of arrays, a bounded batch per slice and bundle.
+_BATCH_SHINGLES = 1 << 18
+_BATCH_DOCUMENTS = 1 << 12
+
+
 class _CandidatesFn(beam.DoFn):
-    """Sends a document's candidate shingles to the slices of the key space that own them."""
+    """Sends documents' candidate shingles, in batches, to the slices of the key space that own them.
+
+    Yields ``(slice, (nodes, shingles per node, hashes, counts))``.
+    """
 
     def __init__(self, bits: int | None, k: int | None, slices: int, metrics: StepMetrics):
         self._bits = bits
         self._k = k
         self._slices = slices
         self._metrics = metrics
+
+    def start_bundle(self):
+        self._batches = _Batches(_BATCH_SHINGLES, _shingle_batch)
 
     def process(self, shingled, twice=None):
         node, hashes, counts = shingled
@@ -182,26 +250,38 @@ class _CandidatesFn(beam.DoFn):
         bounds = np.flatnonzero(np.diff(owners)) + 1
         for start, end in zip((0, *bounds.tolist()), (*bounds.tolist(), len(hashes)), strict=True):
             if end > start:
-                yield int(owners[start]), (node, hashes[start:end], counts[start:end])
+                value = (node, hashes[start:end], counts[start:end])
+                yield from self._batches.add(int(owners[start]), value, end - start)
+
+    def finish_bundle(self):
+        yield from self._batches.flush()
 
 
 class _RepeatsFn(beam.DoFn):
-    """Finds, in one partition of the shingles, the repeats of every document and where they first occurred.
+    """Finds, in one slice of the shingles, the repeats of every document and where they first occurred.
 
-    Yields ``(node, (repeated occurrences, [(first node, occurrences), ...]))`` for each document with repeats.
+    Yields, in batches to the slices of the documents, ``(document slice, [(node, repeated occurrences,
+    [(first node, occurrences), ...]), ...])`` for each document with repeats.
     """
 
-    def __init__(self, metrics: StepMetrics):
+    def __init__(self, slices: int, metrics: StepMetrics):
+        self._slices = slices
         self._metrics = metrics
 
+    def start_bundle(self):
+        self._batches = _Batches(_BATCH_DOCUMENTS)
+
     def process(self, grouped):
-        _, members = grouped
+        _, batches = grouped
+        given = [node for batch in batches for node in batch[0]]
         # The documents' ranks in KeepOrder, so that numpy can sort occurrences by shingle, then document.
-        members = sorted(members, key=lambda member: member[0])
-        nodes = [node for node, _, _ in members]
-        hashes = np.concatenate([member[1] for member in members])
-        counts = np.concatenate([member[2] for member in members])
-        ranks = np.repeat(np.arange(len(members)), [len(member[1]) for member in members])
+        by_rank = sorted(range(len(given)), key=given.__getitem__)
+        rank_of = np.empty(len(given), dtype=np.int64)
+        rank_of[by_rank] = np.arange(len(given))
+        nodes = [given[index] for index in by_rank]
+        ranks = np.repeat(rank_of, np.concatenate([batch[1] for batch in batches]))
+        hashes = np.concatenate([batch[2] for batch in batches])
+        counts = np.concatenate([batch[3] for batch in batches])
         order = np.lexsort((ranks, hashes))
         hashes, ranks, counts = hashes[order], ranks[order], counts[order]
         starts = np.ones(len(hashes), dtype=bool)
@@ -212,39 +292,49 @@ class _RepeatsFn(beam.DoFn):
         firsts = ranks[starts][np.cumsum(starts) - 1]
         repeated = ~starts
         ranks, firsts, counts = ranks[repeated], firsts[repeated], counts[repeated]
-        # One row per (document, first document) pair, with the occurrences it accounts for.
-        pairs, inverse = np.unique(ranks * len(members) + firsts, return_inverse=True)
+        # One row per (document, first document) pair, with the occurrences it accounts for, by document.
+        pairs, inverse = np.unique(ranks * len(nodes) + firsts, return_inverse=True)
         totals = np.bincount(inverse, weights=counts).astype(np.int64)
-        documents, firsts = np.divmod(pairs, len(members))
-        sources = collections.defaultdict(list)
-        for document, first, total in zip(documents.tolist(), firsts.tolist(), totals.tolist(), strict=True):
-            sources[document].append((nodes[first], total))
-        for document, found in sources.items():
-            yield nodes[document], (sum(total for _, total in found), found)
+        documents, firsts = np.divmod(pairs, len(nodes))
+        if not len(pairs):
+            return
+        bounds = np.flatnonzero(np.diff(documents)) + 1
+        firsts, totals = firsts.tolist(), totals.tolist()
+        for start, end in zip((0, *bounds.tolist()), (*bounds.tolist(), len(pairs)), strict=True):
+            node = nodes[int(documents[start])]
+            found = [(nodes[first], total) for first, total in zip(firsts[start:end], totals[start:end], strict=True)]
+            value = (node, sum(totals[start:end]), found)
+            yield from self._batches.add(_document_slice(node, self._slices), value, 1)
+
+    def finish_bundle(self):
+        yield from self._batches.flush()
 
 
 class _DecideFn(beam.DoFn):
+    """Keeps or removes the documents of one slice of the documents, given the repeats found for them."""
+
     def __init__(self, threshold: float, metrics: StepMetrics):
         self._threshold = threshold
         self._metrics = metrics
 
     def process(self, joined):
         _, sides = joined
-        repeats = 0
-        sources = collections.Counter()
-        for partial, partial_sources in sides["repeats"]:
-            repeats += partial
-            for first, count in partial_sources:
-                sources[first] += count
-        for document, occurrences in sides["documents"]:
-            fraction = repeats / occurrences
+        repeats: dict[tuple, int] = collections.Counter()
+        sources: dict[tuple, collections.Counter] = collections.defaultdict(collections.Counter)
+        for batch in sides["repeats"]:
+            for node, partial, found in batch:
+                repeats[node] += partial
+                for first, count in found:
+                    sources[node][first] += count
+        for node, document, occurrences in sides["documents"]:
+            fraction = repeats[node] / occurrences
             if fraction <= self._threshold:
                 self._metrics.emitted()
                 self._metrics.chars("out", document.text)
                 yield document
                 continue
-            most = max(sources.values())
-            source = min(first for first, count in sources.items() if count == most)
+            most = max(sources[node].values())
+            source = min(first for first, count in sources[node].items() if count == most)
             self._metrics.dropped(_REASON)
             yield excluded_output(
                 document,
@@ -289,26 +379,26 @@ class BloomDedup(DedupStep):
 
         The shingles' tasks build partial filters, which one task merges.
         Without a filter the candidates are every shingle, sent on by the
-        stage that makes them. The documents wait for their repeats keyed by
-        node, the key the repeats come back with, so each document meets all
-        its repeats in one join.
+        stage that makes them. The documents wait for their repeats in the
+        slice of the documents their node hashes to, where the repeats come
+        back, so each document meets all its repeats in one join.
 
         Args:
             partitions: A staged run's partitions, 1 in one pipeline: the
-                slices searched for repeats are a multiple of them, so that
-                every partition holds as many.
+                slices of shingles and of documents are a multiple of them,
+                so that every partition holds as many.
         """
         slices = partitions * math.ceil(self._config.shingle_partitions / partitions)
-        shingles = {"by_node": KEYED, "unshingled": SAME}
+        shingles = {"by_slice": SLICED, "unshingled": SAME}
+        run = functools.partial(self._shingles, slices=slices)
         if self._config.exact:
-            run = functools.partial(self._shingles, slices=slices)
             head = (Stage("Shingles", {"documents": ("documents",)}, run, {**shingles, "candidates": SLICED}),)
         else:
             head = (
                 Stage(
                     "Shingles",
                     {"documents": ("documents",)},
-                    self._shingles,
+                    run,
                     {**shingles, "shingled": SAME, "partial_filters": SAME},
                 ),
                 # One accumulator of fixed size, each task's partial filter streamed through it.
@@ -324,10 +414,15 @@ class BloomDedup(DedupStep):
         return StagedForm(
             (
                 *head,
-                Stage("Repeats", {"candidates": ("candidates",)}, self._repeats, {"repeats": KEYED}),
+                Stage(
+                    "Repeats",
+                    {"candidates": ("candidates",)},
+                    functools.partial(self._repeats, slices=slices),
+                    {"repeats": SLICED},
+                ),
                 Stage(
                     "Decide",
-                    {"documents": ("by_node",), "repeats": ("repeats",)},
+                    {"documents": ("by_slice",), "repeats": ("repeats",)},
                     self._decide,
                     {"decided": SAME, EXCLUDED: SAME},
                 ),
@@ -340,13 +435,13 @@ class BloomDedup(DedupStep):
             held_per_input_byte=30.0,
         )
 
-    def _shingles(self, pipeline, inputs, sides, slices: int | None = None):
+    def _shingles(self, pipeline, inputs, sides, slices: int):
         config = self._config
-        fn = _ShinglesFn(config, self._order, self._metrics)
+        fn = _ShinglesFn(config, self._order, slices, self._metrics)
         outputs = inputs["documents"] | "Shingles" >> beam.ParDo(fn).with_outputs(
             "documents", "unshingled", main="shingled"
         )
-        written = {"by_node": outputs.documents, "unshingled": outputs.unshingled}
+        written = {"by_slice": outputs.documents, "unshingled": outputs.unshingled}
         if config.exact:
             written["candidates"] = self._candidates_of(outputs.shingled, slices)
             return written
@@ -375,11 +470,11 @@ class BloomDedup(DedupStep):
         fn = _CandidatesFn(config.bits, config.hashes, slices, self._metrics)
         return shingled | "Candidates" >> beam.ParDo(fn, *twice)
 
-    def _repeats(self, pipeline, inputs, sides):
+    def _repeats(self, pipeline, inputs, sides, slices: int):
         repeats = (
             inputs["candidates"]
             | "GroupByPartition" >> beam.GroupByKey()
-            | "Repeats" >> beam.ParDo(_RepeatsFn(self._metrics))
+            | "Repeats" >> beam.ParDo(_RepeatsFn(slices, self._metrics))
         )
         return {"repeats": repeats}
 

@@ -80,10 +80,12 @@ def records(reviews) -> list:
         (b"\x04" * 8, (index_node(0, None), -1)),  # sentence/indexed
         (b"\x05" * 8, ((7, node), 12)),  # sentence/spans
         ((7, node), (12, None)),  # sentence/repeats
-        (by_score, (read, 9)),  # bloom/by_node
-        # bloom/candidates
-        (2, (by_score, np.array([1, 2**64 - 1], dtype=np.uint64), np.array([1, -2], dtype=np.int64))),
+        (3, (by_score, read, 9)),  # bloom/by_slice
+        # bloom/candidates: a batch of two documents' shingles
+        (2, ([by_score, node], np.array([2, 1]), np.array([1, 7, 2**64 - 1], np.uint64), np.array([1, 3, -2]))),
+        (np.zeros(1 << 10, dtype=np.uint8), np.ones(1 << 10, dtype=np.uint8)),  # bloom/partial_filters
         np.zeros(1 << 10, dtype=np.uint8),  # bloom/twice
+        (4, [(node, 12, [(by_score, 12)]), (by_score, 3, [(node, 1), (by_date, 2)])]),  # bloom/repeats
         (node, (read, np.zeros((3, 5), dtype=np.uint8))),  # substring/by_node
         (5, (node, 40, b"window")),  # substring/runs
         (node, (3, 90)),  # substring/spans
