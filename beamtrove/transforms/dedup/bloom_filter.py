@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from beamtrove.text import check_word_splitter, normalize_text, word_splitter
-from beamtrove.transforms.dedup.shingles import word_shingle_hashes
+from beamtrove.transforms.dedup.shingles import shingle_hashes, word_shingle_hashes
 
 __all__ = ["POPCOUNT", "BloomDedupConfig", "SharedBits", "bloom_shingles", "in_two_documents"]
 
@@ -141,7 +141,11 @@ def bloom_shingles(
     Returns:
         A ``uint64`` array, empty when the text has fewer than ``n_grams`` words.
     """
-    words = word_splitter(word_splitter_name, language, word_tokenizers=word_tokenizers)(normalize_text(text))
+    normalized = normalize_text(text)
+    words = word_splitter(word_splitter_name, language, word_tokenizers=word_tokenizers)(normalized)
+    if len(words) == normalized.count(" ") + 1 and " ".join(words) == normalized:
+        # The words are the text's space-separated runs, as most normalized texts' are: hashed from its bytes.
+        return shingle_hashes(normalized, n_grams)
     return word_shingle_hashes(words, n_grams)
 
 
