@@ -142,6 +142,9 @@ TEXT_DEDUP = "text-dedup==0.4.1"
 DOLMA = "dolma==1.2.1"
 TEXT_DEDUP_VENV = DEFAULT_VENV.parent / "text-dedup-0.4.1-venv"
 DOLMA_VENV = DEFAULT_VENV.parent / "dolma-1.2.1-venv"
+# dolma pins s3fs 2023.6.0, whose aiobotocore 2.5.4 pins botocore 1.31.17, and takes any boto3: unpinned, pip
+# backtracks through boto3's releases for over ten minutes before it finds the one that fits.
+_DOLMA_BOTO3 = "boto3==1.28.17"
 
 # The [algorithm] table of the MinHash configuration in text-dedup 0.4.1's README (its quick start), but for
 # text_column and num_proc: its code has no default for num_perm and threshold, and at its code's ngram_size = 1
@@ -512,7 +515,7 @@ def _bloom(results: Results, label: str, source: pathlib.Path, digests: dict[str
     ours = _ours("beamtrove bloom staged", source, workdir / f"{label}-bloom-staged", "bloom", args)
 
     documents = dolma_documents(source, workdir / f"{source.name}-dolma")
-    dolma = pinned_python(DOLMA, args.dolma_venv).parent / "dolma"
+    dolma = pinned_python(DOLMA, args.dolma_venv, install_steps=[[DOLMA, _DOLMA_BOTO3]]).parent / "dolma"
     work = workdir / f"{label}-dolma-dedupe"
     peer = _measure(
         "dolma Bloom dedupe",
