@@ -18,6 +18,7 @@ import logging
 import os
 import pathlib
 import posixpath
+import re
 import shutil
 import tempfile
 import urllib.error
@@ -44,6 +45,7 @@ __all__ = [
     "is_glob",
     "is_hidden",
     "is_local",
+    "is_temporary",
     "join",
     "match_inputs",
     "move",
@@ -515,6 +517,14 @@ def put_file(source: str | os.PathLike, destination: str, storage_options: Mappi
 def _temporary_name(name: str) -> str:
     """A unique hidden name to write the file ``name`` under: readers skip it (:func:`is_hidden`)."""
     return f".{name}.{uuid.uuid4().hex}.tmp"
+
+
+_TEMPORARY_NAME = re.compile(r"\..+\.[0-9a-f]{32}\.tmp")
+
+
+def is_temporary(name: str) -> bool:
+    """Whether the file name ``name`` is one an atomic write of this module writes under before its move."""
+    return _TEMPORARY_NAME.fullmatch(name) is not None
 
 
 def write_url_atomically(url: str, data: bytes, storage_options: Mapping[str, Any] | None = None) -> None:

@@ -25,7 +25,16 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from beamtrove import __version__
 from beamtrove.completion import parse_marker, record_sha256
 from beamtrove.execution.output import output_entries
-from beamtrove.fs import InputFile, file_damage, filesystem, join, path_sha256, read_json, write_json
+from beamtrove.fs import (
+    InputFile,
+    file_damage,
+    filesystem,
+    is_temporary,
+    join,
+    path_sha256,
+    read_json,
+    write_json,
+)
 from beamtrove.layout import COMPLETED_DIR, RESUME_CONFIG_FILE, input_stem
 from beamtrove.option_parsing import option_actions
 from beamtrove.options import paths_read
@@ -87,6 +96,13 @@ def _remove_unfinished_markers(fs, folder: str) -> None:
         for path in fs.ls(folder, detail=False):
             if not path.endswith(".json"):
                 fs.rm(path)
+
+
+def _remove_unfinished_writes(fs, folder: str) -> None:
+    """Removes the temporary files a killed run left in ``folder`` while writing a file atomically (stats.json)."""
+    for path in fs.ls(folder, detail=False) if fs.exists(folder) else ():
+        if is_temporary(posixpath.basename(path.rstrip("/"))):
+            fs.rm(path)
 
 
 def _completion_markers(fs, folder: str, stems: set[str]) -> dict[str, tuple[str, bytes]]:
@@ -173,6 +189,7 @@ def pending_inputs(
     if not same_config:
         write_json(config, config_url, storage_options)
     _remove_unfinished_markers(fs, join(root, COMPLETED_DIR))
+    _remove_unfinished_writes(fs, root)
     stems = {file.url: input_stem(file) for file in inputs}
     markers = _completion_markers(fs, join(root, COMPLETED_DIR), set(stems.values()))
     pending = []

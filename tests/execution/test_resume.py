@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import pathlib
 import shutil
+import uuid
 
 import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
@@ -53,6 +54,16 @@ def test_inputs_with_a_marker_are_skipped(warcs, tmp_path):
     done = warcs[1]
     _complete(tmp_path, done, sha)
     assert pending_inputs(warcs, str(tmp_path), config) == ([w for w in warcs if w != done], sha)
+
+
+def test_a_rerun_removes_what_a_killed_run_left_half_written_and_nothing_else(warcs, tmp_path):
+    config = _config()
+    pending_inputs(warcs, str(tmp_path), config)
+    # What a SIGKILL between writing stats.json under its temporary name and moving it into place leaves.
+    (tmp_path / f".stats.json.{uuid.uuid4().hex}.tmp").write_text("{")
+    (tmp_path / ".keep.tmp").write_text("not a temporary name of ours")
+    pending_inputs(warcs, str(tmp_path), config)
+    assert sorted(path.name for path in tmp_path.iterdir()) == sorted([".keep.tmp", RESUME_CONFIG_FILE])
 
 
 def test_an_input_that_changed_since_its_completion_is_refused(warcs, tmp_path):
