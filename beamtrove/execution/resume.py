@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import posixpath
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from apache_beam.options.pipeline_options import PipelineOptions
@@ -90,18 +90,10 @@ def _read_json(url: str, storage_options) -> dict | None:
         raise ValueError(f"{exc}: restore it, or pass --restart to start over.") from None
 
 
-def _remove_unfinished_markers(fs, folder: str) -> None:
-    """Removes the temporary files of markers a killed run was writing (markers are moved into place whole)."""
-    if fs.exists(folder):
-        for path in fs.ls(folder, detail=False):
-            if not path.endswith(".json"):
-                fs.rm(path)
-
-
-def _remove_unfinished_writes(fs, folder: str) -> None:
-    """Removes the temporary files a killed run left in ``folder`` while writing a file atomically (stats.json)."""
+def _remove_unfinished(fs, folder: str, unfinished: Callable[[str], bool]) -> None:
+    """Removes the files of ``folder`` whose names ``unfinished`` tells: what a killed run was writing."""
     for path in fs.ls(folder, detail=False) if fs.exists(folder) else ():
-        if is_temporary(posixpath.basename(path.rstrip("/"))):
+        if unfinished(posixpath.basename(path.rstrip("/"))):
             fs.rm(path)
 
 
@@ -188,8 +180,9 @@ def pending_inputs(
         _start_over(fs, root, output, storage_options)
     if not same_config:
         write_json(config, config_url, storage_options)
-    _remove_unfinished_markers(fs, join(root, COMPLETED_DIR))
-    _remove_unfinished_writes(fs, root)
+    # Markers are moved into place whole; stats.json is written under a temporary name, then moved.
+    _remove_unfinished(fs, join(root, COMPLETED_DIR), lambda name: not name.endswith(".json"))
+    _remove_unfinished(fs, root, is_temporary)
     stems = {file.url: input_stem(file) for file in inputs}
     markers = _completion_markers(fs, join(root, COMPLETED_DIR), set(stems.values()))
     pending = []

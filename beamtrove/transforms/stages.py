@@ -24,12 +24,25 @@ partitions need (:data:`SLICED`), and its result never depends on it.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import apache_beam as beam
+from apache_beam import coders
 
-__all__ = ["KEYED", "SAME", "SLICED", "SPREAD", "Stage", "StagedForm", "applied_outputs", "apply_stages", "flatten"]
+__all__ = [
+    "KEYED",
+    "SAME",
+    "SLICED",
+    "SPREAD",
+    "Stage",
+    "StagedForm",
+    "applied_outputs",
+    "apply_stages",
+    "flatten",
+    "key_slice",
+]
 
 #: Records are ``(key, value)`` pairs; a staged run sends each to the partition of its key.
 KEYED = "keyed"
@@ -41,6 +54,17 @@ SPREAD = "spread"
 #: ``slice % partitions``, so a stage that makes a multiple of ``partitions`` slices (the number its step's
 #: ``staged_form`` is given) loads every partition alike, where a few hashed keys would crowd some.
 SLICED = "sliced"
+
+
+# Keys are bytes, strings, numbers and tuples of them; Beam's deterministic coder gives equal keys equal bytes
+# (pickle does not: it shares repeated objects, so equal tuples can pickle apart).
+_KEY_CODER = coders.FastPrimitivesCoder().as_deterministic_coder("staged partition keys")
+
+
+def key_slice(key: Any, slices: int) -> int:
+    """Which of ``slices`` a key falls in: the same for equal keys on every machine and Python."""
+    digest = hashlib.blake2b(_KEY_CODER.encode(key), digest_size=8).digest()
+    return int.from_bytes(digest, "little") % slices
 
 
 @dataclasses.dataclass(frozen=True)

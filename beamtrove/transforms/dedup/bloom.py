@@ -61,7 +61,6 @@ from __future__ import annotations
 
 import collections
 import functools
-import hashlib
 import math
 from collections.abc import Callable
 from typing import Any
@@ -84,7 +83,7 @@ from beamtrove.transforms.dedup.bloom_filter import (
 )
 from beamtrove.transforms.dedup.keep import DedupStep, KeepOrder
 from beamtrove.transforms.filters.base import excluded_output
-from beamtrove.transforms.stages import SAME, SLICED, Stage, StagedForm
+from beamtrove.transforms.stages import SAME, SLICED, Stage, StagedForm, key_slice
 
 __all__ = ["BloomDedup", "BloomDedupConfig", "bloom_shingles"]
 
@@ -151,9 +150,7 @@ class _ShinglesFn(beam.DoFn):
         self._metrics.inc("shingle_occurrences", len(hashes))
         self._metrics.inc("shingles", len(distinct))
         node = self._order.node(document)
-        yield beam.pvalue.TaggedOutput(
-            "documents", (_document_slice(node, self._slices), (node, document, len(hashes)))
-        )
+        yield beam.pvalue.TaggedOutput("documents", (key_slice(node, self._slices), (node, document, len(hashes))))
         yield node, distinct, counts
 
 
@@ -172,12 +169,6 @@ class _FilterStatsFn(beam.DoFn):
         self._metrics.inc("filter_bits_set", int(POPCOUNT[once].sum(dtype=np.int64)))
         self._metrics.inc("filter_bits_shared", int(POPCOUNT[twice].sum(dtype=np.int64)))
         yield twice
-
-
-def _document_slice(node: tuple, slices: int) -> int:
-    """The slice of the documents that holds the document of ``node``: the same in every process."""
-    digest = hashlib.blake2b(repr(node).encode("utf-8", "surrogatepass"), digest_size=8).digest()
-    return int.from_bytes(digest, "little") % slices
 
 
 class _Batches:
@@ -305,7 +296,7 @@ class _RepeatsFn(beam.DoFn):
             node = nodes[int(documents[start])]
             found = [(nodes[first], total) for first, total in zip(firsts[start:end], totals[start:end], strict=True)]
             value = (node, sum(totals[start:end]), found)
-            yield from self._batches.add(_document_slice(node, self._slices), value, 1)
+            yield from self._batches.add(key_slice(node, self._slices), value, 1)
 
     def finish_bundle(self):
         yield from self._batches.flush()

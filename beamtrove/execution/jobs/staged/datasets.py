@@ -43,14 +43,13 @@ from typing import Any
 import apache_beam as beam
 import numpy as np
 import orjson
-from apache_beam import coders
 
 from beamtrove.dead_letter import DeadLetter
 from beamtrove.document import Document, Media, Origin
 from beamtrove.transforms.dedup.components import Component
 from beamtrove.transforms.dedup.index import IndexMatch
 from beamtrove.transforms.dedup.keep import ClusterMember
-from beamtrove.transforms.stages import KEYED, SLICED, SPREAD
+from beamtrove.transforms.stages import KEYED, SLICED, SPREAD, key_slice
 from beamtrove.transforms.tokens.format import TokenizedDocument
 from beamtrove.transforms.writers.base import WrittenFile
 
@@ -70,9 +69,6 @@ _LENGTH = struct.Struct("<I")
 _NO_LENGTH = bytes(_LENGTH.size)
 _SUFFIX = ".rec"
 _SUMMARY_SUFFIX = ".rec.json"
-# Keys are bytes, strings, numbers and tuples of them; Beam's deterministic coder gives equal keys equal bytes
-# (pickle does not: it shares repeated objects, so equal tuples can pickle apart).
-_KEY_CODER = coders.FastPrimitivesCoder().as_deterministic_coder("staged partition keys")
 _BUFFER = 1 << 20
 
 
@@ -82,8 +78,7 @@ class DamagedDataset(Exception):
 
 def partition_of(key: Any, partitions: int) -> int:
     """The partition of a key: the same for equal keys on every machine and Python."""
-    digest = hashlib.blake2b(_KEY_CODER.encode(key), digest_size=8).digest()
-    return int.from_bytes(digest, "little") % partitions
+    return key_slice(key, partitions)
 
 
 #: The project's record types a dataset holds, each with its fields in the order its constructor takes them.

@@ -89,7 +89,8 @@ def test_one_worker_gives_what_two_do(corpus, one_pipeline_exact, tmp_path):
     assert stats["staged"]["partitions"] >= 4 and stats["staged"]["workers"] == 1
 
 
-@pytest.mark.parametrize("fpr", ["0.01", "0"], ids=["filter", "every-shingle"])
+# Without a filter: slow, to keep the default suite within its budget.
+@pytest.mark.parametrize("fpr", ["0.01", pytest.param("0", marks=pytest.mark.slow)], ids=["filter", "every-shingle"])
 def test_staged_bloom_gives_the_one_pipeline_run(corpus, tmp_path, fpr):
     bloom = ["--dedup", "bloom", "--bloom_expected_shingles", "100000", "--bloom_fpr", fpr]
     one, parts = tmp_path / "one", tmp_path / "staged"
