@@ -290,6 +290,7 @@ def http_server():
 _CREDENTIALS = {"AWS_ACCESS_KEY_ID": "beamtrove-test", "AWS_SECRET_ACCESS_KEY": "beamtrove-test"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["no credentials", "connection refused", "no S3 endpoint"])
 def test_dump_with_s3fs_that_cannot_reach_its_files_is_one_line(case, tmp_path, refused_port, request):
     # No credentials: 94 lines of traceback; connection refused: 165; an endpoint that is no S3: "No files match

@@ -139,6 +139,7 @@ def test_a_run_shows_its_inputs_and_documents_as_it_goes(data_dir, tmp_path, cap
     assert progress[-1].startswith(done)
 
 
+@pytest.mark.slow
 def test_a_multi_process_run_shows_what_its_worker_processes_did(data_dir, tmp_path):
     warcs = data_dir / "warc"
     require(warcs / "dolma_wget_sample-0000.warc.gz")

@@ -42,6 +42,7 @@ def sets(state_union, inaugural, data_dir, tmp_path_factory):
     return speeches, root / "run"
 
 
+@pytest.mark.slow
 def test_trains_a_model_the_filter_uses(sets, tmp_path, capsys, inaugural):
     speeches, run = sets
     model = tmp_path / "models" / "speeches.bin"

@@ -71,6 +71,7 @@ def large_jsonl(movie_reviews, state_union, tmp_path_factory) -> pathlib.Path:
     return folder
 
 
+@pytest.mark.slow
 def test_a_plain_run_forks_the_bounded_workers_and_writes_what_one_process_writes(large_jsonl, tmp_path):
     expected = default_workers(units_of_work=3, input_bytes=sum(p.stat().st_size for p in large_jsonl.iterdir()))
     if expected < 2:

@@ -74,6 +74,7 @@ def test_an_overwriting_dedup_run_leaves_nothing_of_the_steps_it_no_longer_runs(
     assert len(jsonl_rows(output / "documents")) == 600
 
 
+@pytest.mark.slow
 def test_a_failed_overwrite_leaves_the_previous_output_as_it_was(warcs, tmp_path, capsys):
     output = tmp_path / "out"
     assert _extract(warcs, output) == 0
@@ -229,7 +230,8 @@ def test_an_interrupted_run_rerun_gives_the_uninterrupted_output(kill_inputs, tm
     extra = ["--resumable"] if kind == "resumable" else ["--overwrite"]
     expected = _data(reference / kind)
     moments = random.Random(f"{kind}-{signum}")
-    for attempt in range(5):
+    # Three moments per signal and kind: twelve interrupted runs in all, each over the same six files.
+    for attempt in range(3):
         output = tmp_path / f"attempt-{attempt}"
         rerun = _interrupt_then_rerun(pattern, output, extra, signum, moments.uniform(0.0, 6.0))
         assert rerun.returncode == 0, rerun.stderr
@@ -269,6 +271,7 @@ def test_an_output_in_a_read_only_folder_is_refused_in_one_line_naming_it(review
     assert list(read_only.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_ctrl_c_is_one_line_and_exit_130_with_extraction_processes_running(data_dir, tmp_path):
     # A terminal's Ctrl-C reaches the whole process group, the extraction processes included. Without the language
     # screen every page is extracted: the run is still extracting when the first extraction process is seen.
@@ -556,6 +559,7 @@ def _in_use_by_unreadable_claim(output, age: str, left: str) -> str:
     )
 
 
+@pytest.mark.slow
 def test_an_empty_claim_is_refused_while_fresh_and_taken_over_once_old(review_jsonl, publish_runs, tmp_path):
     _, new = publish_runs
     output = tmp_path / "out"

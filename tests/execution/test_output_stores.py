@@ -159,6 +159,7 @@ def convert_args(inputs, output: str, *extra: str) -> list[str]:
 
 
 # The owner named on GCS is a slow test: the racing claims above show the lock exclusive on both stores.
+@pytest.mark.slow
 @pytest.mark.parametrize("store", [pytest.param("gcs_server", marks=pytest.mark.slow), "s3_server"], indirect=True)
 def test_a_second_run_into_an_output_in_use_on_a_store_is_refused_naming_the_owner(review_jsonl, store):
     output = f"{store.bucket()}/out"

@@ -43,6 +43,7 @@ def test_workers_are_forked_from_the_zygote_with_the_runners_environment_and_dir
         assert_that(pipeline | _run_where(40), equal_to([(zygote.pid, "set later", str(tmp_path))]))
 
 
+@pytest.mark.slow
 def test_a_killed_zygote_is_replaced_by_the_next_run():
     killed = shared_zygote()
     os.kill(killed.pid, signal.SIGKILL)
@@ -210,6 +211,7 @@ def test_a_run_leaves_no_zygote_or_worker_behind(data_dir, tmp_path):
     _assert_all_end("finished")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "signum",
     [pytest.param(signal.SIGINT, id="ctrl-c"), pytest.param(signal.SIGKILL, id="SIGKILL", marks=pytest.mark.slow)],

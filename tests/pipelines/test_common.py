@@ -163,6 +163,7 @@ def _ids(run, output_format: str) -> list[str]:
     return pq.read_table(run / "part-00000.parquet", columns=["id"]).column("id").to_pylist()
 
 
+@pytest.mark.slow
 def test_the_folder_of_dump_runs_stands_for_the_documents_they_kept(data_dir, tmp_path):
     output = tmp_path / "fineweb"
     assets = ["--lid_model", str(require(data_dir / "models" / "lid176" / "lid.176.ftz")),

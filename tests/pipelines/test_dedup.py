@@ -124,6 +124,7 @@ def test_bad_options_fail_before_running(corpus, tmp_path, capsys, option, messa
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_new_dump_against_the_index_of_an_earlier_one(corpus, reviews, tmp_path, capsys):
     index = tmp_path / "reviews-2024"
     argv = [

@@ -248,17 +248,21 @@ def test_the_screen_keeps_english_articles_behind_tables_and_other_languages(adv
 
 
 @pytest.mark.slow
-def test_the_screen_keeps_every_article_behind_every_layout(data_dir, udhr_texts, tmp_path):
+def test_the_screen_keeps_every_article_behind_each_layout_in_turn(data_dir, udhr_texts, tmp_path):
+    # Every article once, behind the price table or one of the four adversarial layouts in turn: each layout
+    # hides a fifth of the articles (every article behind every layout made five runs' worth of pages).
     rng = random.Random(4848)
     pages = []
     for index, (url, page) in enumerate(_article_pages(data_dir)):
-        pages.append((f"{url}#prices", _after_body(page, _price_table(400, rng))))
-        for kind in range(4):
+        kind = index % 5
+        if kind == 4:
+            pages.append((f"{url}#prices", _after_body(page, _price_table(400, rng))))
+        else:
             pages.append((f"{url}#layout{kind}", _adversarial_page(index * 4 + kind, page, rng, udhr_texts)))
     _write_warc(tmp_path / "pages.warc.gz", pages)
     steps, screened, unscreened = _screened_and_not(tmp_path / "pages.warc.gz", tmp_path)
     assert screened == unscreened
-    assert len(unscreened) >= 400
+    assert len(unscreened) >= 120
     assert steps["language_screen"]["counters"]["dropped.language_screen"] > 0
 
 
@@ -309,6 +313,7 @@ def _timed_out(*outputs) -> frozenset[str]:
     )
 
 
+@pytest.mark.slow
 def test_resumable_run_equals_the_ordinary_run_and_a_rerun_reads_nothing(fineweb_run, faults_set, tmp_path):
     warcs, _ = faults_set
     ordinary, _, _ = fineweb_run

@@ -154,6 +154,7 @@ def _contents(out) -> dict[str, list[str]]:
     return {str(path.relative_to(out)): sorted(gzip.open(path, "rt").read().splitlines()) for path in files}
 
 
+@pytest.mark.slow
 def test_a_staged_run_writes_what_one_pipeline_writes(fineweb2_run, documents_file, glotlid_model, tmp_path):
     out, stats = fineweb2_run
     staged = tmp_path / "staged"
@@ -162,6 +163,7 @@ def test_a_staged_run_writes_what_one_pipeline_writes(fineweb2_run, documents_fi
     assert by_language(json.loads((staged / "stats.json").read_text())["steps"]) == by_language(stats["steps"])
 
 
+@pytest.mark.slow
 def test_languages_keeps_only_those_asked_for(documents_file, glotlid_model, tmp_path):
     out = tmp_path / "two"
     assert main(_argv(documents_file, out, glotlid_model, "--languages", "tha_Thai,deu")) == 0

@@ -44,6 +44,7 @@ def local_run(cc_dump, tmp_path_factory) -> dict[str, tuple[str, str]]:
     return {row["id"]: (row["metadata"]["file_path"].removeprefix(f"{root}/"), row["text"]) for row in rows}
 
 
+@pytest.mark.slow
 def test_a_dump_read_through_faults_keeps_every_document_of_the_local_run(cc_dump, local_run, tmp_path):
     root, paths, _ = cc_dump
     # Every kind of fault on a file's first request, about one request in ten faulted besides, and the paths file

@@ -100,6 +100,7 @@ def test_every_registered_pipeline_is_run_here():
     assert set(_argument_table(placeholder, pathlib.Path())) == set(PIPELINES)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pipeline", sorted(PIPELINES))
 def test_each_funnel_step_counts_what_it_got_and_passed_on(pipeline, inputs, tokenized, tmp_path):
     stats, output = _stats(pipeline, inputs, tokenized, tmp_path)

@@ -60,6 +60,7 @@ def test_merge_stats_refuses_a_folder_without_statistics(tmp_path):
     assert done.returncode == 2 and "metric.json" in done.stderr
 
 
+@pytest.mark.slow
 def test_dedup_counts_tokens_before_and_after(review_jsonl, data_dir, tmp_path):
     tokenizer = str(require(data_dir / "tokenizers" / "gpt2" / "tokenizer.json"))
     output = tmp_path / "dedup"

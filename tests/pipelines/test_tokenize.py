@@ -7,6 +7,7 @@ import json
 import pathlib
 
 import numpy as np
+import pytest
 from tokenizers import Tokenizer
 
 from beamtrove.cli import main
@@ -46,6 +47,7 @@ def test_tokenize_writes_shuffled_shards_holding_every_document_once(corpus, gpt
     assert steps["write_tokens"]["counters"]["files"] == 3
 
 
+@pytest.mark.slow
 def test_runner_modes_write_the_same_bytes(corpus, gpt2_path, tmp_path):
     folder, _ = corpus
     outputs = {}

@@ -12,9 +12,8 @@ import pytest
 
 from beamtrove import __version__
 from beamtrove.execution.jobs import ElasticError, JobDir, prepare_job
-from beamtrove.execution.jobs.jobdir import MANIFEST, MANIFEST_CHECKSUM, sha256_of, write_once
-
-_SHARDS = [f"shard-{k:05d}" for k in range(40)]
+from beamtrove.execution.jobs.jobdir import MANIFEST, MANIFEST_CHECKSUM, sha256_of
+from tests.execution.jobs.racers import SHARDS, claim_all, publish_all
 
 
 @pytest.fixture
@@ -23,20 +22,7 @@ def job(review_jsonl, tmp_path) -> JobDir:
     return JobDir(tmp_path / "job")
 
 
-def _claim_all(job_path: str, host: str, start, results) -> None:
-    job = JobDir(job_path)
-    start.wait()
-    results.put((host, [shard for shard in _SHARDS if job.try_lock(shard, host) is not None]))
-
-
-def _publish_all(job_path: str, host: str, start, results) -> None:
-    job = JobDir(job_path)
-    start.wait()
-    won = [shard for shard in _SHARDS if write_once(job.done_path(shard), {"task": shard, "host": host})]
-    results.put((host, won))
-
-
-@pytest.mark.parametrize("operation", [_claim_all, _publish_all])
+@pytest.mark.parametrize("operation", [claim_all, publish_all])
 def test_racing_processes_each_win_a_shard_exactly_once(job, operation):
     # Spawned, not forked: a child forked from a test process whose earlier pipelines left threads holding locks
     # can hang before it runs (seen once in a full suite), and would never report.
@@ -52,10 +38,10 @@ def test_racing_processes_each_win_a_shard_exactly_once(job, operation):
     for process in processes:
         process.join(timeout=60)
     winners = [shard for shards in won.values() for shard in shards]
-    assert sorted(winners) == _SHARDS
+    assert sorted(winners) == SHARDS
     for host, shards in won.items():
         for shard in shards:
-            path = job.lock_path(shard) if operation is _claim_all else job.done_path(shard)
+            path = job.lock_path(shard) if operation is claim_all else job.done_path(shard)
             assert json.loads(path.read_text())["host"] == host
     assert not [p for p in (job.path / "done").iterdir() if p.name.endswith(".tmp")]
 

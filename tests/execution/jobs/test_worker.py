@@ -55,6 +55,7 @@ def _ids_in_shard_order(job: pathlib.Path, merged: list[bytes]) -> None:
     assert position == len(merged)
 
 
+@pytest.mark.slow
 def test_racing_workers_do_every_shard_once_and_merge_to_the_single_run(review_jsonl, single_convert, tmp_path):
     job = tmp_path / "job"
     _prepare(job, "convert", str(review_jsonl), 6)
@@ -349,6 +350,7 @@ def test_verify_reports_a_manifest_whose_shard_records_were_edited_with_a_recomp
     assert merge.returncode == 2 and "the manifest and the done records disagree" in merge.stderr
 
 
+@pytest.mark.slow
 def test_workers_refuse_a_tampered_manifest_or_changed_input(review_jsonl, tmp_path):
     inputs = tmp_path / "inputs"
     shutil.copytree(review_jsonl, inputs)

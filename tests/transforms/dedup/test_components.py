@@ -70,6 +70,7 @@ def test_chains_of_10000_nodes_in_any_label_order_form_one_component_each():
     assert _last_round_changes(stats, 30) == 0
 
 
+@pytest.mark.slow
 def test_stars_giant_component_and_random_graph_with_singletons_match_union_find():
     rng = random.Random(7)
     edges = []

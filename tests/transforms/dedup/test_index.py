@@ -157,6 +157,7 @@ def test_spans_an_index_holds_are_cut_from_every_input_document(dumps, index_a, 
         assert_that(emptied, equal_to(["b-2-copy-of-a-005", "b-3-unseen-again"]), label="Emptied")
 
 
+@pytest.mark.slow
 def test_several_indexes_merge_and_the_first_named_wins(dumps, index_a, tmp_path):
     a, b = dumps
     index_b = tmp_path / "dump-b"
@@ -290,6 +291,7 @@ def _run_exact_against(index: pathlib.Path, documents: list[Document]) -> None:
         assert_that(removed | beam.Map(lambda row: row[1]), equal_to([document.id for document in documents]))
 
 
+@pytest.mark.slow
 def test_damage_that_keeps_the_size_fails_the_run_naming_the_shard(dumps, index_a, tmp_path):
     probe = [dataclasses.replace(dumps[0][n], id=f"c-copy-of-a-{n:03d}") for n in range(3)]
     garbage = tmp_path / "garbage"
@@ -309,6 +311,7 @@ def test_damage_that_keeps_the_size_fails_the_run_naming_the_shard(dumps, index_
         _run_exact_against(fewer, probe)
 
 
+@pytest.mark.slow
 def test_an_index_from_before_shard_sizes_were_recorded_still_works(dumps, index_a, tmp_path, caplog):
     old = tmp_path / "dump-a"
     shutil.copytree(index_a, old)

@@ -117,6 +117,7 @@ def test_exact_and_near_copies_are_removed_and_their_originals_kept(reviews):
         assert_that(result.kept | "Count" >> beam.combiners.Count.Globally(), equal_to([201]), label="KeptCount")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("per_language", [False, True])
 def test_per_language_links_only_documents_of_the_same_language(udhr_texts, per_language):
     # The same texts labelled in two languages (as two language IDs might read one page): within each language one
@@ -174,6 +175,7 @@ def _overlapping_pair(reviews: list[Document]) -> tuple[Document, Document, floa
     raise AssertionError("no pair of the reviews shares a band with a low agreement")
 
 
+@pytest.mark.slow
 def test_a_threshold_rejects_links_between_documents_that_only_share_a_band(reviews):
     first, second, agreement = _overlapping_pair(reviews)
     assert agreement > 0.5
@@ -219,6 +221,7 @@ def _reference_clusters(documents: list[Document], config: MinHashConfig) -> dic
     return {node: (root, sizes[root]) for node, root in roots.items()}
 
 
+@pytest.mark.slow
 def test_copies_of_one_signature_link_to_its_first_document_and_clusters_equal_every_shared_band(reviews):
     documents, _ = _with_copies(reviews)
     # Three more copies of one review: four documents with one signature, which only the first brings to the bands.

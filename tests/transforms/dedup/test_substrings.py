@@ -172,6 +172,7 @@ def test_characters_split_across_tokens_go_only_whole(udhr_texts, gpt2):
     assert kept == _brute_force(documents, gpt2, 50)
 
 
+@pytest.mark.slow
 def test_result_does_not_depend_on_input_order_and_keep_by_picks_the_survivor(corpus, gpt2):
     # Four reviews, the first four addresses (the one copied whole among them) and the four built copies.
     sample = corpus[296:304] + corpus[-4:]
@@ -191,6 +192,7 @@ def test_result_does_not_depend_on_input_order_and_keep_by_picks_the_survivor(co
     assert "zz/whole-copy" not in forward
 
 
+@pytest.mark.slow
 def test_too_short_after_cut_is_excluded_and_counted(corpus, corpus_expected, gpt2):
     kept, excluded, counters = _run(corpus, tokenizer_path=gpt2, min_doc_words=50)
     expected = corpus_expected

@@ -118,6 +118,7 @@ def test_configuration_survives_pickling(benchmark):
     assert restored.extract(benchmark[page_id(benchmark, "06e5123e4ef7")]["html"]) == ""
 
 
+@pytest.mark.slow
 def test_a_huge_page_times_out_and_the_next_pages_are_extracted(benchmark):
     huge = "<html><body>" + f"<div class='c'><p>{PROSE}</p></div>" * 4000 + "</body></html>"
     documents = [

@@ -184,6 +184,7 @@ def _verdict(rule: DocumentFilter, document: Document) -> tuple:
     return ("excluded", document.id, verdict.reason) if isinstance(verdict, Drop) else ("kept", document.id)
 
 
+@pytest.mark.slow
 def test_a_document_that_uses_up_its_cpu_time_is_a_timeout_dead_letter_and_the_others_are_judged_as_ever(inaugural):
     # A megabyte of punctuation in one record: it took 0.12.1's splitter a day, the linear one a fraction of a
     # second, still more than the tenth of a CPU second these steps may spend on one document here. The other

@@ -51,6 +51,7 @@ def test_scores_with_wordfreqs_table(inaugural, udhr_texts, splitter):
     assert rule.score("") == 0.0
 
 
+@pytest.mark.slow
 def test_keeps_english_and_drops_the_other_languages_of_the_udhr(udhr_texts):
     documents = [Document(text, name) for name, text in udhr_texts.items()]
     # nku.txt is empty: no words score 0, above the threshold, as in DataTrove.

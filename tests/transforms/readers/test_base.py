@@ -164,6 +164,7 @@ def _sizes(directory, files):
     return sum((directory / f"part-{f}.jsonl").stat().st_size for f in range(files))
 
 
+@pytest.mark.slow
 def test_files_are_spread_over_workers(tmp_path, udhr_texts):
     _write_udhr_files(tmp_path, udhr_texts, files=4, per_file=2)
 

@@ -64,6 +64,7 @@ def test_one_unshuffled_shard_holds_the_documents_in_id_order(tokenized, tmp_pat
     assert stats["counters"] == {"in": 40, "out": 40, "tokens": total, "files": 1}
 
 
+@pytest.mark.slow
 def test_a_seed_shuffles_the_same_way_every_time_and_loses_nothing(tokenized, tmp_path):
     _write(tokenized, tmp_path / "a", num_shards=3, seed=7)
     _write(list(reversed(tokenized)), tmp_path / "b", num_shards=3, seed=7)

@@ -123,6 +123,7 @@ def test_a_tokenizer_replaced_between_runs_starts_the_job_over(corpus, tmp_path)
     assert tokens and tokens == _ds_files(clean)
 
 
+@pytest.mark.slow
 def test_workers_are_bounded_by_the_tasks_there_are(corpus, one_pipeline_exact, tmp_path, caplog):
     output = tmp_path / "out"
     # 1 GiB holds the whole input: one partition, one task per stage, so one worker.

@@ -89,8 +89,8 @@ def test_one_worker_gives_what_two_do(corpus, one_pipeline_exact, tmp_path):
     assert stats["staged"]["partitions"] >= 4 and stats["staged"]["workers"] == 1
 
 
-# Without a filter: slow, to keep the default suite within its budget.
-@pytest.mark.parametrize("fpr", ["0.01", pytest.param("0", marks=pytest.mark.slow)], ids=["filter", "every-shingle"])
+@pytest.mark.slow
+@pytest.mark.parametrize("fpr", ["0.01", "0"], ids=["filter", "every-shingle"])
 def test_staged_bloom_gives_the_one_pipeline_run(corpus, tmp_path, fpr):
     bloom = ["--dedup", "bloom", "--bloom_expected_shingles", "100000", "--bloom_fpr", fpr]
     one, parts = tmp_path / "one", tmp_path / "staged"
@@ -182,6 +182,7 @@ def test_elastic_workers_on_two_hosts_merge_to_the_one_pipeline_run(elastic_job,
     assert stats["staged"]["partitions"] == 3 and sorted(stats["elastic"]["hosts"]) == ["node-a", "node-b"]
 
 
+@pytest.mark.slow
 def test_one_elastic_worker_command_forks_its_processes_which_merge_to_the_one_pipeline_run(
     corpus, one_pipeline_exact, tmp_path
 ):
@@ -223,6 +224,7 @@ def test_elastic_worker_refuses_a_process_count_it_cannot_run(elastic_job, capsy
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_compressed_input_of_fewer_files_than_partitions_is_only_dealt_out_by_its_read(corpus, tmp_path, capsys):
     # A compressed file is read whole by one task: the work after the read goes to every partition's task instead.
     compressed = tmp_path / "compressed"
@@ -328,6 +330,7 @@ def test_staged_refuses_a_global_step_without_a_staged_form(corpus, tmp_path, ca
     assert not output.exists()
 
 
+@pytest.mark.slow
 @pytest.mark.slurm
 def test_a_slurm_array_runs_a_staged_job_to_the_one_pipeline_run(slurm, corpus, one_pipeline_exact, tmp_path):
     job = tmp_path / "job"

@@ -9,6 +9,8 @@ import pathlib
 import shutil
 import signal
 
+import pytest
+
 from beamtrove.cli import main
 from tests.conftest import DATA, require, wait_for
 from tests.execution.jobs.conftest import start_worker
@@ -31,6 +33,7 @@ def _merge(job: pathlib.Path, output: pathlib.Path) -> pathlib.Path:
     return output
 
 
+@pytest.mark.slow
 def test_damaged_files_and_records_are_redone_before_anything_reads_them(corpus, one_pipeline_exact, tmp_path):
     job = tmp_path / "job"
     _prepare(corpus, job)
@@ -55,6 +58,7 @@ def test_damaged_files_and_records_are_redone_before_anything_reads_them(corpus,
     assert_same_run(_merge(job, tmp_path / "merged"), one_pipeline_exact)
 
 
+@pytest.mark.slow
 def test_a_redone_task_makes_those_that_read_its_files_run_again(corpus, one_pipeline_exact, tmp_path, capsys):
     job = tmp_path / "job"
     _prepare(corpus, job)
@@ -79,6 +83,7 @@ def test_a_redone_task_makes_those_that_read_its_files_run_again(corpus, one_pip
     assert_same_run(_merge(job, tmp_path / "merged"), one_pipeline_exact)
 
 
+@pytest.mark.slow
 def test_sigterm_frees_the_task_at_once_without_spending_an_attempt(corpus, one_pipeline_exact, tmp_path):
     job = tmp_path / "job"
     _prepare(corpus, job, "--max-retries", "0")
@@ -96,6 +101,7 @@ def test_sigterm_frees_the_task_at_once_without_spending_an_attempt(corpus, one_
     assert_same_run(_merge(job, tmp_path / "merged"), one_pipeline_exact)
 
 
+@pytest.mark.slow
 def test_an_input_changed_after_prepare_is_refused(corpus, tmp_path):
     copy = tmp_path / "input"
     shutil.copytree(corpus, copy)
