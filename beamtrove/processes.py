@@ -19,6 +19,7 @@ __all__ = [
     "PythonChild",
     "available_memory",
     "die_with_parent",
+    "forget_interrupts_handled",
     "interrupt_on_sigterm",
     "is_alive",
     "machine_cores",
@@ -97,6 +98,20 @@ def die_with_parent(parent_pid: int | None = None) -> None:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if parent_pid is not None and os.getppid() != parent_pid:
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def forget_interrupts_handled() -> None:
+    """Keeps an interrupt this process handled from ending it by SIGINT once its main module returns.
+
+    CPython remembers a KeyboardInterrupt that escaped code it ran from a C
+    string (``PyRun_String``, which extension modules such as resiliparse's
+    run while they are imported), and ends the process by SIGINT after its
+    main module has returned, whatever status it returned: a SIGTERM that
+    lands during such an import, handled by the command as any interrupt,
+    ended it -2 rather than 130. Running an empty string through the same
+    call clears that memory.
+    """
+    ctypes.pythonapi.PyRun_SimpleString(b"")
 
 
 def interrupt_on_sigterm() -> None:

@@ -6,6 +6,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 # Runs in a new interpreter: argv = the log file, then "thread" to have a second thread running.
 _CHILDREN = textwrap.dedent(
     """
@@ -50,3 +52,20 @@ def test_a_child_is_forked_with_the_modules_of_a_process_running_no_other_thread
 
 def test_a_child_of_a_process_with_threads_runs_its_command_in_a_new_interpreter(tmp_path):
     assert _children(tmp_path, "thread") == ["False 4 new interpreter", "True"]
+
+
+@pytest.mark.parametrize(("forget", "status"), [(False, -2), (True, 0)], ids=["remembered", "forgotten"])
+def test_an_interrupt_handled_inside_code_run_from_a_string_ends_the_process_by_sigint_unless_forgotten(forget, status):
+    # What an extension module's import does when a SIGTERM (as Ctrl-C) lands in it: CPython prints and handles
+    # the interrupt, yet ends the process by SIGINT after its main module returned 0.
+    script = textwrap.dedent(
+        f"""
+        import ctypes
+        from beamtrove.processes import forget_interrupts_handled
+        ctypes.pythonapi.PyRun_SimpleString(b"raise KeyboardInterrupt")
+        if {forget}:
+            forget_interrupts_handled()
+        """
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
+    assert result.returncode == status, result.stderr

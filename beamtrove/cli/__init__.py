@@ -36,7 +36,7 @@ from beamtrove import __version__
 from beamtrove.cli.parsing import INTERRUPTED
 from beamtrove.configuration import ConfigurationError, SuggestingParser, did_you_mean
 from beamtrove.execution.jobs.jobdir import ElasticError
-from beamtrove.processes import interrupt_on_sigterm
+from beamtrove.processes import forget_interrupts_handled, interrupt_on_sigterm
 from beamtrove.resources import missing_on_worker
 
 __all__ = ["INTERRUPTED", "main"]
@@ -189,6 +189,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("beamtrove: interrupted", file=sys.stderr)
         status = INTERRUPTED
+        if argv is None:
+            forget_interrupts_handled()
     except BrokenPipeError:
         if not _reader_closed(sys.stdout):
             raise  # another pipe than the command's output: a failure to report

@@ -71,11 +71,13 @@ def test_construction_errors_are_configuration_errors_naming_what_to_fix(data_di
         assert not (tmp_path / "out").exists(), option
 
 
-def test_the_graph_applies_the_declared_steps_in_order_with_their_writers(data_dir, tmp_path):
+def test_the_graph_applies_the_declared_steps_in_order_with_their_writers(data_dir, tmp_path, request):
     fineweb = pipeline_spec("fineweb")
     warc = str(require(data_dir / "warc" / "cc-main-2020-34_resiliparse_warcfile.warc.gz"))
     options = parse(fineweb, ["--input", warc, "--output", str(tmp_path), "--dump", "CC-MAIN-2020-34"])
     built = build(fineweb, options)
+    # Built, not run: its output's lock (and the heartbeat renewing it) goes with the test.
+    request.addfinalizer(built.output.abandon)
     assert built.flow.output == built.output.output == str(tmp_path / "CC-MAIN-2020-34")
     # Everything is written in the run's staging folder, and published into the dump's folder at the end.
     assert built.flow.write_to == built.output.write_to

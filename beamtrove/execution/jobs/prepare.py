@@ -147,7 +147,8 @@ def _check_configuration(spec: PipelineSpec, args: list[str], runner_args: list[
             options = parse(
                 spec, [*args, *runner_args, "--input_ranges", ranges, "--output", os.path.join(scratch, "output")]
             )
-            built = build(spec, options)
+            # Built offline: a check that inspected its scratch output would lock it, its heartbeat left beating.
+            built = build(spec, options, inspect_output=False)
         except ConfigurationError as exc:
             raise ElasticError(f"The {spec.name} pipeline cannot run with these options: {exc}") from None
     if built.flow.sink.documents_dir is None:

@@ -8,6 +8,7 @@ import itertools
 import json
 import os
 import re
+import threading
 
 import pytest
 
@@ -63,6 +64,14 @@ def test_the_same_prepare_again_is_a_no_op(reviews_job, review_jsonl):
     again, created = prepare_job(job, "convert", [str(review_jsonl)], 7)
     assert not created and again == manifest
     assert (job / "manifest.json").stat().st_mtime_ns == before
+
+
+def test_checking_the_configuration_leaves_no_thread_behind(review_jsonl, tmp_path):
+    # Prepare builds the pipeline to check its options: the build locked a scratch output, and the heartbeat
+    # renewing that lock went on beating in the process (a library's, a test runner's) after prepare returned.
+    before = threading.active_count()
+    prepare_job(tmp_path / "job", "convert", [str(review_jsonl)], 3)
+    assert threading.active_count() == before
 
 
 def test_a_different_prepare_on_the_same_job_dir_is_refused(reviews_job, review_jsonl):
