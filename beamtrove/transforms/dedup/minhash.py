@@ -28,6 +28,7 @@ one band with probability ``1 - (1 - s**r)**b`` (``r`` hashes per bucket,
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
@@ -328,6 +329,14 @@ class _RemoveClusteredFn(beam.DoFn):
         yield excluded_output(document, reason, duplicate_of=kept_id, minhash_cluster_size=size)
 
 
+class _RemoveLookedUpFn(_RemoveClusteredFn):
+    """Keeps or removes each document by its node's component, looked up in the components given whole."""
+
+    def process(self, keyed, components):
+        node, document = keyed
+        yield from self._decide(document, node, components.get(node))
+
+
 def _input_components(component) -> Iterable[tuple]:
     # Indexed documents are not in the input: their components would only weigh on the join.
     if component.node[0] != INDEX:
@@ -395,6 +404,23 @@ class RemoveClustered(beam.PTransform):
         )
         return DedupOutputs(outputs.kept, outputs[EXCLUDED], outputs[CLUSTERS])
 
+    def remove_looking_up(self, keyed_documents, keyed_components) -> DedupOutputs:
+        """Decides each document keyed by node, its component looked up in ``keyed_components`` given whole.
+
+        For a staged task, whose documents and components are one partition of
+        the nodes: the documents stream past the partition's components
+        instead of being grouped with them, which held every document of the
+        partition at once (the largest task of a staged MinHash run). In one
+        pipeline, where the components are those of the whole input, use
+        :meth:`remove`.
+        """
+        remove = _RemoveLookedUpFn(self._reason, self._index_reasons, self._metrics)
+        components = beam.pvalue.AsDict(keyed_components)
+        outputs = keyed_documents | "Remove" >> beam.ParDo(remove, components).with_outputs(
+            EXCLUDED, CLUSTERS, main="kept"
+        )
+        return DedupOutputs(outputs.kept, outputs[EXCLUDED], outputs[CLUSTERS])
+
     def expand(self, documents):
         return self.remove(self.key_by_node(documents), self.by_node(self._components))
 
@@ -438,7 +464,9 @@ class MinHashDedup(DedupStep):
                 Stage(
                     "Remove",
                     {_DOCUMENTS: ("by_node",), _COMPONENT: (_NODE_COMPONENTS,)},
-                    self._removal,
+                    # Over partitions, a task's components are its partition's, few enough to look up; in one
+                    # pipeline they are the whole input's, which only a join spreads over the workers.
+                    functools.partial(self._removal, look_up=partitions > 1),
                     {"kept": SAME, EXCLUDED: SAME, CLUSTERS: SAME},
                 ),
             ),
@@ -454,6 +482,7 @@ class MinHashDedup(DedupStep):
     def _by_node(self, pipeline, inputs, sides):
         return {_NODE_COMPONENTS: self._remove.by_node(inputs["components"])}
 
-    def _removal(self, pipeline, inputs, sides):
-        removed = self._remove.remove(inputs[_DOCUMENTS], inputs[_COMPONENT])
+    def _removal(self, pipeline, inputs, sides, *, look_up: bool):
+        remove = self._remove.remove_looking_up if look_up else self._remove.remove
+        removed = remove(inputs[_DOCUMENTS], inputs[_COMPONENT])
         return {"kept": removed.kept, EXCLUDED: removed.excluded, CLUSTERS: removed.clusters}

@@ -30,6 +30,7 @@ from beamtrove.transforms.dedup import (
     sketch_agreement,
 )
 from beamtrove.transforms.dedup.shingles import shingle_hashes, word_shingle_hashes
+from beamtrove.transforms.stages import applied_outputs
 from tests.conftest import near_copy
 
 
@@ -115,6 +116,48 @@ def test_exact_and_near_copies_are_removed_and_their_originals_kept(reviews):
         expected = [(d.id, 2 if d.id in roots else 1) for d in documents if d.id not in copies]
         assert_that(sizes, equal_to(expected), label="KeptSizes")
         assert_that(result.kept | "Count" >> beam.combiners.Count.Globally(), equal_to([201]), label="KeptCount")
+
+
+class _Applied(beam.PTransform):
+    """A step's staged form applied in one pipeline, under a label of its own."""
+
+    def __init__(self, form):
+        super().__init__()
+        self._form = form
+
+    def expand(self, documents):
+        return applied_outputs(self._form, documents)
+
+
+class _Labels(PipelineVisitor):
+    def __init__(self):
+        self.labels = []
+
+    def visit_transform(self, node):
+        self.labels.append(node.full_label)
+
+    def enter_composite_transform(self, node):
+        self.labels.append(node.full_label)
+
+
+def test_over_partitions_the_removal_looks_components_up_and_decides_as_the_join(reviews):
+    # A staged task's Remove streams its partition's documents past its components: grouped with them, the whole
+    # partition was held at once, the largest task of a staged run.
+    documents, copies = _with_copies(reviews)
+    pipeline = TestPipeline()
+    created = pipeline | beam.Create(documents)
+    for label, partitions in (("Joined", 1), ("LookedUp", 3)):
+        kept, excluded, clusters = created | label >> _Applied(MinHashDedup().staged_form(partitions))
+        ids = excluded | f"{label}Ids" >> beam.Map(lambda d: (d.id, d.metadata["duplicate_of"]))
+        assert_that(ids, equal_to([(copy, copy.rsplit("-", 1)[0]) for copy in copies]), label=f"{label}Excluded")
+        assert_that(kept | f"{label}Count" >> beam.combiners.Count.Globally(), equal_to([201]), label=f"{label}Kept")
+        members = [ClusterMember(copy, copy.rsplit("-", 1)[0], 2) for copy in copies]
+        assert_that(clusters, equal_to(members), label=f"{label}Clusters")
+    labels = _Labels()
+    pipeline.visit(labels)
+    assert any(label.startswith("Joined/") and "JoinByNode" in label for label in labels.labels)
+    assert not any(label.startswith("LookedUp/") and "JoinByNode" in label for label in labels.labels)
+    pipeline.run().wait_until_finish()
 
 
 @pytest.mark.slow
