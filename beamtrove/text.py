@@ -332,13 +332,26 @@ def _chunk_tokens(chunk: str) -> tuple[str, ...]:
     return tuple(_split_chunk(chunk))
 
 
+# Scripts written without spaces start at Thai (U+0E00): below it, a chunk of letters is one word.
+_FIRST_WITHOUT_SPACES = "\u0e00"
+
+
 @functools.lru_cache(maxsize=8)
 def _split_cached(text: str) -> tuple[str, ...]:
     chunks = text.split()
     if text.isascii() and "".join(chunks).isalnum():
         # Plain words only, as most normalized texts are: no rule applies to any (see _split_chunk).
         return tuple(chunks)
-    return tuple(itertools.chain.from_iterable(map(_chunk_tokens, chunks)))
+    # Letters match no affix or infix rule (their marks, quotes, units after a digit, dots and apostrophes are
+    # other characters): only the other chunks, each once, go through the rules or the cache of their tokens.
+    split = {
+        chunk: _chunk_tokens(chunk)
+        for chunk in set(chunks)
+        if not ((chunk.isascii() and chunk.isalnum()) or (chunk.isalpha() and max(chunk) < _FIRST_WITHOUT_SPACES))
+    }
+    if not split:
+        return tuple(chunks)
+    return tuple(itertools.chain.from_iterable([split.get(chunk, (chunk,)) for chunk in chunks]))
 
 
 def split_words(text: str) -> tuple[str, ...]:

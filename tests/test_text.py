@@ -24,6 +24,7 @@ import regex
 from beamtrove.text import (
     _MARKS,
     TERMINAL_PUNCTUATION,
+    _split_chunk,
     _with_property,
     check_word_splitter,
     count_sentences,
@@ -294,6 +295,17 @@ def test_a_megabyte_run_of_marks_splits_into_one_token_per_mark():
     assert split_words("$" * 500_000 + "1") == (*("$",) * 500_000, "1")
     dots = "." * 500_000
     assert split_words(dots + "x" + dots) == (dots, "x", dots)
+
+
+def test_the_rules_split_no_chunk_of_letters_below_the_scripts_without_spaces():
+    # split_words takes such chunks as words without running the rules: the rules must agree, for every letter.
+    letters = [chr(code) for code in range(0xE00) if chr(code).isalpha()]
+    assert len(letters) > 1500
+    for letter in letters:
+        for chunk in (letter, letter * 3, f"a{letter}", f"{letter}s", f"{letter}A{letter}"):
+            assert _split_chunk(chunk) == [chunk], chunk
+    # A number, a mark or a character of a script without spaces still goes through them.
+    assert split_words("0µm straße 3€ 東京") == ("0", "µm", "straße", "3", "€", "東", "京")
 
 
 @pytest.mark.parametrize(

@@ -149,6 +149,35 @@ def test_removed_documents_say_what_they_repeat(corpus):
         )
 
 
+def _decisions(documents, label: str):
+    return documents | label >> beam.Map(
+        lambda d: (d.id, (d.metadata.get("duplicate_of"), d.metadata.get("bloom_duplicate_fraction")))
+    )
+
+
+@pytest.mark.parametrize("partitions", [1, 3])
+def test_over_partitions_the_decisions_look_repeats_up_and_decide_as_the_join(corpus, partitions):
+    with TestPipeline() as pipeline:
+        documents = pipeline | "Corpus" >> beam.Create(corpus)
+        joined = documents | "Joined" >> BloomDedup()
+        datasets = apply_stages(BloomDedup().staged_form(partitions), documents)
+        assert_that(datasets[EXCLUDED] | "Ids" >> beam.Map(lambda d: d.id), equal_to(_REMOVED), label="Removed")
+        differing = (
+            {
+                "joined": _decisions(joined.excluded, "JoinedDecisions"),
+                "staged": _decisions(datasets[EXCLUDED], "Decisions"),
+            }
+            | "ById" >> beam.CoGroupByKey()
+            | "Differing" >> beam.Filter(lambda kv: list(kv[1]["joined"]) != list(kv[1]["staged"]))
+        )
+        assert_that(differing, equal_to([]), label="SameDecisions")
+        kept = (datasets["decided"], datasets["unshingled"]) | beam.Flatten() | "KeptIds" >> beam.Map(lambda d: d.id)
+        assert_that(kept, equal_to([d.id for d in corpus if d.id not in _REMOVED]), label="Kept")
+        # A task over one partition streams its documents past that partition's repeats: no join holds them.
+        joins = [label for label in pipeline.applied_labels if label.endswith("JoinRepeats")]
+        assert len(joins) == (2 if partitions == 1 else 1)
+
+
 def test_counters_give_the_filter_and_its_measured_false_positives(corpus):
     config = BloomDedupConfig(fpr=0.05, expected_shingles=150_000)
     assert (config.bits, config.hashes) == (935_284, 4)
