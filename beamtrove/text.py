@@ -41,6 +41,7 @@ __all__ = [
     "is_language_splitter",
     "is_punctuation",
     "normalize_text",
+    "spaced_words",
     "split_words",
     "word_splitter",
 ]
@@ -336,22 +337,46 @@ def _chunk_tokens(chunk: str) -> tuple[str, ...]:
 _FIRST_WITHOUT_SPACES = "\u0e00"
 
 
+def _splitting_chunks(chunks: list[str], joined: str) -> dict[str, tuple[str, ...]]:
+    """The chunks some rule splits, each with its tokens (``joined`` is ``"".join(chunks)``)."""
+    if joined.isascii() and joined.isalnum():
+        # Plain words only, as most normalized texts are: no rule applies to any (see _split_chunk).
+        return {}
+    # Letters match no affix or infix rule (their marks, quotes, units after a digit, dots and apostrophes are
+    # other characters): only the other chunks, each once, go through the rules or the cache of their tokens.
+    return {
+        chunk: tokens
+        for chunk in set(chunks)
+        if not ((chunk.isascii() and chunk.isalnum()) or (chunk.isalpha() and max(chunk) < _FIRST_WITHOUT_SPACES))
+        and (tokens := _chunk_tokens(chunk)) != (chunk,)
+    }
+
+
 @functools.lru_cache(maxsize=8)
 def _split_cached(text: str) -> tuple[str, ...]:
     chunks = text.split()
-    if text.isascii() and "".join(chunks).isalnum():
-        # Plain words only, as most normalized texts are: no rule applies to any (see _split_chunk).
-        return tuple(chunks)
-    # Letters match no affix or infix rule (their marks, quotes, units after a digit, dots and apostrophes are
-    # other characters): only the other chunks, each once, go through the rules or the cache of their tokens.
-    split = {
-        chunk: _chunk_tokens(chunk)
-        for chunk in set(chunks)
-        if not ((chunk.isascii() and chunk.isalnum()) or (chunk.isalpha() and max(chunk) < _FIRST_WITHOUT_SPACES))
-    }
+    split = _splitting_chunks(chunks, "".join(chunks))
     if not split:
         return tuple(chunks)
     return tuple(itertools.chain.from_iterable([split.get(chunk, (chunk,)) for chunk in chunks]))
+
+
+def spaced_words(text: str) -> str:
+    """The tokens of :func:`split_words` joined by single spaces; ``text`` itself when it is that already.
+
+    For what reads the words from a text's bytes (bloom dedup hashes a normalized text's n-grams so): no tuple
+    of the words is built, and a text whose chunks are its words, as most normalized texts', is not copied.
+    """
+    chunks = text.split()
+    joined = "".join(chunks)
+    split = _splitting_chunks(chunks, joined)
+    if split:
+        spaced = {chunk: " ".join(tokens) for chunk, tokens in split.items()}
+        return " ".join([spaced.get(chunk, chunk) for chunk in chunks])
+    # Single spaces between the chunks and nowhere else: as many whitespace characters as gaps, all spaces.
+    if len(text) - len(joined) == len(chunks) - 1 == text.count(" "):
+        return text
+    return " ".join(chunks)
 
 
 def split_words(text: str) -> tuple[str, ...]:

@@ -31,6 +31,7 @@ from beamtrove.text import (
     find_duplicates,
     is_punctuation,
     normalize_text,
+    spaced_words,
     split_words,
     word_splitter,
 )
@@ -306,6 +307,15 @@ def test_the_rules_split_no_chunk_of_letters_below_the_scripts_without_spaces():
             assert _split_chunk(chunk) == [chunk], chunk
     # A number, a mark or a character of a script without spaces still goes through them.
     assert split_words("0µm straße 3€ 東京") == ("0", "µm", "straße", "3", "€", "東", "京")
+
+
+def test_spaced_words_are_the_words_joined_by_spaces_and_a_plain_text_is_not_copied(udhr_texts):
+    texts = list(udhr_texts.values())
+    for text in [*texts, *map(normalize_text, texts), "a  b", " a\tb ", "", "0µm 東京 x", "don't €5"]:
+        assert spaced_words(text) == " ".join(split_words(text))
+    plain = normalize_text(udhr_texts["eng"])
+    assert spaced_words(plain) is plain
+    assert spaced_words(normalize_text(udhr_texts["cmn_hans"])).count(" ") > 1000
 
 
 @pytest.mark.parametrize(

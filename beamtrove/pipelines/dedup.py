@@ -86,7 +86,8 @@ class DedupOptions(PipelineOptions):
         Option(
             "bloom_fpr",
             "False-positive rate of bloom's filter, which only narrows what is shuffled: the result is exact at any "
-            "rate; 0 shuffles every shingle. Default: 0.01.",
+            "rate; 0 shuffles every shingle, as a --staged run over several partitions does at any rate. "
+            "Default: 0.01.",
             float,
             0.01,
             range=Range(0, 1, exclusive_maximum=True),

@@ -39,6 +39,13 @@ shuffling:
 3. Repeat counts go back, batched the same way, to the slice of the documents
    that holds their document, where each document is kept or removed.
 
+A staged run over several partitions builds no filter and shuffles every
+shingle: there a shuffle is a file written once and read once, and adding a
+shingle to the filter and looking it up cost more than shuffling it. On
+100,938 pages of which 89 % were copies, and on 100,000 generated documents
+of which 3 % were (a filter sized for them halved the candidates), the
+staged runs without a filter took 18-19 % less time.
+
 So the kept set is the same for any ``fpr``: ``fpr`` only trades the
 filter's size (a fixed-size side input, set by the configuration, not by the
 data) against shuffle volume. The filter has ``m = ceil(-n ln(fpr) / ln(2)**2)``
@@ -419,7 +426,9 @@ class BloomDedup(DedupStep):
         """The step as stages: shingles, the filter, candidates, each slice's repeats, the decisions.
 
         The shingles' tasks build partial filters, which one task merges.
-        Without a filter the candidates are every shingle, sent on by the
+        Without a filter, and over partitions (a staged run, whose shuffle
+        is files: cheaper per shingle than the filter, see the module
+        documentation), the candidates are every shingle, sent on by the
         stage that makes them. The documents wait for their repeats in the
         slice of the documents their node hashes to, where the repeats come
         back, so each document meets all its repeats in one join.
@@ -431,8 +440,12 @@ class BloomDedup(DedupStep):
         """
         slices = partitions * math.ceil(self._config.shingle_partitions / partitions)
         shingles = {"by_slice": SLICED, "unshingled": SAME}
-        run = functools.partial(self._shingles, slices=slices)
-        if self._config.exact:
+        # Over partitions the shuffle is files written and read once, which cost less per shingle than adding it
+        # to the filter and looking it up there (measured on inputs where 89 % and 3 % of the documents were
+        # copies): every shingle is a candidate, as without a filter, and the kept set is the same.
+        filtered = not self._config.exact and partitions == 1
+        run = functools.partial(self._shingles, slices=slices, filtered=filtered)
+        if not filtered:
             head = (Stage("Shingles", {"documents": ("documents",)}, run, {**shingles, "candidates": SLICED}),)
         else:
             head = (
@@ -479,14 +492,14 @@ class BloomDedup(DedupStep):
             held_per_input_byte=30.0,
         )
 
-    def _shingles(self, pipeline, inputs, sides, slices: int):
+    def _shingles(self, pipeline, inputs, sides, slices: int, filtered: bool):
         config = self._config
         fn = _ShinglesFn(config, self._order, slices, self._metrics)
         outputs = inputs["documents"] | "Shingles" >> beam.ParDo(fn).with_outputs(
             "documents", "unshingled", main="shingled"
         )
         written = {"by_slice": outputs.documents, "unshingled": outputs.unshingled}
-        if config.exact:
+        if not filtered:
             written["candidates"] = self._candidates_of(outputs.shingled, slices)
             return written
         written["shingled"] = outputs.shingled

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from beamtrove.text import check_word_splitter, normalize_text, word_splitter
+from beamtrove.text import check_word_splitter, normalize_text, spaced_words, word_splitter
 from beamtrove.transforms.dedup.shingles import shingle_hashes, word_shingle_hashes
 
 __all__ = ["POPCOUNT", "BloomDedupConfig", "SharedBits", "bloom_shingles", "in_two_documents"]
@@ -142,6 +142,9 @@ def bloom_shingles(
         A ``uint64`` array, empty when the text has fewer than ``n_grams`` words.
     """
     normalized = normalize_text(text)
+    if word_splitter_name == "beamtrove":
+        # Its words never hold a space: the n-grams of the words are those of the words spaced.
+        return shingle_hashes(spaced_words(normalized), n_grams)
     words = word_splitter(word_splitter_name, language, word_tokenizers=word_tokenizers)(normalized)
     if len(words) == normalized.count(" ") + 1 and " ".join(words) == normalized:
         # The words are the text's space-separated runs, as most normalized texts' are: hashed from its bytes.
@@ -158,55 +161,32 @@ def _bit_indexes(hashes: np.ndarray, bits: int, k: int) -> np.ndarray:
 
 
 class SharedBits:
-    """Per-bit counters of the documents whose shingles hit the bit, saturating at 2, as two packed bit arrays.
-
-    Documents are added to a byte per bit, folded into the packed arrays when they are read: a document's bits
-    are then set by a gather and a scatter, with no sort to merge the bits it hits twice.
-    """
+    """Per-bit counters of the documents whose shingles hit the bit, saturating at 2, as two packed bit arrays."""
 
     def __init__(self, bits: int, k: int):
         self.bits = bits
         self.k = k
-        self._once = np.zeros((bits + 7) // 8, dtype=np.uint8)
-        self._twice = np.zeros_like(self._once)
-        self._added: np.ndarray | None = None
+        self.once = np.zeros((bits + 7) // 8, dtype=np.uint8)
+        self.twice = np.zeros_like(self.once)
 
     def add(self, hashes: np.ndarray) -> None:
         """Counts one document, given its distinct shingle hashes."""
-        if self._added is None:
-            self._added = np.zeros(self.bits, dtype=np.uint8)
         positions = _bit_indexes(hashes, self.bits, self.k).ravel()
-        # All gathered before any is written: a bit the document hits twice still counts it once.
-        self._added[positions] = np.minimum(self._added[positions] + 1, 2)
-
-    @property
-    def once(self) -> np.ndarray:
-        """Packed bits (little-endian within each byte) hit by one document or more."""
-        self._fold()
-        return self._once
-
-    @property
-    def twice(self) -> np.ndarray:
-        """Packed bits hit by two documents or more."""
-        self._fold()
-        return self._twice
+        positions.sort()
+        cells = positions >> np.uint64(3)
+        masks = np.left_shift(1, positions & np.uint64(7)).astype(np.uint8)
+        # One mask per byte the document hits, so that plain assignment sets them: np.bitwise_or.at, which takes
+        # repeated bytes one at a time, is slower. A bit the document hits twice still counts it once.
+        starts = np.flatnonzero(np.concatenate(([True], cells[1:] != cells[:-1])))
+        cells, masks = cells[starts], np.bitwise_or.reduceat(masks, starts)
+        before = self.once[cells]
+        self.twice[cells] |= before & masks
+        self.once[cells] = before | masks
 
     def merge(self, once: np.ndarray, twice: np.ndarray) -> None:
         """Counts the documents of another filter of the same size, given as its :attr:`once` and :attr:`twice`."""
-        self._fold()
-        self._twice |= twice | (self._once & once)
-        self._once |= once
-
-    def _fold(self) -> None:
-        if self._added is None:
-            return
-        added, self._added = self._added, None
-        self.merge(np.packbits(added >= 1, bitorder="little"), np.packbits(added >= 2, bitorder="little"))
-
-    def __getstate__(self) -> dict:
-        # A combine's accumulator crosses processes packed: the bytes per bit are 8 times its size.
-        self._fold()
-        return self.__dict__
+        self.twice |= twice | (self.once & once)
+        self.once |= once
 
 
 def in_two_documents(twice: np.ndarray, hashes: np.ndarray, bits: int, k: int) -> np.ndarray:
