@@ -108,7 +108,7 @@ class _SharedBitsFn(beam.CombineFn):
         return SharedBits(self._bits, self._k)
 
     def add_input(self, accumulator: SharedBits, shingled) -> SharedBits:
-        _, hashes, _ = shingled
+        _, _, hashes, _ = shingled
         accumulator.add(hashes)
         return accumulator
 
@@ -133,7 +133,7 @@ class _MergedBitsFn(_SharedBitsFn):
 
 
 class _ShinglesFn(beam.DoFn):
-    """A document's distinct shingles and their counts, keyed by its node; the document, to its slice."""
+    """A document's ``(node, slice, distinct shingles, their counts)``; the document, to that slice of documents."""
 
     def __init__(self, config: BloomDedupConfig, order: KeepOrder, slices: int, metrics: StepMetrics):
         self._config = config
@@ -157,8 +157,10 @@ class _ShinglesFn(beam.DoFn):
         self._metrics.inc("shingle_occurrences", len(hashes))
         self._metrics.inc("shingles", len(distinct))
         node = self._order.node(document)
-        yield beam.pvalue.TaggedOutput("documents", (key_slice(node, self._slices), (node, document, len(hashes))))
-        yield node, distinct, counts
+        # Its slice travels with its shingles, so that repeats go back to it without hashing its node again.
+        slice_ = key_slice(node, self._slices)
+        yield beam.pvalue.TaggedOutput("documents", (slice_, (node, document, len(hashes))))
+        yield node, slice_, distinct, counts
 
 
 class _FilterStatsFn(beam.DoFn):
@@ -210,11 +212,12 @@ class _Batches:
 
 
 def _shingle_batch(members: list[tuple]) -> tuple:
-    """``(nodes, shingles per node, hashes, counts)``: the documents' shingles for one slice, in four values."""
-    nodes = [node for node, _, _ in members]
-    sizes = np.fromiter((len(hashes) for _, hashes, _ in members), dtype=np.int64, count=len(members))
-    hashes = np.concatenate([member[1] for member in members])
-    return nodes, sizes, hashes, np.concatenate([member[2] for member in members])
+    """``(nodes, their slices, shingles per node, hashes, counts)``: the documents' shingles for one slice."""
+    nodes = [member[0] for member in members]
+    document_slices = np.fromiter((member[1] for member in members), dtype=np.int64, count=len(members))
+    sizes = np.fromiter((len(member[2]) for member in members), dtype=np.int64, count=len(members))
+    hashes = np.concatenate([member[2] for member in members])
+    return nodes, document_slices, sizes, hashes, np.concatenate([member[3] for member in members])
 
 
 # Shingles, or documents' repeat counts, per record: a few MB of arrays, a bounded batch per slice and bundle.
@@ -225,7 +228,7 @@ _BATCH_DOCUMENTS = 1 << 12
 class _CandidatesFn(beam.DoFn):
     """Sends documents' candidate shingles, in batches, to the slices of the key space that own them.
 
-    Yields ``(slice, (nodes, shingles per node, hashes, counts))``.
+    Yields ``(slice, (nodes, their slices of documents, shingles per node, hashes, counts))``.
     """
 
     def __init__(self, bits: int | None, k: int | None, slices: int, metrics: StepMetrics):
@@ -238,7 +241,7 @@ class _CandidatesFn(beam.DoFn):
         self._batches = _Batches(_BATCH_SHINGLES, _shingle_batch)
 
     def process(self, shingled, twice=None):
-        node, hashes, counts = shingled
+        node, document_slice, hashes, counts = shingled
         if twice is not None:
             candidates = in_two_documents(twice, hashes, self._bits, self._k)
             hashes, counts = hashes[candidates], counts[candidates]
@@ -249,7 +252,7 @@ class _CandidatesFn(beam.DoFn):
         bounds = np.flatnonzero(np.diff(owners)) + 1
         for start, end in zip((0, *bounds.tolist()), (*bounds.tolist(), len(hashes)), strict=True):
             if end > start:
-                value = (node, hashes[start:end], counts[start:end])
+                value = (node, document_slice, hashes[start:end], counts[start:end])
                 yield from self._batches.add(int(owners[start]), value, end - start)
 
     def finish_bundle(self):
@@ -259,16 +262,15 @@ class _CandidatesFn(beam.DoFn):
 class _RepeatsFn(beam.DoFn):
     """Finds, in one slice of the shingles, the repeats of every document and where they first occurred.
 
-    Yields, in batches to the slices of the documents, ``(document slice, [(node, repeated occurrences,
-    [(first node, occurrences), ...]), ...])`` for each document with repeats.
+    Yields, for each slice of the documents, in batches of up to 4,096 documents with repeats: ``(document
+    slice, (nodes, pairs per node, first index, occurrences, first nodes))``. A document's pairs are the
+    documents where its repeated occurrences first occurred, ``first nodes[first index]``, each with the
+    occurrences it accounts for; arrays, and each node once per batch, where a tuple per pair cost most of
+    the time of a run whose documents shared sentences with many others.
     """
 
-    def __init__(self, slices: int, metrics: StepMetrics):
-        self._slices = slices
+    def __init__(self, metrics: StepMetrics):
         self._metrics = metrics
-
-    def start_bundle(self):
-        self._batches = _Batches(_BATCH_DOCUMENTS)
 
     def process(self, grouped):
         _, batches = grouped
@@ -278,9 +280,10 @@ class _RepeatsFn(beam.DoFn):
         rank_of = np.empty(len(given), dtype=np.int64)
         rank_of[by_rank] = np.arange(len(given))
         nodes = [given[index] for index in by_rank]
-        ranks = np.repeat(rank_of, np.concatenate([batch[1] for batch in batches]))
-        hashes = np.concatenate([batch[2] for batch in batches])
-        counts = np.concatenate([batch[3] for batch in batches])
+        slice_of_rank = np.concatenate([batch[1] for batch in batches])[by_rank]
+        ranks = np.repeat(rank_of, np.concatenate([batch[2] for batch in batches]))
+        hashes = np.concatenate([batch[3] for batch in batches])
+        counts = np.concatenate([batch[4] for batch in batches])
         # Grouped by shingle, in any order inside a group (a document holds a shingle once): each group's first
         # document is its least rank. Several times faster than sorting by shingle, then rank.
         order = np.argsort(hashes)
@@ -296,55 +299,78 @@ class _RepeatsFn(beam.DoFn):
         firsts = np.repeat(np.minimum.reduceat(ranks, group_starts), sizes)
         repeated = ranks != firsts
         ranks, firsts, counts = ranks[repeated], firsts[repeated], counts[repeated]
-        # One row per (document, first document) pair, with the occurrences it accounts for, by document.
-        pairs, inverse = np.unique(ranks * len(nodes) + firsts, return_inverse=True)
-        totals = np.bincount(inverse, weights=counts).astype(np.int64)
-        documents, firsts = np.divmod(pairs, len(nodes))
+        # One row per (document, first document) pair with the occurrences it accounts for, sorted by the
+        # document's slice, then the document: its place in that order stands for it.
+        count = len(nodes)
+        place_of_rank = np.empty(count, dtype=np.int64)
+        rank_at_place = np.lexsort((np.arange(count), slice_of_rank))
+        place_of_rank[rank_at_place] = np.arange(count)
+        pairs, inverse = np.unique(place_of_rank[ranks] * count + firsts, return_inverse=True)
         if not len(pairs):
             return
-        bounds = np.flatnonzero(np.diff(documents)) + 1
-        firsts, totals = firsts.tolist(), totals.tolist()
-        for start, end in zip((0, *bounds.tolist()), (*bounds.tolist(), len(pairs)), strict=True):
-            node = nodes[int(documents[start])]
-            found = [(nodes[first], total) for first, total in zip(firsts[start:end], totals[start:end], strict=True)]
-            value = (node, sum(totals[start:end]), found)
-            yield from self._batches.add(key_slice(node, self._slices), value, 1)
-
-    def finish_bundle(self):
-        yield from self._batches.flush()
-
-
-class _RepeatsOfFn(beam.CombineFn):
-    """One document's repeats, gathered from the slices of the shingles: ``(repeated occurrences, {first node:
-    occurrences})``, given its ``(repeated occurrences, [(first node, occurrences), ...])`` from each slice."""
-
-    def create_accumulator(self) -> tuple[int, collections.Counter]:
-        return 0, collections.Counter()
-
-    def add_input(self, accumulator, found_in_slice):
-        repeats, sources = accumulator
-        partial, found = found_in_slice
-        for first, count in found:
-            sources[first] += count
-        return repeats + partial, sources
-
-    def merge_accumulators(self, accumulators):
-        accumulators = iter(accumulators)
-        repeats, sources = next(accumulators)
-        for more, more_sources in accumulators:
-            repeats += more
-            sources.update(more_sources)
-        return repeats, sources
-
-    def extract_output(self, accumulator):
-        return accumulator
+        totals = np.bincount(inverse, weights=counts).astype(np.int64)
+        places, firsts = np.divmod(pairs, count)
+        documents = rank_at_place[places]
+        document_starts = np.flatnonzero(np.diff(places, prepend=-1))
+        pairs_per_document = np.diff(np.append(document_starts, len(pairs)))
+        document_slices = slice_of_rank[documents[document_starts]]
+        for batch in np.split(np.arange(len(document_starts)), np.flatnonzero(np.diff(document_slices)) + 1):
+            for chunk in np.array_split(batch, math.ceil(len(batch) / _BATCH_DOCUMENTS)):
+                low, high = document_starts[chunk[0]], document_starts[chunk[-1]] + pairs_per_document[chunk[-1]]
+                distinct, first_index = np.unique(firsts[low:high], return_inverse=True)
+                value = (
+                    [nodes[rank] for rank in documents[document_starts[chunk]].tolist()],
+                    pairs_per_document[chunk],
+                    first_index.astype(np.int64),
+                    totals[low:high],
+                    [nodes[rank] for rank in distinct.tolist()],
+                )
+                yield int(document_slices[chunk[0]]), value
 
 
-def _repeats_by_node(batches):
-    """``(node, (repeated occurrences, found))`` of each document in a batch of repeats."""
-    _, batch = batches
-    for node, partial, found in batch:
-        yield node, (partial, found)
+def _repeats_found(batches) -> dict[Any, tuple[int, Any]]:
+    """Each document's repeated occurrences and its source, given the batches of repeats the slices of the
+    shingles found for a slice of the documents (see :class:`_RepeatsFn`).
+
+    Returns:
+        ``{node: (repeated occurrences, source node)}`` for each document with repeats, its source the
+        document where most of its repeated occurrences first occurred, the earliest on a tie.
+    """
+    document_of: dict[Any, int] = {}
+    first_of: dict[Any, int] = {}
+    documents, firsts, totals = [], [], []
+    for nodes, pairs_per_node, first_index, occurrences, first_nodes in batches:
+        ids = np.fromiter((document_of.setdefault(node, len(document_of)) for node in nodes), np.int64, len(nodes))
+        first_ids = np.fromiter(
+            (first_of.setdefault(node, len(first_of)) for node in first_nodes), np.int64, len(first_nodes)
+        )
+        documents.append(np.repeat(ids, pairs_per_node))
+        firsts.append(first_ids[first_index])
+        totals.append(occurrences)
+    if not document_of:
+        return {}
+    # The same pair found in several slices of the shingles is one pair: its occurrences add up.
+    width = len(first_of)
+    pairs, inverse = np.unique(np.concatenate(documents) * width + np.concatenate(firsts), return_inverse=True)
+    sums = np.bincount(inverse, weights=np.concatenate(totals)).astype(np.int64)
+    pair_documents, pair_firsts = np.divmod(pairs, width)
+    repeats = np.bincount(pair_documents, weights=sums).astype(np.int64)
+    first_nodes = list(first_of)
+    first_order = np.empty(width, dtype=np.int64)
+    first_order[sorted(range(width), key=first_nodes.__getitem__)] = np.arange(width)
+    # Per document, its pairs by most occurrences, then earliest first: the first of them is its source.
+    order = np.lexsort((first_order[pair_firsts], -sums, pair_documents))
+    chosen = order[np.flatnonzero(np.diff(pair_documents[order], prepend=-1))]
+    nodes = list(document_of)
+    return {
+        nodes[document]: (int(repeats[document]), first_nodes[first])
+        for document, first in zip(pair_documents[chosen].tolist(), pair_firsts[chosen].tolist(), strict=True)
+    }
+
+
+def _found_by_node(grouped):
+    _, batches = grouped
+    yield from _repeats_found(batches).items()
 
 
 class _DecideFn(beam.DoFn):
@@ -356,24 +382,17 @@ class _DecideFn(beam.DoFn):
 
     def process(self, joined):
         _, sides = joined
-        repeats: dict[tuple, int] = collections.Counter()
-        sources: dict[tuple, collections.Counter] = collections.defaultdict(collections.Counter)
-        for batch in sides["repeats"]:
-            for node, partial, found in batch:
-                repeats[node] += partial
-                for first, count in found:
-                    sources[node][first] += count
+        found = _repeats_found(sides["repeats"])
         for node, document, occurrences in sides["documents"]:
-            yield self._decide(document, occurrences, repeats[node], sources[node])
+            yield self._decide(document, occurrences, found.get(node))
 
-    def _decide(self, document: Document, occurrences: int, repeats: int, sources: collections.Counter):
+    def _decide(self, document: Document, occurrences: int, found: tuple[int, Any] | None):
+        repeats, source = found or (0, None)
         fraction = repeats / occurrences
         if fraction <= self._threshold:
             self._metrics.emitted()
             self._metrics.chars("out", document.text)
             return document
-        most = max(sources.values())
-        source = min(first for first, count in sources.items() if count == most)
         self._metrics.dropped(_REASON)
         return excluded_output(
             document,
@@ -386,10 +405,9 @@ class _DecideFn(beam.DoFn):
 class _DecideLookingUpFn(_DecideFn):
     """Keeps or removes each document of a slice as it streams past, its repeats looked up by node."""
 
-    def process(self, sliced, repeats_by_node: dict):
+    def process(self, sliced, found_by_node: dict):
         _, (node, document, occurrences) = sliced
-        repeats, sources = repeats_by_node.get(node, (0, None))
-        yield self._decide(document, occurrences, repeats, sources)
+        yield self._decide(document, occurrences, found_by_node.get(node))
 
 
 class BloomDedup(DedupStep):
@@ -471,7 +489,7 @@ class BloomDedup(DedupStep):
                 Stage(
                     "Repeats",
                     {"candidates": ("candidates",)},
-                    functools.partial(self._repeats, slices=slices),
+                    self._repeats,
                     {"repeats": SLICED},
                 ),
                 Stage(
@@ -527,11 +545,11 @@ class BloomDedup(DedupStep):
         fn = _CandidatesFn(config.bits, config.hashes, slices, self._metrics)
         return shingled | "Candidates" >> beam.ParDo(fn, *twice)
 
-    def _repeats(self, pipeline, inputs, sides, slices: int):
+    def _repeats(self, pipeline, inputs, sides):
         repeats = (
             inputs["candidates"]
             | "GroupByPartition" >> beam.GroupByKey()
-            | "Repeats" >> beam.ParDo(_RepeatsFn(slices, self._metrics))
+            | "Repeats" >> beam.ParDo(_RepeatsFn(self._metrics))
         )
         return {"repeats": repeats}
 
@@ -545,13 +563,9 @@ class BloomDedup(DedupStep):
         return {"decided": decided.kept, EXCLUDED: decided[EXCLUDED]}
 
     def _decide_looking_up(self, pipeline, inputs, sides):
-        repeats = (
-            inputs["repeats"]
-            | "RepeatsByNode" >> beam.FlatMap(_repeats_by_node)
-            | "RepeatsOf" >> beam.CombinePerKey(_RepeatsOfFn())
-        )
+        found = inputs["repeats"] | "GroupRepeats" >> beam.GroupByKey() | "FoundByNode" >> beam.FlatMap(_found_by_node)
         fn = _DecideLookingUpFn(self._config.threshold, self._metrics)
-        decided = inputs["documents"] | "Decide" >> beam.ParDo(fn, beam.pvalue.AsDict(repeats)).with_outputs(
+        decided = inputs["documents"] | "Decide" >> beam.ParDo(fn, beam.pvalue.AsDict(found)).with_outputs(
             EXCLUDED, main="kept"
         )
         return {"decided": decided.kept, EXCLUDED: decided[EXCLUDED]}
