@@ -367,6 +367,9 @@ def spaced_words(text: str) -> str:
     For what reads the words from a text's bytes (bloom dedup hashes a normalized text's n-grams so): no tuple
     of the words is built, and a text whose chunks are its words, as most normalized texts', is not copied.
     """
+    if text.isascii() and text.replace(" ", "").isalnum() and "  " not in text and text[:1] != " " != text[-1:]:
+        # ASCII words between single spaces, and nothing else: found in C, no chunk made.
+        return text
     chunks = text.split()
     joined = "".join(chunks)
     split = _splitting_chunks(chunks, joined)

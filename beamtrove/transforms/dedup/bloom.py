@@ -36,8 +36,9 @@ shuffling:
    shingles in nearly every slice, whose number grows with the partitions.
    A false positive of the filter (a candidate of one document) costs a few
    shuffled bytes and nothing else.
-3. Repeat counts go back, batched the same way, to the slice of the documents
-   that holds their document, where each document is kept or removed.
+3. Repeat counts go back, as arrays in batches of documents, to the slice of
+   the documents that holds their document (which travelled with its
+   shingles), where each document is kept or removed.
 
 A staged run over several partitions builds no filter and shuffles every
 shingle: there a shuffle is a file written once and read once, and adding a
@@ -154,6 +155,8 @@ class _ShinglesFn(beam.DoFn):
             yield beam.pvalue.TaggedOutput("unshingled", document)
             return
         distinct, counts = np.unique(hashes, return_counts=True)
+        # Nearly every count is 1: a byte each, not 8, in the largest dataset a run writes and reads.
+        counts = counts.astype(np.min_scalar_type(int(counts.max())))
         self._metrics.inc("shingle_occurrences", len(hashes))
         self._metrics.inc("shingles", len(distinct))
         node = self._order.node(document)

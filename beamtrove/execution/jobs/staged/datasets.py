@@ -198,8 +198,8 @@ def _encode_array(value: np.ndarray, out: bytearray) -> None:
     out.append(value.ndim)
     for dimension in value.shape:
         out += _DIMENSION.pack(dimension)
-    # C order, whatever the array's layout in memory.
-    out += value.tobytes()
+    # C order, whatever the array's layout in memory; a C-ordered array is copied once, from its own buffer.
+    out += value.data if value.flags.c_contiguous else value.tobytes()
 
 
 def _encode_scalar(value: np.generic, out: bytearray) -> None:
