@@ -15,11 +15,15 @@ such hashes, shared with the token-window hashes of
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+from collections.abc import Callable, Sequence
+from typing import Generic, TypeVar
 
 import numpy as np
 
-__all__ = ["mix64", "powers", "shingle_hashes", "word_shingle_hashes"]
+__all__ = ["RecentTexts", "mix64", "powers", "shingle_hashes", "word_shingle_hashes"]
+
+Result = TypeVar("Result")
 
 # Odd, so that its powers are invertible modulo 2**64.
 _BASE = np.uint64(0x9E3779B97F4A7C15)
@@ -151,3 +155,43 @@ def _ngram_hashes(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, n_gram
         hashes = (prefix[last] - prefix[first]) * inverse[first]
         hashes ^= (last - first).astype(np.uint64)
         return mix64(hashes)
+
+
+class RecentTexts(Generic[Result]):
+    """What a function computed from recent texts, so that a copy of one of them met again costs a look-up.
+
+    Crawls repeat whole texts (mirrors, syndicated articles, template pages): a worker that meets a text it
+    shingled a moment ago takes the result back rather than normalizing and hashing the text again. Only the
+    time changes: the result is the function's for that text, whatever the order, the worker or the size.
+    Texts are known by a 128-bit digest of their UTF-8 bytes, not kept; the results kept are bounded in
+    bytes, the least recently used dropped first.
+
+    Args:
+        compute: ``compute(text, language)``, a pure function of its arguments.
+        size_of: The bytes a result holds.
+        max_bytes: The most the results kept may hold together.
+    """
+
+    def __init__(self, compute: Callable[[str, str | None], Result], size_of: Callable[[Result], int], max_bytes: int):
+        self._compute = compute
+        self._size_of = size_of
+        self._max_bytes = max_bytes
+        self._kept: dict[tuple[bytes, str | None], tuple[Result, int]] = {}
+        self._bytes = 0
+
+    def __call__(self, text: str, language: str | None = None) -> Result:
+        key = (hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest(), language)
+        found = self._kept.pop(key, None)
+        if found is not None:
+            # Put back last: a dict keeps its keys in the order they went in, the least recently used first.
+            self._kept[key] = found
+            return found[0]
+        result = self._compute(text, language)
+        size = self._size_of(result)
+        if size > self._max_bytes:
+            return result
+        self._bytes += size
+        while self._bytes > self._max_bytes:
+            self._bytes -= self._kept.pop(next(iter(self._kept)))[1]
+        self._kept[key] = (result, size)
+        return result

@@ -9,7 +9,7 @@ import numpy as np
 
 from beamtrove.text import normalize_text
 from beamtrove.transforms.dedup import shingle_hashes
-from beamtrove.transforms.dedup.shingles import word_shingle_hashes
+from beamtrove.transforms.dedup.shingles import RecentTexts, word_shingle_hashes
 
 
 def test_shingles_of_real_reviews_are_one_hash_per_distinct_five_gram(reviews):
@@ -74,3 +74,41 @@ def test_word_shingles_hash_as_the_text_of_those_words_does(reviews):
     assert len(word_shingle_hashes(words, 5)) == 1
     assert len(shingle_hashes(" ".join(words), 5)) == 4
     assert word_shingle_hashes(words[:4], 5).size == 0
+
+
+def test_recent_texts_compute_each_text_once_while_it_is_kept(reviews):
+    calls = []
+
+    def hashed(text: str, language: str | None) -> np.ndarray:
+        calls.append((text, language))
+        return shingle_hashes(normalize_text(text), 5)
+
+    texts = [document.text for document in reviews[:3]]
+    recent = RecentTexts(hashed, lambda result: result.nbytes, 1 << 20)
+    for text in texts * 2:
+        assert np.array_equal(recent(text), shingle_hashes(normalize_text(text), 5))
+    # A copy of a text (another string) is the same text; the same text in another language is another.
+    recent("".join(list(texts[1])))
+    recent(texts[0], "fra_Latn")
+    assert calls == [(text, None) for text in texts] + [(texts[0], "fra_Latn")]
+
+
+def test_recent_texts_drop_the_least_recently_used_first():
+    calls = []
+    # Results of 80 bytes, room for three.
+    recent = RecentTexts(lambda text, language: calls.append(text) or np.zeros(10), lambda result: result.nbytes, 240)
+    for text in ("a", "b", "c", "a", "d", "a", "c", "b"):
+        recent(text)
+    # "d" pushed out "b", the least recently used then; "b" pushed out "d" (used before "a" and "c").
+    assert calls == ["a", "b", "c", "d", "b"]
+    for text in ("d", "c", "b"):
+        recent(text)
+    assert calls == ["a", "b", "c", "d", "b", "d"]
+
+
+def test_recent_texts_do_not_keep_a_result_larger_than_all_they_may_hold():
+    calls = []
+    recent = RecentTexts(lambda text, language: calls.append(text) or np.zeros(100), lambda result: result.nbytes, 799)
+    recent("a text")
+    recent("a text")
+    assert calls == ["a text", "a text"]
