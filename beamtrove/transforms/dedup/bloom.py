@@ -49,8 +49,8 @@ equal arrays from several), computes the repeats of the earliest only, and
 gives each of the others that document's repeats, plus that document itself
 for the shingles that first occurred in it. On 100,938 pages where 90 %
 of the documents are exact copies of 1,239 texts, these took the staged run
-from 103-112 s to 79-86 s, its largest process from 0.67 to 0.34 GiB, with
-the same output.
+from 148 s to 82 s alone (its largest process from 0.79 to 0.33 GiB),
+with the same output.
 
 A staged run over several partitions builds no filter and shuffles every
 shingle: there a shuffle is a file written once and read once, and adding a
