@@ -125,22 +125,26 @@ class _TextShingles(NamedTuple):
         return self.distinct.nbytes + self.counts.nbytes
 
 
-def _owned(hashes: np.ndarray, counts: np.ndarray, slices: int) -> tuple[tuple[int, np.ndarray, np.ndarray], ...]:
-    """``(slice, hashes, counts)`` for each slice of the hash space that owns some of ``hashes``, in slice order:
-    views of ``hashes`` and ``counts`` put in that order (:func:`_by_owner`)."""
+def _owned(
+    hashes: np.ndarray, counts: np.ndarray, slices: int
+) -> tuple[np.ndarray, np.ndarray, tuple[tuple[int, np.ndarray, np.ndarray], ...]]:
+    """``hashes`` and ``counts`` in the order of the slices that own them (each slice's in their order), made
+    read-only, and ``(slice, hashes, counts)`` for each slice that owns some, in slice order: views of those."""
     owners = hashes % np.uint64(slices)
+    order = np.argsort(owners, kind="stable")
+    owners, hashes, counts = owners[order], hashes[order], counts[order]
+    # A text's are shared by all its copies: nothing may write to them.
+    hashes.flags.writeable = counts.flags.writeable = False
     bounds = np.flatnonzero(np.diff(owners)) + 1
-    return tuple(
-        (int(owners[start]), hashes[start:end], counts[start:end])
-        for start, end in zip((0, *bounds.tolist()), (*bounds.tolist(), len(hashes)), strict=True)
-        if end > start
+    return (
+        hashes,
+        counts,
+        tuple(
+            (int(owners[start]), hashes[start:end], counts[start:end])
+            for start, end in zip((0, *bounds.tolist()), (*bounds.tolist(), len(hashes)), strict=True)
+            if end > start
+        ),
     )
-
-
-def _by_owner(hashes: np.ndarray, counts: np.ndarray, slices: int) -> tuple[np.ndarray, np.ndarray]:
-    """``hashes`` and ``counts`` in the order of the slices that own them, each slice's in their order."""
-    order = np.argsort(hashes % np.uint64(slices), kind="stable")
-    return hashes[order], counts[order]
 
 
 class _SharedBitsFn(beam.CombineFn):
@@ -206,11 +210,11 @@ class _ShinglesFn(beam.DoFn):
         # Nearly every count is 1: a byte each, not 8, in the largest dataset a run writes and reads.
         counts = counts.astype(np.min_scalar_type(int(counts.max(initial=0))))
         if self._send:
-            distinct, counts = _by_owner(distinct, counts, self._slices)
+            distinct, counts, owned = _owned(distinct, counts, self._slices)
+            return _TextShingles(distinct, counts, len(hashes), owned)
         # Shared by every copy of the text: nothing may write to them.
         distinct.flags.writeable = counts.flags.writeable = False
-        owned = _owned(distinct, counts, self._slices) if self._send else ()
-        return _TextShingles(distinct, counts, len(hashes), owned)
+        return _TextShingles(distinct, counts, len(hashes), ())
 
     def process(self, document: Document):
         self._metrics.received()
@@ -347,8 +351,7 @@ class _CandidatesFn(beam.DoFn):
         candidates = in_two_documents(twice, hashes, self._bits, self._k)
         hashes, counts = hashes[candidates], counts[candidates]
         self._metrics.inc("candidates", len(hashes))
-        hashes, counts = _by_owner(hashes, counts, self._slices)
-        yield from self._batches.add(node, document_slice, _owned(hashes, counts, self._slices))
+        yield from self._batches.add(node, document_slice, _owned(hashes, counts, self._slices)[2])
 
     def finish_bundle(self):
         yield from self._batches.flush()
@@ -460,8 +463,8 @@ def _same_shingles(
 ) -> np.ndarray:
     """For each document, the earliest document with the same shingles and counts as it (itself if none).
 
-    Documents of a batch that share a segment share it for that reason; copies of a text sent from other
-    tasks, and documents that differ in other slices, have equal segments. A segment's shingles are sorted,
+    Documents of a batch that share a segment were given the same arrays; copies of a text sent from other
+    tasks, and documents that differ only in other slices, have equal segments. A segment's shingles are sorted,
     so equal ones are equal arrays: segments are grouped by size and the sum of their shingles (hashes
     already mixed), then each is compared with its group's first, so a collision of sums only leaves a
     segment on its own.
