@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
+import io
 import logging
 import os
 import re
@@ -106,6 +107,26 @@ class _PrintedErrors(logging.Filter):
         return True
 
 
+class _Unheard(io.TextIOBase):
+    """Where the log goes once the command has printed its result."""
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+
+def _say_last(line: str, *, own_process: bool) -> None:
+    """Prints ``line``, the command's result, on stderr.
+
+    In the command's own process, the log says nothing after it: a job service outlives the run it served (Prism's
+    stops when the interpreter exits) and may still relay a worker's lines, which would come after the result.
+    """
+    if own_process:
+        for handler in logging.getLogger().handlers:
+            if isinstance(handler, logging.StreamHandler) and handler.stream is sys.stderr:
+                handler.setStream(_Unheard())
+    print(line, file=sys.stderr)
+
+
 def _configure_logging() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     _LOGGER.setLevel(logging.INFO)
@@ -182,12 +203,12 @@ def main(argv: list[str] | None = None) -> int:
         gc.freeze()
     try:
         try:
-            status = _main(sys.argv[1:] if argv is None else list(argv))
+            status = _main(sys.argv[1:] if argv is None else list(argv), own_process=argv is None)
         finally:
             # Output that its reader no longer takes fails here, not in the interpreter's exit.
             sys.stdout.flush()
     except KeyboardInterrupt:
-        print("beamtrove: interrupted", file=sys.stderr)
+        _say_last("beamtrove: interrupted", own_process=argv is None)
         status = INTERRUPTED
         if argv is None:
             forget_interrupts_handled()
@@ -217,7 +238,7 @@ def _reader_closed(stream) -> bool:
     return any(events & select.POLLERR for _, events in poll.poll(0))
 
 
-def _main(argv: list[str]) -> int:
+def _main(argv: list[str], *, own_process: bool) -> int:
     separated: list[str] = []
     if _SEPARATOR in argv:
         at = argv.index(_SEPARATOR)
@@ -233,5 +254,5 @@ def _main(argv: list[str]) -> int:
             raise ConfigurationError(f"`beamtrove {command}` takes no pipeline options after --.")
         return args.handler(args, [*rest, *separated])
     except (ConfigurationError, ElasticError) as exc:
-        print(f"beamtrove: error: {exc}", file=sys.stderr)
+        _say_last(f"beamtrove: error: {exc}", own_process=own_process)
         return 2

@@ -108,11 +108,17 @@ def _on_pool_workers(pool: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def runs(image, shared, worker_pool, data_dir) -> dict[str, dict[str, pathlib.Path]]:
+def warcs(shared) -> pathlib.Path:
+    """A WARC set with faults (a binary payload, an undecodable page, a cut file), in the shared folder."""
+    folder = shared / "warcs"
+    make_warc_set(folder, "--records", "160", "--files", "3", "--faults", "--seed", "7")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def runs(image, shared, warcs, worker_pool, data_dir) -> dict[str, dict[str, pathlib.Path]]:
     """fineweb on the faulty WARC set, dedup and tokenize of what it kept: each on the DirectRunner and on Prism
     with its workers in the image, every command run in the image."""
-    warcs = shared / "warcs"
-    make_warc_set(warcs, "--records", "160", "--files", "3", "--faults", "--seed", "7")
     tokenizer = shared / "tokenizer.json"
     shutil.copy(require(data_dir / "tokenizers" / "gpt2" / "tokenizer.json"), tokenizer)
     outputs = {}
@@ -205,12 +211,14 @@ def test_prisms_docker_environment_runs_workers_with_the_launchers_python_beam_b
     assert python.startswith("3.11.") and beam == "2.77.0" and version == beamtrove.__version__
 
 
-def test_a_worker_without_a_model_the_launcher_has_fails_the_run_in_one_line(image, shared, worker_pool, data_dir):
+def test_a_worker_without_a_model_the_launcher_has_fails_the_run_in_one_line(
+    image, shared, warcs, worker_pool, data_dir
+):
     # The launcher has the model (mounted for it alone); the workers, in the pool's container, do not.
     model = require(data_dir / "models" / "lid176" / "lid.176.ftz")
     ran = _in_image(
-        image, shared, "run", "fineweb", "--input", str(shared / "warcs" / "*.warc.gz"),
-        "--output", str(shared / "missing"), "--lid_model", "/launcher-only/lid.176.ftz",
+        image, shared, "run", "fineweb", "--input", str(warcs / "*.warc.gz"), "--output", str(shared / "missing"),
+        "--lid_model", "/launcher-only/lid.176.ftz",
         *_on_pool_workers(worker_pool), mounts=[(model.parent, "/launcher-only")],
     )  # fmt: skip
     assert ran.returncode == 2, ran.stderr[-3000:]
@@ -223,11 +231,11 @@ def test_a_worker_without_a_model_the_launcher_has_fails_the_run_in_one_line(ima
     assert not (shared / "missing").exists()
 
 
-def test_workers_that_cannot_share_the_output_fail_the_run_in_one_line(image, shared, runs):
+def test_workers_that_cannot_share_the_output_fail_the_run_in_one_line(image, shared, warcs):
     # A DOCKER environment's workers see neither the inputs nor the output folder: they write on their own disks.
     output = shared / "unshared"
     ran = _in_image(
-        image, shared, "run", "fineweb", "--input", str(shared / "warcs" / "*.warc.gz"), "--output", str(output),
+        image, shared, "run", "fineweb", "--input", str(warcs / "*.warc.gz"), "--output", str(output),
         "--runner", "PrismRunner", "--environment_type", "DOCKER", "--environment_config", image, docker_socket=True,
     )  # fmt: skip
     assert ran.returncode == 2, ran.stderr[-3000:]
