@@ -207,8 +207,9 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             # Output that its reader no longer takes fails here, not in the interpreter's exit.
             sys.stdout.flush()
-    except KeyboardInterrupt:
-        _say_last("beamtrove: interrupted", own_process=argv is None)
+    except KeyboardInterrupt as interrupt:
+        # A run's interrupt says what its output kept; Ctrl-C elsewhere says nothing.
+        _say_last(f"beamtrove: {str(interrupt) or 'interrupted'}", own_process=argv is None)
         status = INTERRUPTED
         if argv is None:
             forget_interrupts_handled()

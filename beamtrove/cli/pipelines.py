@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from beamtrove.assets import ASSET_NAMES, asset_path, asset_present, asset_state, fetch_assets
-from beamtrove.cli.parsing import INTERRUPTED, command, group
+from beamtrove.cli.parsing import command, group
 from beamtrove.configuration import ConfigurationError
 from beamtrove.run_output import ready_to_read
 from beamtrove.stats import format_stats, read_stats
@@ -38,8 +38,8 @@ def _run(args: argparse.Namespace, pipeline_argv: list[str]) -> int:
     try:
         result = run_pipeline(spec, parse(spec, pipeline_argv))
     except RunInterrupted as interrupted:
-        print(f"beamtrove: {interrupted}", file=sys.stderr)
-        return INTERRUPTED
+        # Said as any interrupt is, by :func:`beamtrove.cli.main`: last.
+        raise KeyboardInterrupt(str(interrupted)) from None
     if result.succeeded or not result.detail:
         # A run stopped for a known cause counted only part of its input: its counters would mislead.
         print(format_stats(result.stats))
