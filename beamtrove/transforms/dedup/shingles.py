@@ -15,11 +15,12 @@ such hashes, shared with the token-window hashes of
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
 
 import numpy as np
+
+from beamtrove.transforms.dedup.exact import key_digest
 
 __all__ = ["RecentTexts", "mix64", "powers", "shingle_hashes", "word_shingle_hashes"]
 
@@ -180,7 +181,7 @@ class RecentTexts(Generic[Result]):
         self._bytes = 0
 
     def __call__(self, text: str, language: str | None = None) -> Result:
-        key = (hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest(), language)
+        key = (key_digest(text), language)
         found = self._kept.pop(key, None)
         if found is not None:
             # Put back last: a dict keeps its keys in the order they went in, the least recently used first.
