@@ -8,7 +8,7 @@ does: the launcher and the workers are the same image.
 Prism 2.77's DOCKER environment starts worker containers that mount nothing
 but a GCP credentials file, so they cannot read local inputs or write a local
 output: pipelines whose files must be shared run their workers in the image
-through Beam's worker pool (the image's boot program with ``--worker_pool``,
+through Beam's worker pool (what the image's boot program runs for ``--worker_pool``,
 which starts each worker with the boot program, as Dataflow does), in a
 container that mounts the test's folder at the same path; Prism's own DOCKER
 environment runs a pipeline that needs no files, and a fineweb run whose
@@ -32,14 +32,15 @@ import beamtrove
 from beamtrove.cli import main
 from beamtrove.execution.runner_parts import default_runners_dir, part_path, part_present
 from tests.conftest import make_warc_set, require
+from tests.execution.conftest import free_port
 
 pytestmark = pytest.mark.slow
 
 REPO = pathlib.Path(__file__).resolve().parents[3]
 TAG = "beamtrove-worker:test"
 _POOL = "beamtrove-test-worker-pool"
-# The port Beam's boot program serves its worker pool on.
-_POOL_ADDRESS = ("localhost", 50000)
+# The image's boot program, which starts each SDK worker.
+_BOOT = "/opt/apache/beam/boot"
 
 
 def _docker_answers() -> bool:
@@ -85,22 +86,35 @@ def _in_image(image: str, shared: pathlib.Path, *args: str, entrypoint: str = "b
 
 @pytest.fixture(scope="module")
 def worker_pool(image, shared):
-    """Beam's worker pool in the image, serving the host network: ``--environment_config`` of EXTERNAL runs."""
+    """Beam's worker pool in the image, serving the host network: ``--environment_config`` of EXTERNAL runs.
+
+    It runs what the image's boot program runs for ``--worker_pool`` (Beam's pool, starting each worker with the
+    boot program), on a free port: the boot program's fixed 50000 lies in the range the kernel gives other
+    sockets, and in one CI run the pool never listened there.
+    """
     subprocess.run(["docker", "rm", "--force", _POOL], capture_output=True, check=False)
-    command = ["docker", "run", "--detach", "--rm", "--network", "host", "--name", _POOL]
-    subprocess.run([*command, "--volume", f"{shared}:{shared}", image, "--worker_pool"], check=True)
+    port = free_port()
+    # Not --rm: the log of a pool that ended stays readable.
+    command = ["docker", "run", "--detach", "--network", "host", "--name", _POOL, "--volume", f"{shared}:{shared}"]
+    command += ["--entrypoint", "python", image, "-m", "apache_beam.runners.worker.worker_pool_main"]
+    subprocess.run([*command, f"--service_port={port}", f"--container_executable={_BOOT}"], check=True)
     deadline = time.monotonic() + 120
     while True:
         try:
-            socket.create_connection(_POOL_ADDRESS, timeout=1).close()
+            socket.create_connection(("localhost", port), timeout=1).close()
             break
         except OSError:
-            if time.monotonic() > deadline:
+            if time.monotonic() > deadline or not _running(_POOL):
                 logs = subprocess.run(["docker", "logs", _POOL], capture_output=True, text=True, check=False)
-                pytest.fail(f"the worker pool did not listen on {_POOL_ADDRESS}:\n{logs.stderr[-3000:]}")
+                pytest.fail(f"the worker pool did not listen on port {port}:\n{logs.stderr[-3000:]}")
             time.sleep(0.2)
-    yield "{}:{}".format(*_POOL_ADDRESS)
+    yield f"localhost:{port}"
     subprocess.run(["docker", "rm", "--force", _POOL], capture_output=True, check=False)
+
+
+def _running(container: str) -> bool:
+    state = ["docker", "inspect", "--format", "{{.State.Running}}", container]
+    return subprocess.run(state, capture_output=True, text=True, check=False).stdout.strip() == "true"
 
 
 def _on_pool_workers(pool: str) -> list[str]:
