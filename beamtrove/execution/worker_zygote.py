@@ -28,8 +28,13 @@ each loading its own copy before its first bundle.
 One difference: the zygote and its workers ignore Ctrl-C, which a terminal
 sends to the whole process group. Workers that died first would each make
 the runner's threads that read from them print a gRPC traceback; instead the
-runner's process alone reports the interruption and exits, and the zygote
-then kills its workers, as it does whenever the runner's process ends.
+runner's process alone reports the interruption: as its run unwinds, it has
+the zygote kill each worker before it closes the worker's channels (which
+would make a worker mid-bundle print their traceback; the runner's threads
+that read from a killed worker fail silently once a stop signal has come,
+see :func:`beamtrove.processes.stop_signals`), and the zygote kills
+any worker left once the runner's process has gone, as it does whenever that
+process ends.
 
 This module imports no Beam: the command line starts the zygote before
 importing it. The zygote runs as ``python -m beamtrove.execution.worker_zygote
@@ -281,6 +286,23 @@ def _serve(channel: socket.socket, modules: Sequence[str]) -> None:
             importlib.import_module(name)
     fork = multiprocessing.get_context("fork")
     workers: dict[int, multiprocessing.process.BaseProcess] = {}
+    try:
+        # A channel that fails as the zygote replies or reads means the runner is gone, as a closed channel does.
+        with contextlib.suppress(OSError, EOFError):
+            _fork_on_request(channel, fork, workers)
+    finally:
+        # The runner is gone, and its workers with it: one forked as the runner died would otherwise wait forever to
+        # connect to it, and this process's exit would wait for it.
+        for worker in workers.values():
+            worker.kill()
+
+
+def _fork_on_request(
+    channel: socket.socket,
+    fork: multiprocessing.context.BaseContext,
+    workers: dict[int, multiprocessing.process.BaseProcess],
+) -> None:
+    """Serves the runner's requests until it closes ``channel``, keeping the workers still running in ``workers``."""
     while True:
         sentinels = {worker.sentinel: worker for worker in workers.values()}
         for ready in multiprocessing.connection.wait([channel, *sentinels]):
@@ -292,10 +314,6 @@ def _serve(channel: socket.socket, modules: Sequence[str]) -> None:
                 continue
             received = _receive(channel)
             if received is None:
-                # The runner is gone, and its workers with it: one forked as the runner died would otherwise wait
-                # forever to connect to it.
-                for worker in workers.values():
-                    worker.kill()
                 return
             request, streams = received
             if "kill" in request:
