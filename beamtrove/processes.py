@@ -127,8 +127,10 @@ def interrupt_on_sigterm() -> None:
 def stop_signals(on_stop: Callable[[int], None]) -> Iterator[list[int]]:
     """Within the block, SIGINT and SIGTERM (Ctrl-C, kill, a scheduler's stop) are listed and call ``on_stop``.
 
-    Yields the list of the signals received, filled in as they come. Signal
-    handlers belong to the main thread: elsewhere the block changes nothing.
+    Yields the list of the signals received, filled in as they come. Once one
+    has come, threads that fail print nothing: they fail because of the stop.
+    Signal handlers belong to the main thread: elsewhere the block changes
+    nothing.
     An ``on_stop`` that does not raise lets the code of the block go on (a
     process waiting for its children to stop); one that raises stops it
     wherever it is.
@@ -148,11 +150,19 @@ def stop_signals(on_stop: Callable[[int], None]) -> Iterator[list[int]]:
         if not (received and isinstance(unraisable.exc_value, KeyboardInterrupt)):
             hook(unraisable)
 
+    def drop_stopped_threads(failure) -> None:
+        # Once stopped, threads fail because of the stop (a stream read from a worker killed with its run): the
+        # stop is reported once, by the process, not by each of them.
+        if not received:
+            thread_hook(failure)
+
     previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
     hook, sys.unraisablehook = sys.unraisablehook, drop_lost_interrupts
+    thread_hook, threading.excepthook = threading.excepthook, drop_stopped_threads
     try:
         yield received
     finally:
+        threading.excepthook = thread_hook
         sys.unraisablehook = hook
         for signum, handler in previous.items():
             signal.signal(signum, handler)

@@ -69,3 +69,37 @@ def test_an_interrupt_handled_inside_code_run_from_a_string_ends_the_process_by_
     )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
     assert result.returncode == status, result.stderr
+
+
+def test_threads_that_fail_once_a_stop_signal_has_come_print_nothing():
+    # Stopped, a run kills its workers, and its threads reading from them fail: each printed its traceback
+    # around the one line that says the run was interrupted. A thread that fails before the signal still says so.
+    script = textwrap.dedent(
+        """
+        import os, signal, threading
+        from beamtrove.processes import stops_interrupt
+
+        def fail(why):
+            raise RuntimeError(why)
+
+        def failed(why):
+            failing = threading.Thread(target=fail, args=(why,))
+            failing.start()
+            failing.join()
+
+        with stops_interrupt():
+            failed("before the stop")
+            try:
+                os.kill(os.getpid(), signal.SIGTERM)
+                threading.Event().wait(60)
+            except KeyboardInterrupt:
+                failed("after the stop")
+        failed("after the block")
+        """
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    assert [line for line in result.stderr.splitlines() if line.startswith("RuntimeError")] == [
+        "RuntimeError: before the stop",
+        "RuntimeError: after the block",
+    ]

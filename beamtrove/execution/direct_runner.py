@@ -119,6 +119,8 @@ class _ForkedWorkerHandler(worker_handlers.GrpcWorkerHandler):
     def __init__(self, payload: bytes, state, provision_info, grpc_server):
         super().__init__(state, provision_info, grpc_server)
         self._killed_on_stop = False
+        # The thread that waits for the worker, once it started (Ctrl-C may land as it starts).
+        self._thread: threading.Thread | None = None
 
     def start_worker(self) -> None:
         # The worker's logs come to this server, and from it to this process's logging.
@@ -146,18 +148,31 @@ class _ForkedWorkerHandler(worker_handlers.GrpcWorkerHandler):
         self._thread = threading.Thread(name="run_worker", target=self._wait_for_worker, daemon=True)
         self._thread.start()
 
+    def close(self) -> None:
+        # Closed as an interrupt unwinds the run: the worker, which ignores Ctrl-C, may be mid-bundle, and its
+        # channels closing under it would make it print their traceback on the terminal it shares with this
+        # process. It is killed first, as the zygote would kill it once this process has gone.
+        if isinstance(sys.exc_info()[1], KeyboardInterrupt) and self._thread is not None:
+            self._kill()
+        super().close()
+
     def stop_worker(self) -> None:
         # Beam has closed the worker's control stream: a worker that had connected ends now. One that connects after
         # (a run stopped as it started, by Ctrl-C) would wait for its stream forever: closing the connection again
         # ends its stream too. A worker that still runs then is killed.
+        if self._thread is None:
+            return
         self._thread.join(_STOP_GRACE_SECONDS)
         if self._thread.is_alive():
             self.control_conn.close()
             self._thread.join(_STOP_GRACE_SECONDS)
         if self._thread.is_alive():
-            self._killed_on_stop = True
-            self._zygote.kill(self._pid)
-            self._thread.join()
+            self._kill()
+
+    def _kill(self) -> None:
+        self._killed_on_stop = True
+        self._zygote.kill(self._pid)
+        self._thread.join()
 
     def _wait_for_worker(self) -> None:
         try:
