@@ -212,11 +212,12 @@ def plan_output(
         return _new_plan(output, resumable, (), False, storage_options, None)
     output_entries(output, storage_options)  # refuses a file before anything is written
     creates = _outermost_missing(output, storage_options)
+    lock = None
     try:
-        lock = lock_output(output, storage_options)  # the run's first write
-    except OSError as exc:
-        raise ConfigurationError(_unwritable(output, exc)) from None
-    try:
+        try:
+            lock = lock_output(output, storage_options)  # the run's first write
+        except OSError as exc:
+            raise ConfigurationError(_unwritable(output, exc)) from None
         recover_output(output, storage_options)
         entries = output_entries(output, storage_options)
         if entries and not overwrite:
@@ -235,7 +236,8 @@ def plan_output(
                     "it and start over."
                 )
     except BaseException:
-        lock.release()
+        if lock is not None:
+            lock.release()
         if creates:
             _remove_if_empty(output, creates, storage_options)
         raise

@@ -81,10 +81,7 @@ class OutputLock:
         """Stops the heartbeat and removes the lock if it is still this claim; again, nothing."""
         atexit.unregister(self.release)
         self.lease.release()
-        if is_local(self.folder):
-            # A store has no folders; a disk's goes once empty (another run's new claim, or a guard, keeps it).
-            with contextlib.suppress(OSError):
-                os.rmdir(filesystem(self.folder)[1])
+        _remove_folder(self.folder)
 
 
 def lock_output(
@@ -102,13 +99,40 @@ def lock_output(
     """
     storage_options = dict(storage_options or {})
     folder = join(output, LOCK_DIR)
-    if is_local(folder):
-        # Only a disk needs the folder: a store makes an object without one (and one made there would stay).
-        fs, path = filesystem(folder, storage_options)
-        fs.makedirs(path, exist_ok=True)
-    started = utc_timestamp()
-    claim = {"host": socket.gethostname(), "pid": os.getpid(), "started": started}
+    claim = {"host": socket.gethostname(), "pid": os.getpid(), "started": utc_timestamp()}
     owner = join(folder, _LOCK_OWNER)
+    lease: Lease | None = None
+    try:
+        if is_local(folder):
+            # Only a disk needs the folder: a store makes an object without one (and one made there would stay).
+            fs, path = filesystem(folder, storage_options)
+            fs.makedirs(path, exist_ok=True)
+        lease = _take(output, owner, claim, timeout, storage_options)
+        lock = OutputLock(folder, lease)
+        atexit.register(lock.release)
+        lease.heartbeat(timeout / 5)
+    except OutputInUse:
+        raise  # nothing of this run's was written
+    except BaseException:
+        # Stopped before the lock was handed over (Ctrl-C lands anywhere), or a write failed: a claim naming this
+        # process would hold the folder until its next run took it over. It may be written with its lease not yet
+        # handed back.
+        held = read_claim(owner, storage_options) if lease is None else None
+        if held is not None and held.record is not None and all(held.record.get(key) == claim[key] for key in claim):
+            lease = Lease(owner, held.record, storage_options)
+        if lease is not None:
+            lease.release()  # and its heartbeat, if it started
+        _remove_folder(folder)
+        raise
+    return lock
+
+
+def _take(output: str, owner: str, claim: dict[str, Any], timeout: float, storage_options: dict[str, Any]) -> Lease:
+    """The lease of the lock ``owner``, taken (or taken over, which is logged) for ``claim``.
+
+    Raises:
+        OutputInUse: Another run holds it.
+    """
     for _ in range(3):
         lease = take_lease(owner, claim, timeout, storage_options)
         if lease is not None:
@@ -122,10 +146,15 @@ def lock_output(
         raise _in_use(output, read_claim(owner, storage_options) or Claim(None, time.time()), timeout)
     if lease.took_over is not None and lease.replaced is not None:
         _LOGGER.warning("took over the lock of %s from %s: %s", output, _whose(lease.replaced), lease.took_over)
-    lock = OutputLock(folder, lease)
-    lease.heartbeat(timeout / 5)
-    atexit.register(lock.release)
-    return lock
+    return lease
+
+
+def _remove_folder(folder: str) -> None:
+    """Removes the lock's folder once empty (another run's new claim, or a takeover guard, keeps it)."""
+    if is_local(folder):
+        # A store has no folders.
+        with contextlib.suppress(OSError):
+            os.rmdir(filesystem(folder)[1])
 
 
 def lock_holder(

@@ -22,6 +22,7 @@ import pytest
 
 from beamtrove.cli import main
 from beamtrove.configuration import ConfigurationError
+from beamtrove.execution.lease import Lease
 from beamtrove.execution.output import LOCK_TIMEOUT_SECONDS, OutputPlan, plan_output, recover_output
 from beamtrove.execution.output_lock import lock_output
 from beamtrove.fs import filesystem, is_hidden
@@ -535,6 +536,32 @@ def test_the_lock_of_a_run_that_is_gone_is_taken_over(review_jsonl, tmp_path, ca
     assert main([*argv, "--overwrite"]) == 0
     assert "from host elsewhere, pid 1, started 2026-01-01T00:00:00+00:00: no heartbeat for 120 s" in caplog.text
     assert not (output / ".beamtrove-lock").exists()
+
+
+@pytest.mark.parametrize("where", ["__post_init__", "heartbeat"])
+def test_ctrl_c_as_the_lock_is_taken_leaves_no_claim_nor_the_folder_made_for_it(tmp_path, monkeypatch, caplog, where):
+    # Ctrl-C after the claim was written and before the lock was handed back (Ctrl-C lands between any two steps)
+    # left the claim and its folders: the next run took the lock over from this process, and `new/out` stayed.
+    # The signal is real, sent to this process as the lease is made or its heartbeat started.
+    original = getattr(Lease, where)
+    sent = []
+
+    def then_ctrl_c(self, *args):
+        result = original(self, *args)
+        if not sent:
+            sent.append(where)
+            os.kill(os.getpid(), signal.SIGINT)
+        return result
+
+    monkeypatch.setattr(Lease, where, then_ctrl_c)
+    output = tmp_path / "new" / "out"
+    with pytest.raises(KeyboardInterrupt):
+        plan_output(str(output))
+    assert sent
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.undo()
+    plan_output(str(output)).release()
+    assert "took over" not in caplog.text
 
 
 # A claim a run left unreadable: it stopped between creating its owner.json and writing it, or hit a full disk.
