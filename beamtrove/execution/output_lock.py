@@ -109,8 +109,8 @@ def lock_output(
             fs.makedirs(path, exist_ok=True)
         lease = _take(output, owner, claim, timeout, storage_options)
         lock = OutputLock(folder, lease)
-        atexit.register(lock.release)
         lease.heartbeat(timeout / 5)
+        atexit.register(lock.release)  # last: an exit handler is registered only for a lock handed back
     except OutputInUse:
         raise  # nothing of this run's was written
     except BaseException:
