@@ -157,6 +157,7 @@ def _publish(output: str, run_dir: str, storage_options: Mapping[str, Any]) -> l
         _move_entry(join(run_dir, name), join(output, name), record, "moved_in", record_url, storage_options)
     reached("published")
     fs.rm(run_path, recursive=True)
+    reached("staging removed")
     # A staged run's job directory is done with once a run published; one a killed run left is stale.
     job_fs, job_path = filesystem(join(output, JOB_DIR), storage_options)
     if job_fs.exists(job_path):

@@ -71,26 +71,30 @@ def run_pipeline(spec: PipelineSpec, options: PipelineOptions) -> RunResult:
     built = build(spec, options, publish_in_pipeline=False)
     plan = built.output
     started = time.monotonic()
-    with _interrupts_noted() as interrupted, _progress_board(spec, built, options):
+    with _interrupts_noted() as interrupted:
         try:
-            result = built.pipeline.run()
-            state = result.wait_until_finish()
-            stats = run_stats(
-                spec,
-                options,
-                str(state),
-                built.flow.funnel,
-                collect_stats(result, built.pipeline, built.flow.funnel, built.flow.writers),
-                runner=options.view_as(StandardOptions).runner or "DirectRunner",
-                wall_seconds=round(time.monotonic() - started, 3),
-            )
-            if state == PipelineState.DONE:
-                stats_path, report_path = _finish(built, stats, options)
+            # Inside the try: Ctrl-C can land as the board ends too, once the run has published its outputs.
+            with _progress_board(spec, built, options):
+                result = built.pipeline.run()
+                state = result.wait_until_finish()
+                stats = run_stats(
+                    spec,
+                    options,
+                    str(state),
+                    built.flow.funnel,
+                    collect_stats(result, built.pipeline, built.flow.funnel, built.flow.writers),
+                    runner=options.view_as(StandardOptions).runner or "DirectRunner",
+                    wall_seconds=round(time.monotonic() - started, 3),
+                )
+                if state == PipelineState.DONE:
+                    stats_path, report_path = _finish(built, stats, options)
         except BaseException as error:
+            # Said before the plan is abandoned, which removes the staging folder the message looks at.
+            said = _interrupted(built) if interrupted else None
             plan.abandon()
             # A runner reports an interrupt as the error of the step it stopped.
-            if interrupted:
-                raise RunInterrupted(_interrupted(built)) from None
+            if said:
+                raise RunInterrupted(said) from None
             missing = missing_on_worker(error)
             if missing:
                 raise ConfigurationError(missing) from None
@@ -189,7 +193,13 @@ def _interrupts_noted() -> Iterator[list[int]]:
 
 
 def _interrupted(built: Built) -> str:
+    """What an interrupted run leaves in its output folder, for the line that ends the command; read before the
+    run's plan is abandoned."""
     output = built.output.output
+    fs, staging = filesystem(built.output.write_to, built.output.storage_options)
+    if built.output.staged and not fs.exists(staging):
+        # Only publishing removes the staging folder before the plan is abandoned.
+        return f"interrupted as the run ended: it had finished, and {output} holds all it wrote."
     if built.output.committed():
         return (
             f"interrupted while publishing into {output}: this run had finished, and the next `beamtrove run` with "

@@ -406,6 +406,25 @@ def test_an_overwrite_stopped_at_any_step_of_its_publish_is_finished_or_undone_b
     assert sorted(path.name for path in output.iterdir()) == sorted(path.name for path in new.iterdir())
 
 
+def test_ctrl_c_once_the_outputs_are_published_says_the_run_finished(review_jsonl, publish_runs, tmp_path):
+    # Ctrl-C after the publish (as the progress board ended) was said as "interrupted", or as "nothing was
+    # written" by the message that looked for the staging folder the publish had removed.
+    old, new = publish_runs
+    output = tmp_path / "out"
+    shutil.copytree(old, output)
+    stopped = _convert(
+        review_jsonl / "reviews-1.jsonl", output, "--overwrite",
+        env={"BEAMTROVE_TEST_PUBLISH_STOP_AT": "staging removed", "BEAMTROVE_TEST_PUBLISH_STOP_WITH": "SIGINT"},
+    )  # fmt: skip
+    assert stopped.returncode == 130, stopped.stderr
+    assert "Traceback" not in stopped.stderr
+    assert stopped.stderr.strip().splitlines()[-1] == (
+        f"beamtrove: interrupted as the run ended: it had finished, and {output} holds all it wrote."
+    )
+    assert _folder(output) == _folder(new)
+    assert sorted(path.name for path in output.iterdir()) == sorted(path.name for path in new.iterdir())
+
+
 class _Stopped(Exception):
     pass
 
@@ -442,7 +461,8 @@ def test_a_publish_on_an_object_store_stopped_at_any_step_is_finished_or_undone(
     assert fsspec.filesystem("memory").ls("/steps", detail=False) == ["/steps/dead_letters", "/steps/documents",
                                                                       "/steps/stats.json"]  # fmt: skip
     # Copies then deletes, each noted in between: every step of a move, for the folders and the file.
-    assert "moved_aside excluded" in steps and "moved_in dead_letters noted" in steps and len(steps) == 15
+    assert "moved_aside excluded" in steps and "moved_in dead_letters noted" in steps and len(steps) == 16
+    assert steps[-1] == "staging removed"
 
     for number, step in enumerate(steps):
         root = f"/stopped-{number}"
@@ -455,7 +475,7 @@ def test_a_publish_on_an_object_store_stopped_at_any_step_is_finished_or_undone(
         plan, old, new = _memory_output(root)
         with pytest.raises(_Stopped):
             plan.publish()
-        assert plan.committed() == (step != "sealing"), step
+        assert plan.committed() == (step not in ("sealing", "staging removed")), step
         plan.release()  # the process is gone: nothing else of it runs
         _, staging = filesystem(plan.write_to)
         half_copied = {
@@ -469,6 +489,9 @@ def test_a_publish_on_an_object_store_stopped_at_any_step_is_finished_or_undone(
         if step == "sealing":
             assert said == [f"memory://{root}: {_UNDONE}"], step
             assert _memory_files(root) == old, step
+        elif step == "staging removed":  # published: nothing is left to finish
+            assert said == [], step
+            assert _memory_files(root) == new, step
         else:
             assert len(said) == 1 and _FINISHED in said[0], step
             assert _memory_files(root) == new, step
