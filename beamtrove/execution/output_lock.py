@@ -116,13 +116,14 @@ def lock_output(
     except BaseException:
         # Stopped before the lock was handed over (Ctrl-C lands anywhere), or a write failed: a claim naming this
         # process would hold the folder until its next run took it over. It may be written with its lease not yet
-        # handed back.
-        held = read_claim(owner, storage_options) if lease is None else None
-        if held is not None and held.record is not None and all(held.record.get(key) == claim[key] for key in claim):
-            lease = Lease(owner, held.record, storage_options)
-        if lease is not None:
-            lease.release()  # and its heartbeat, if it started
-        _remove_folder(folder)
+        # handed back. A store failing meanwhile leaves it to that takeover, not in place of what stopped the run.
+        with contextlib.suppress(Exception):  # a store's errors are not all OSErrors (gcsfs's HttpError)
+            held = read_claim(owner, storage_options) if lease is None else None
+            if held is not None and held.record is not None and all(held.record.get(k) == claim[k] for k in claim):
+                lease = Lease(owner, held.record, storage_options)
+            if lease is not None:
+                lease.release()  # and its heartbeat, if it started
+            _remove_folder(folder)
         raise
     return lock
 
