@@ -149,22 +149,30 @@ class _Worker:
         attempt = Attempt(
             self.job.new_attempt_dir(task, self.host), {**record, "status": "running"}, lock, self.timeout / 5
         )
+        # A stop anywhere from the attempt's first record to the task's done record marks the attempt interrupted;
+        # one left "running" would spend one of the task's attempts, as a dead worker's does.
+        try:
+            self.attempt(task, work, attempt, record, number=len(spent) + 1, last=len(spent) + 1 >= allowed)
+        except KeyboardInterrupt:
+            self.interrupted(task, attempt)
+            raise
+
+    def attempt(
+        self, task: str, work: Any, attempt: Attempt, record: dict[str, Any], *, number: int, last: bool
+    ) -> None:
+        """Runs the ``number``-th attempt of ``task`` on what the kind prepared for it, saving the attempt's record
+        as it starts and ends; writes the task's done record, or its failure record when it was the ``last``."""
         attempt.save()
-        last = len(spent) + 1 >= allowed
         self.echo(f"{task}: attempt {attempt.directory.name} started")
         started = time.monotonic()
         try:
             fields = self.kind.run(task, work, attempt)
-        except KeyboardInterrupt:
-            self.interrupted(task, attempt)
-            raise
         except TaskFailed as failed:
-            self.attempt_failed(task, attempt, failed, len(spent) + 1, last=last)
+            self.attempt_failed(task, attempt, failed, number, last=last)
             return
         except Exception as exc:  # a task that fails is retried, then failed; the worker goes on
             if self.stopped:
                 # A stop the runner reported as the error of the step it came in (Beam may wrap it).
-                self.interrupted(task, attempt)
                 raise KeyboardInterrupt from exc
             if disk_full(exc):
                 # No fault of the task either; written if the disk still takes it, else the attempt's worker is gone.
@@ -173,7 +181,7 @@ class _Worker:
                 raise _NoSpace(task) from exc
             error = "".join(traceback.format_exception_only(exc)).strip()
             failed = TaskFailed(error, traceback=traceback.format_exc())
-            self.attempt_failed(task, attempt, failed, len(spent) + 1, last=last)
+            self.attempt_failed(task, attempt, failed, number, last=last)
             return
         seconds = round(time.monotonic() - started, 3)
         done = {
@@ -203,8 +211,9 @@ class _Worker:
 
     def interrupted(self, task: str, attempt: Attempt) -> None:
         """Records an attempt a stop (SIGTERM, Ctrl-C) ended, wherever it came (the task's run, the hashing of its
-        files): one with no done record to show for it is no fault of its task, so it is not counted."""
-        if not self.job.done_path(task).exists():
+        files): one with no done record to show for it is no fault of its task, so it is not counted. One that
+        failed before the stop came stays failed."""
+        if attempt.record.get("status") != "failed" and not self.job.done_path(task).exists():
             attempt.save(status="interrupted", finished_at=time.time())
 
     def fail(self, task: str, attempts: int, error: str) -> None:

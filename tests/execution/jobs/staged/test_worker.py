@@ -8,10 +8,13 @@ import os
 import pathlib
 import shutil
 import signal
+from collections.abc import Callable
 
 import pytest
 
 from beamtrove.cli import main
+from beamtrove.execution.jobs import JobDir
+from beamtrove.execution.jobs.worker import run_worker
 from tests.conftest import DATA, require, wait_for
 from tests.execution.jobs.conftest import start_worker
 from tests.execution.jobs.staged.conftest import EXACT, assert_same_run
@@ -99,6 +102,37 @@ def test_sigterm_frees_the_task_at_once_without_spending_an_attempt(corpus, one_
     # With no retries allowed, the interrupted attempt must not count as the task's one attempt.
     assert start_worker(job, "next").wait(timeout=300) == 0
     assert_same_run(_merge(job, tmp_path / "merged"), one_pipeline_exact)
+
+
+def _ctrl_c_at(said: str) -> Callable[[str], None]:
+    """A worker's progress lines: Ctrl-C comes the first time one of them holds ``said``, as it is printed."""
+
+    def echo(line: str) -> None:
+        if said in line:
+            raise KeyboardInterrupt
+
+    return echo
+
+
+def test_ctrl_c_as_an_attempt_starts_or_ends_leaves_no_attempt_running(corpus, tmp_path):
+    job = tmp_path / "job"
+    _prepare(corpus, job, "--max-retries", "0")
+    # Just after the attempt's first record ("running") is written: it was left so once, which spends an attempt.
+    assert run_worker(job, host="first", echo=_ctrl_c_at("started")) == 130
+    [first] = (job / "attempts").glob("*/*/attempt.json")
+    task = first.parent.parent.name
+    assert json.loads(first.read_text())["status"] == "interrupted"
+    assert JobDir(job).spent_attempts(task) == []
+    assert not list((job / "locks").iterdir())
+    # Just after the task's done record: the attempt finished its task, and stays succeeded.
+    assert run_worker(job, host="second", echo=_ctrl_c_at(": done,")) == 130
+    statuses = {
+        path.parent.name: json.loads(path.read_text())["status"] for path in job.glob(f"attempts/{task}/*/attempt.json")
+    }
+    assert sorted(statuses.values()) == ["interrupted", "succeeded"]
+    done = json.loads((job / "done" / f"{task}.json").read_text())
+    assert statuses[pathlib.Path(done["attempt"]).name] == "succeeded"
+    assert not list((job / "locks").iterdir())
 
 
 @pytest.mark.slow
