@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import fcntl
 import gzip
 import io
 import json
@@ -17,6 +18,7 @@ import subprocess
 import sys
 import time
 import zipfile
+from collections.abc import Callable
 
 import apache_beam as beam
 import pytest
@@ -127,13 +129,37 @@ def udhr_texts(data_dir) -> dict[str, str]:
     return texts
 
 
+def made_once(
+    tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[pathlib.Path], None]
+) -> pathlib.Path:
+    """The folder ``name`` that ``make`` fills, made once per test session however many xdist workers need it.
+
+    For a session fixture whose making takes seconds and gives the same files every time: the first worker to
+    need it makes it in the session's base folder, which the workers share, holding a lock the others wait on.
+    """
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if "PYTEST_XDIST_WORKER" in os.environ else base
+    folder, made = shared / name, shared / f"{name}.made"
+    with open(shared / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not made.exists():
+            shutil.rmtree(folder, ignore_errors=True)  # from a worker that failed making it
+            folder.mkdir()
+            make(folder)
+            made.touch()
+    return folder
+
+
 @pytest.fixture(scope="session")
 def glotlid_model(udhr_texts, tmp_path_factory) -> pathlib.Path:
     """A fastText language-ID model labelled as GlotLID's are (``__label__deu_Latn``), trained on the UDHR with
     :func:`tests.lid_models.train_glotlid_style_model` (364 labels; the same model every session, in about 5 s)."""
-    path = tmp_path_factory.mktemp("glotlid") / "model.bin"
-    train_glotlid_style_model(udhr_texts, path)
-    return path
+    return (
+        made_once(
+            tmp_path_factory, "glotlid", lambda folder: train_glotlid_style_model(udhr_texts, folder / "model.bin")
+        )
+        / "model.bin"
+    )
 
 
 @pytest.fixture(scope="session")

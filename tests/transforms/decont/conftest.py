@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import pathlib
 import re
 
@@ -10,7 +11,7 @@ import pytest
 
 from beamtrove.document import Document
 from beamtrove.transforms.decont import BuildDecontIndex
-from tests.conftest import run_and_collect
+from tests.conftest import made_once, run_and_collect
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
@@ -40,6 +41,4 @@ def build_index(items: list[Document], output: pathlib.Path, **settings) -> dict
 @pytest.fixture(scope="session")
 def inaugural_index(inaugural_items, tmp_path_factory) -> pathlib.Path:
     """The index of every inaugural item, with beamtrove's defaults (12-grams, overlap n-grams, beamtrove words)."""
-    output = tmp_path_factory.mktemp("inaugural-index")
-    build_index(inaugural_items, output)
-    return output
+    return made_once(tmp_path_factory, "inaugural-index", functools.partial(build_index, inaugural_items))
