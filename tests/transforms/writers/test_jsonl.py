@@ -151,6 +151,19 @@ def test_same_input_gives_identical_files(tmp_path, warc_paths):
     assert len(first) > 1
 
 
+def test_a_gzip_file_is_its_text_compressed_in_one_piece(tmp_path, warc_paths):
+    # The bytes of a file depend on its text alone, not on how the writer cut its writes or on the state of the
+    # process that wrote it (ISA-L's stream did, and a rerun's file differed from the first run's).
+    run_and_collect(lambda pipeline: pipeline | ReadWarc(warc_paths) | WriteJsonl(str(tmp_path / "out")))
+    [written] = (tmp_path / "out").iterdir()
+    text = gzip.decompress(written.read_bytes())
+    assert text.count(b"\n") == 16 + 29 + 15
+    # Past the 10-byte header (no name, no time; the byte naming the OS differs between Python's two writers).
+    data = written.read_bytes()
+    assert data[:8] == b"\x1f\x8b\x08\x00\x00\x00\x00\x00"
+    assert data[10:] == gzip.compress(text, compresslevel=1, mtime=0)[10:]
+
+
 @pytest.mark.parametrize(
     ("template", "message"),
     [
