@@ -152,12 +152,12 @@ class _Worker:
         # A stop anywhere from the attempt's first record to the task's done record marks the attempt interrupted;
         # one left "running" would spend one of the task's attempts, as a dead worker's does.
         try:
-            self.attempt(task, work, attempt, record, number=len(spent) + 1, last=len(spent) + 1 >= allowed)
+            self.run_attempt(task, work, attempt, record, number=len(spent) + 1, last=len(spent) + 1 >= allowed)
         except KeyboardInterrupt:
             self.interrupted(task, attempt)
             raise
 
-    def attempt(
+    def run_attempt(
         self, task: str, work: Any, attempt: Attempt, record: dict[str, Any], *, number: int, last: bool
     ) -> None:
         """Runs the ``number``-th attempt of ``task`` on what the kind prepared for it, saving the attempt's record

@@ -152,8 +152,8 @@ def test_same_input_gives_identical_files(tmp_path, warc_paths):
 
 
 def test_a_gzip_file_is_its_text_compressed_in_one_piece(tmp_path, warc_paths):
-    # The bytes of a file depend on its text alone, not on how the writer cut its writes or on the state of the
-    # process that wrote it (ISA-L's stream did, and a rerun's file differed from the first run's).
+    # The bytes of a file depend on its text alone, not on how the writer cut its writes. ISA-L's stream depends
+    # on that cut (benchmarks/gzip_writing.py), and once a rerun's file differed from the first run's.
     run_and_collect(lambda pipeline: pipeline | ReadWarc(warc_paths) | WriteJsonl(str(tmp_path / "out")))
     [written] = (tmp_path / "out").iterdir()
     text = gzip.decompress(written.read_bytes())
