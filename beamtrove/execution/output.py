@@ -139,6 +139,14 @@ class OutputPlan:
         """Whether the run's publish has begun: from then on it is finished, never undone."""
         return self.staged and publish_phase(self.write_to, self.storage_options) in COMMITTED_PHASES
 
+    def published(self) -> bool:
+        """Whether the run's publish has finished: before the plan is abandoned, only publishing removes the staging
+        folder."""
+        if not self.staged:
+            return False
+        fs, path = filesystem(self.write_to, self.storage_options)
+        return not fs.exists(path)
+
     def release(self) -> None:
         """Lets another run have the output folder."""
         if self.lock is not None:

@@ -89,9 +89,12 @@ def run_pipeline(spec: PipelineSpec, options: PipelineOptions) -> RunResult:
                 if state == PipelineState.DONE:
                     stats_path, report_path = _finish(built, stats, options)
         except BaseException as error:
-            # Said before the plan is abandoned, which removes the staging folder the message looks at.
-            said = _interrupted(built) if interrupted else None
-            plan.abandon()
+            # Said before the plan is abandoned, which removes the staging folder the message looks at; a store that
+            # fails as it is looked at still leaves the plan abandoned.
+            try:
+                said = _interrupted(built) if interrupted else None
+            finally:
+                plan.abandon()
             # A runner reports an interrupt as the error of the step it stopped.
             if said:
                 raise RunInterrupted(said) from None
@@ -196,9 +199,7 @@ def _interrupted(built: Built) -> str:
     """What an interrupted run leaves in its output folder, for the line that ends the command; read before the
     run's plan is abandoned."""
     output = built.output.output
-    fs, staging = filesystem(built.output.write_to, built.output.storage_options)
-    if built.output.staged and not fs.exists(staging):
-        # Only publishing removes the staging folder before the plan is abandoned.
+    if built.output.published():
         return f"interrupted as the run ended: it had finished, and {output} holds all it wrote."
     if built.output.committed():
         return (
